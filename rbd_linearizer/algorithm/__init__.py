@@ -1,0 +1,1 @@
+"""Rigid-body algorithms, one module per family (as Pinocchio's algorithm/)."""

@@ -1,0 +1,1 @@
+"""Robot model: URDF -> kinematic tree -> flat Model arrays; Data workspaces; state mapping."""
