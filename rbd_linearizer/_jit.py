@@ -1,0 +1,60 @@
+"""The one numba decorator of the package, the kernel registry and ``warmup(model)``.
+
+Every compiled kernel is declared with ``@jit`` (``numba.njit(cache=True, nogil=True)``, no
+fastmath, no parallel). Public wrappers register a warm-up callable with ``register_warmup``;
+``warmup(model)`` calls each one once on a neutral state of ``model`` so that compilation (or
+loading from the on-disk cache) never lands in a control tick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numba
+
+#: The one decorator for compiled kernels (cached on disk, releases the GIL, IEEE semantics).
+jit = numba.njit(cache=True, nogil=True)
+
+_WARMUPS: dict[str, Callable] = {}
+
+
+def register_warmup(name: str) -> Callable[[Callable], Callable]:
+    """Register ``fn(model, data)`` to be called by ``warmup``; returns ``fn`` unchanged."""
+
+    def deco(fn: Callable) -> Callable:
+        _WARMUPS[name] = fn
+        return fn
+
+    return deco
+
+
+def registered() -> tuple[str, ...]:
+    """Names of the registered warm-up callables (one per public algorithm family)."""
+    _import_algorithms()
+    return tuple(_WARMUPS)
+
+
+def _import_algorithms() -> None:
+    # Importing the algorithm modules registers their kernels' warm-up callables.
+    import importlib
+    import pkgutil
+
+    import rbd_linearizer.algorithm as algorithm
+
+    for info in pkgutil.iter_modules(algorithm.__path__):
+        importlib.import_module(f'rbd_linearizer.algorithm.{info.name}')
+
+
+def warmup(model, data=None) -> None:
+    """Compile (or load from cache) every registered kernel by calling it once on ``model``.
+
+    ``data`` is created with ``create_data(model)`` when not given; it is left in an unspecified
+    (but valid) state.
+    """
+    from rbd_linearizer.model.data import create_data
+
+    _import_algorithms()
+    if data is None:
+        data = create_data(model)
+    for fn in list(_WARMUPS.values()):
+        fn(model, data)
