@@ -157,6 +157,8 @@ def parse_urdf(
     if mimic not in ('reject', 'independent'):
         raise ModelError(f"mimic must be 'reject' or 'independent', not {mimic!r}")
     text = read_urdf_text(urdf, limits)
+    if not text.strip():
+        raise ModelError('URDF is empty')
     data = text.encode('utf-8')
     if len(data) > limits.max_bytes:
         raise ModelError(f'URDF has {len(data)} bytes > max_bytes={limits.max_bytes}')
