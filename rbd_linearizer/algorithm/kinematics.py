@@ -1,0 +1,119 @@
+"""Forward kinematics: body poses in the world and body twists.
+
+Reference: Featherstone RBDA §4.1 / seed 003 §1.2 (spatial_v2 ``FDab`` pass 1), linear first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rbd_linearizer._jit import jit, register_warmup
+from rbd_linearizer.algorithm._joints import (
+    BAD_V,
+    W_LIP,
+    W_LIR,
+    W_OP,
+    W_OR,
+    W_TMP,
+    W_V,
+    as_vector,
+    check_config,
+    check_finite,
+    model_views,
+    placement,
+    raise_code,
+    ws_field1,
+    ws_field2,
+    ws_field3,
+)
+from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE
+from rbd_linearizer.model.data import check_data
+from rbd_linearizer.spatial.kernels import motion_act_inv, se3_compose
+
+__all__ = ['forward_kinematics']
+
+
+@jit
+def fk_pass(mi, mf, q, v, ws, with_v, with_world):
+    # Pass 1 of every algorithm: liR/lip (pose in parent), optional world poses oR/op and
+    # body twists v_body (body frame). No input check here.
+    nb, nv, parents, jtype, idx_q, idx_v, nvj, _, _, _, axis, treeR, treep, _ = model_views(
+        mi, mf
+    )
+    liR = ws_field3(mi, ws, W_LIR, nb, 3, 3)
+    lip = ws_field2(mi, ws, W_LIP, nb, 3)
+    oR = ws_field3(mi, ws, W_OR, nb, 3, 3)
+    op = ws_field2(mi, ws, W_OP, nb, 3)
+    V = ws_field2(mi, ws, W_V, nb, 6)
+    tmp = ws_field1(mi, ws, W_TMP, 128)
+    Rj = tmp[0:9].reshape((3, 3))
+    pj = tmp[9:12]
+    for i in range(nb):
+        jt = jtype[i]
+        placement(jt, axis[i], treeR[i], treep[i], q, idx_q[i], liR[i], lip[i], Rj, pj)
+        lam = parents[i]
+        if with_world:
+            if lam >= 0:
+                se3_compose(oR[lam], op[lam], liR[i], lip[i], oR[i], op[i])
+            else:
+                oR[i, :, :] = liR[i]
+                op[i, :] = lip[i]
+        if with_v:
+            Vi = V[i]
+            if lam >= 0:
+                motion_act_inv(liR[i], lip[i], V[lam], Vi)
+            else:
+                for k in range(6):
+                    Vi[k] = 0.0
+            iv = idx_v[i]
+            if jt == JOINT_FREE:
+                for k in range(6):
+                    Vi[k] += v[iv + k]
+            else:
+                o = 3 if jt == JOINT_REVOLUTE else 0
+                qd = v[iv]
+                Vi[o] += axis[i, 0] * qd
+                Vi[o + 1] += axis[i, 1] * qd
+                Vi[o + 2] += axis[i, 2] * qd
+
+
+@jit
+def _fk_kernel(mi, mf, q, v, ws, with_v):
+    # (int64[:], float64[:], float64[:], float64[:], float64[:], bool) -> int64 error code
+    code = check_config(mi, q)
+    if code != 0:
+        return code
+    if with_v and not check_finite(v):
+        return BAD_V
+    fk_pass(mi, mf, q, v, ws, with_v, True)
+    return 0
+
+
+def forward_kinematics(model, data, q, v=None):
+    """Forward kinematics: body poses in the world and (if ``v`` is given) body twists.
+
+    Args:
+        model: the Model. data: its Data (``create_data(model)``).
+        q (nq,): configuration [p (3), quat x y z w (4), s (n)] (fixed base: s).
+        v (nv,) or None: [base linear (3), base angular (3) in the base body frame, sdot (n)].
+
+    Fills ``data.oR`` (nb, 3, 3), ``data.op`` (nb, 3): pose of each body frame in the world;
+    ``data.liR``, ``data.lip``: pose in the parent body; with ``v``: ``data.v_body`` (nb, 6),
+    each body's twist in its own frame (linear first). Returns ``(data.oR, data.op)`` (views
+    valid until the next call with this data).
+    """
+    check_data(model, data)
+    q = as_vector(q, model.nq, 'q')
+    with_v = v is not None
+    v = as_vector(v, model.nv, 'v') if with_v else q
+    code = _fk_kernel(data._mi, data._mf, q, v, data._ws, with_v)
+    if code:
+        raise_code(code)
+    return data.oR, data.op
+
+
+@register_warmup('kinematics')
+def _warmup(model, data):
+    from rbd_linearizer.algorithm.joint_configuration import neutral
+
+    forward_kinematics(model, data, neutral(model), np.zeros(model.nv))

@@ -1,0 +1,227 @@
+"""Recursive Newton-Euler algorithm: inverse dynamics, nonlinear effects, generalized gravity.
+
+Floating base: the root is a 6-DoF joint with S = 1_6 (seed 003 §3), so the same two passes
+serve fixed and floating bases; gravity enters as the acceleration -g of the world (RBDA §5.3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rbd_linearizer._jit import jit, register_warmup
+from rbd_linearizer.algorithm._joints import (
+    _EMPTY,
+    BAD_A,
+    BAD_FEXT,
+    BAD_V,
+    W_A,
+    W_F,
+    W_G,
+    W_H,
+    W_LIP,
+    W_LIR,
+    W_TAU,
+    W_TMP,
+    W_V,
+    as_fext,
+    as_vector,
+    check_config,
+    check_finite,
+    model_views,
+    raise_code,
+    ws_field1,
+    ws_field2,
+    ws_field3,
+)
+from rbd_linearizer.algorithm.kinematics import fk_pass
+from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE
+from rbd_linearizer.model.data import check_data
+from rbd_linearizer.spatial.kernels import (
+    force_act,
+    force_cross,
+    motion_act_inv,
+    motion_cross,
+    rigid_inertia_motion,
+)
+
+__all__ = ['compute_generalized_gravity', 'nonlinear_effects', 'rnea']
+
+MODE_RNEA, MODE_NLE, MODE_GRAVITY = 0, 1, 2
+
+
+@jit
+def rnea_passes(mi, mf, q, v, a, fext, ws, mode, out):
+    # RNEA: seed 003 Alg. 1 (Featherstone RBDA Table 5.1), linear-first spatial vectors, body
+    # frames; mode 0: tau = ID(q, v, a); 1: a = 0; 2: v = a = 0 (gravity only). Writes out (nv,).
+    nb, nv, parents, jtype, idx_q, idx_v, nvj, _, _, gravity, axis, _, _, I10 = model_views(
+        mi, mf
+    )
+    use_v = mode <= 1
+    use_a = mode == 0
+    fk_pass(mi, mf, q, v, ws, use_v, False)
+    liR = ws_field3(mi, ws, W_LIR, nb, 3, 3)
+    lip = ws_field2(mi, ws, W_LIP, nb, 3)
+    V = ws_field2(mi, ws, W_V, nb, 6)
+    A = ws_field2(mi, ws, W_A, nb, 6)
+    F = ws_field2(mi, ws, W_F, nb, 6)
+    tmp = ws_field1(mi, ws, W_TMP, 128)
+    ag = tmp[12:18]
+    vJ = tmp[18:24]
+    t6 = tmp[24:30]
+    h6 = tmp[30:36]
+    ag[0] = -gravity[0]
+    ag[1] = -gravity[1]
+    ag[2] = -gravity[2]
+    ag[3] = 0.0
+    ag[4] = 0.0
+    ag[5] = 0.0
+    for i in range(nb):
+        lam = parents[i]
+        jt = jtype[i]
+        iv = idx_v[i]
+        Ai = A[i]
+        if lam >= 0:
+            motion_act_inv(liR[i], lip[i], A[lam], Ai)
+        else:
+            motion_act_inv(liR[i], lip[i], ag, Ai)
+        if jt == JOINT_FREE:
+            if use_a:
+                for k in range(6):
+                    Ai[k] += a[iv + k]
+            if use_v:
+                for k in range(6):
+                    vJ[k] = v[iv + k]
+        else:
+            o = 3 if jt == JOINT_REVOLUTE else 0
+            if use_a:
+                qdd = a[iv]
+                Ai[o] += axis[i, 0] * qdd
+                Ai[o + 1] += axis[i, 1] * qdd
+                Ai[o + 2] += axis[i, 2] * qdd
+            if use_v:
+                for k in range(6):
+                    vJ[k] = 0.0
+                qd = v[iv]
+                vJ[o] = axis[i, 0] * qd
+                vJ[o + 1] = axis[i, 1] * qd
+                vJ[o + 2] = axis[i, 2] * qd
+        Fi = F[i]
+        if use_v:
+            # a_i += v_i x vJ ; f_i = I a_i + v_i x* (I v_i)
+            motion_cross(V[i], vJ, t6)
+            for k in range(6):
+                Ai[k] += t6[k]
+            rigid_inertia_motion(I10[i], V[i], h6)
+            force_cross(V[i], h6, t6)
+            rigid_inertia_motion(I10[i], Ai, Fi)
+            for k in range(6):
+                Fi[k] += t6[k]
+        else:
+            rigid_inertia_motion(I10[i], Ai, Fi)
+        if fext.shape[0] > 0:
+            for k in range(6):
+                Fi[k] -= fext[6 * i + k]
+    for i in range(nb - 1, -1, -1):
+        jt = jtype[i]
+        iv = idx_v[i]
+        Fi = F[i]
+        if jt == JOINT_FREE:
+            for k in range(6):
+                out[iv + k] = Fi[k]
+        else:
+            o = 3 if jt == JOINT_REVOLUTE else 0
+            out[iv] = axis[i, 0] * Fi[o] + axis[i, 1] * Fi[o + 1] + axis[i, 2] * Fi[o + 2]
+        lam = parents[i]
+        if lam >= 0:
+            force_act(liR[i], lip[i], Fi, t6)
+            Fl = F[lam]
+            for k in range(6):
+                Fl[k] += t6[k]
+
+
+@jit
+def _rnea_kernel(mi, mf, q, v, a, fext, ws, mode):
+    # (int64[:], float64[:], q, v, a, fext float64[:], ws float64[:], int64) -> int64 code
+    code = check_config(mi, q)
+    if code != 0:
+        return code
+    if mode <= 1 and not check_finite(v):
+        return BAD_V
+    if mode == 0 and not check_finite(a):
+        return BAD_A
+    if fext.shape[0] > 0 and not check_finite(fext):
+        return BAD_FEXT
+    nv = mi[1]
+    w = W_TAU if mode == 0 else (W_H if mode == 1 else W_G)
+    rnea_passes(mi, mf, q, v, a, fext, ws, mode, ws_field1(mi, ws, w, nv))
+    return 0
+
+
+def rnea(model, data, q, v, a, f_ext=None):
+    """Recursive Newton-Euler algorithm: tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T f_ext_i.
+
+    Args:
+        model, data: the Model and its Data (``create_data(model)``).
+        q (nq,): [p (3, world), quat x y z w (4), s (n)] (fixed base: s).
+        v (nv,): [base linear (3), base angular (3), both in the base body frame, sdot (n)].
+        a (nv,): time derivative of v (same layout; base part = d/dt of the body-frame twist).
+        f_ext (nb, 6) or None: external wrench on each body, in the body frame, linear first
+            [force; torque about the body origin].
+
+    Gravity is ``model.gravity`` (world frame, e.g. (0, 0, -9.81)); the base wrench part of tau
+    is in the base body frame, linear first. Returns ``data.tau`` (nv,) (a view valid until the
+    next call with this data).
+
+    Reference: seed 003 Alg. 1 (Featherstone RBDA Table 5.1); floating base as a 6-DoF joint.
+    """
+    check_data(model, data)
+    q = as_vector(q, model.nq, 'q')
+    v = as_vector(v, model.nv, 'v')
+    a = as_vector(a, model.nv, 'a')
+    fext = as_fext(f_ext, model.nb)
+    code = _rnea_kernel(data._mi, data._mf, q, v, a, fext, data._ws, MODE_RNEA)
+    if code:
+        raise_code(code)
+    return data.tau
+
+
+def nonlinear_effects(model, data, q, v):
+    """Nonlinear effects h = C(q, v) v + g(q) (RNEA with a = 0): returns ``data.h`` (nv,).
+
+    Same conventions as ``rnea`` (q, v layout, body-frame base twist, ``model.gravity``). The
+    returned view is valid until the next call with this data.
+    """
+    check_data(model, data)
+    q = as_vector(q, model.nq, 'q')
+    v = as_vector(v, model.nv, 'v')
+    code = _rnea_kernel(data._mi, data._mf, q, v, v, _EMPTY, data._ws, MODE_NLE)
+    if code:
+        raise_code(code)
+    return data.h
+
+
+def compute_generalized_gravity(model, data, q):
+    """Generalized gravity g(q) (RNEA with v = a = 0): returns ``data.g`` (nv,).
+
+    g is the generalized force that balances ``model.gravity`` (world frame); for a floating
+    base its first 6 entries are the base wrench in the base body frame (linear first). The view
+    is valid until the next call with this data.
+    """
+    check_data(model, data)
+    q = as_vector(q, model.nq, 'q')
+    code = _rnea_kernel(data._mi, data._mf, q, q, q, _EMPTY, data._ws, MODE_GRAVITY)
+    if code:
+        raise_code(code)
+    return data.g
+
+
+@register_warmup('rnea')
+def _warmup(model, data):
+    from rbd_linearizer.algorithm.joint_configuration import neutral
+
+    q = neutral(model)
+    z = np.zeros(model.nv)
+    rnea(model, data, q, z, z)
+    rnea(model, data, q, z, z, np.zeros((model.nb, 6)))
+    nonlinear_effects(model, data, q, z)
+    compute_generalized_gravity(model, data, q)
