@@ -256,7 +256,10 @@ class _TreeBuilder:
         rotor_inertia, gear_ratio = self.rotors(rotors, nb)
         if gravity is None:
             gravity = DEFAULT_GRAVITY
-        gravity = np.array(gravity, dtype=float)
+        try:
+            gravity = np.array(gravity, dtype=float)
+        except (TypeError, ValueError):
+            raise ModelError(f'gravity must be a finite 3-vector, got {gravity!r}') from None
         if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
             raise ModelError(f'gravity must be a finite 3-vector, got {gravity!r}')
         frames = dict(self.frames)
