@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from rbd_linearizer._jit import jit
-from rbd_linearizer.conventions import JOINT_FREE
+from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE
 from rbd_linearizer.errors import StateError
 from rbd_linearizer.model import data as _d
 from rbd_linearizer.spatial.kernels import joint_transform, se3_compose
@@ -158,3 +158,70 @@ def as_fext(f_ext, nb: int) -> np.ndarray:
     if y.shape != (nb, 6):
         raise StateError(f'f_ext must have shape ({nb}, 6) (one body-frame wrench per body)')
     return y.reshape(-1)
+
+
+@jit
+def s_col(jt, axis, k, out):
+    # out (6,) = column k of the motion subspace S of a joint (body frame, linear first)
+    for r in range(6):
+        out[r] = 0.0
+    if jt == JOINT_FREE:
+        out[k] = 1.0
+    else:
+        o = 3 if jt == JOINT_REVOLUTE else 0
+        out[o] = axis[0]
+        out[o + 1] = axis[1]
+        out[o + 2] = axis[2]
+
+
+@jit
+def s_dot(jt, axis, k, f):
+    # S[:, k]^T f for a 6-vector f
+    if jt == JOINT_FREE:
+        return f[k]
+    o = 3 if jt == JOINT_REVOLUTE else 0
+    return axis[0] * f[o] + axis[1] * f[o + 1] + axis[2] * f[o + 2]
+
+
+@jit
+def spd_inverse(D, n, out, L):
+    # out[:n, :n] = D[:n, :n]^-1 for a small SPD matrix by Cholesky (L: (>=n, >=n) scratch).
+    # Returns False if D is not positive definite.
+    if n == 1:
+        if not D[0, 0] > 0.0:
+            return False
+        out[0, 0] = 1.0 / D[0, 0]
+        return True
+    for r in range(n):
+        for c in range(r + 1):
+            s = D[r, c]
+            for k in range(c):
+                s -= L[r, k] * L[c, k]
+            if r == c:
+                if not s > 0.0:
+                    return False
+                L[r, r] = math.sqrt(s)
+            else:
+                L[r, c] = s / L[c, c]
+    # inverse of L (lower) in place into out's lower part, then out = L^-T L^-1
+    for c in range(n):
+        for r in range(n):
+            out[r, c] = 0.0
+        out[c, c] = 1.0 / L[c, c]
+        for r in range(c + 1, n):
+            s = 0.0
+            for k in range(c, r):
+                s -= L[r, k] * out[k, c]
+            out[r, c] = s / L[r, r]
+    # Linv is in the lower triangle of out; compute Linv^T Linv into the upper triangle + mirror
+    for r in range(n):
+        for c in range(r, n):
+            s = 0.0
+            for k in range(c, n):
+                s += out[k, r] * out[k, c]
+            L[r, c] = s
+    for r in range(n):
+        for c in range(r, n):
+            out[r, c] = L[r, c]
+            out[c, r] = L[r, c]
+    return True

@@ -45,7 +45,7 @@ def fk_pass(mi, mf, q, v, ws, with_v, with_world):
     oR = ws_field3(mi, ws, W_OR, nb, 3, 3)
     op = ws_field2(mi, ws, W_OP, nb, 3)
     V = ws_field2(mi, ws, W_V, nb, 6)
-    tmp = ws_field1(mi, ws, W_TMP, 128)
+    tmp = ws_field1(mi, ws, W_TMP, 256)
     Rj = tmp[0:9].reshape((3, 3))
     pj = tmp[9:12]
     for i in range(nb):

@@ -64,7 +64,7 @@ def rnea_passes(mi, mf, q, v, a, fext, ws, mode, out):
     V = ws_field2(mi, ws, W_V, nb, 6)
     A = ws_field2(mi, ws, W_A, nb, 6)
     F = ws_field2(mi, ws, W_F, nb, 6)
-    tmp = ws_field1(mi, ws, W_TMP, 128)
+    tmp = ws_field1(mi, ws, W_TMP, 256)
     ag = tmp[12:18]
     vJ = tmp[18:24]
     t6 = tmp[24:30]

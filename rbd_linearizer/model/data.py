@@ -55,7 +55,7 @@ WS_FIELDS = (
     ('J', lambda nb, nv: (nv, 6)),  # Minv: motion subspace columns in the world frame
     ('Fcrb', lambda nb, nv: (6, nv)),  # Minv backward pass accumulator (world frame)
     ('Fa', lambda nb, nv: (nb, 6, nv)),  # Minv forward pass accelerations (world frame)
-    ('tmp', lambda nb, nv: (128,)),  # scratch for the kernels
+    ('tmp', lambda nb, nv: (256,)),  # scratch for the kernels
 )
 H_WS = 15
 H_SIZE = H_WS + len(WS_FIELDS)

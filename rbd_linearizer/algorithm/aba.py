@@ -1,0 +1,405 @@
+"""Articulated-body algorithm (forward dynamics) and the recursive inverse of M(q)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rbd_linearizer._jit import jit, register_warmup
+from rbd_linearizer.algorithm._joints import (
+    BAD_A,
+    BAD_FEXT,
+    BAD_V,
+    W_A,
+    W_C,
+    W_DDQ,
+    W_DINV,
+    W_FA,
+    W_FCRB,
+    W_IA,
+    W_J,
+    W_LIP,
+    W_LIR,
+    W_MINV,
+    W_OP,
+    W_OR,
+    W_PA,
+    W_TMP,
+    W_U,
+    W_UU,
+    W_V,
+    as_fext,
+    as_vector,
+    check_config,
+    check_finite,
+    model_views,
+    raise_code,
+    s_col,
+    s_dot,
+    spd_inverse,
+    ws_field1,
+    ws_field2,
+    ws_field3,
+)
+from rbd_linearizer.algorithm.kinematics import fk_pass
+from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE
+from rbd_linearizer.errors import StateError
+from rbd_linearizer.model.data import check_data
+from rbd_linearizer.spatial.kernels import (
+    force_act,
+    force_cross,
+    inertia6_act,
+    motion_act,
+    motion_act_inv,
+    motion_cross,
+    rigid_inertia_act,
+    rigid_inertia_motion,
+    rigid_inertia_to_matrix,
+)
+
+__all__ = ['aba', 'compute_minverse']
+
+NOT_SPD = 10
+
+
+@jit
+def aba_passes(mi, mf, q, v, tau, fext, ws):
+    # ABA: seed 003 Alg. 3 (Featherstone RBDA Table 7.1), linear first, body frames; floating
+    # base = 6-DoF joint with S = 1_6 (seed 003 §3; D = IA there). O(n). Writes data.ddq.
+    # Returns NOT_SPD if a D block is not positive definite, else 0.
+    nb, nv, parents, jtype, idx_q, idx_v, nvj, _, _, gravity, axis, _, _, I10 = model_views(
+        mi, mf
+    )
+    fk_pass(mi, mf, q, v, ws, True, False)
+    liR = ws_field3(mi, ws, W_LIR, nb, 3, 3)
+    lip = ws_field2(mi, ws, W_LIP, nb, 3)
+    V = ws_field2(mi, ws, W_V, nb, 6)
+    A = ws_field2(mi, ws, W_A, nb, 6)
+    C = ws_field2(mi, ws, W_C, nb, 6)
+    IA = ws_field3(mi, ws, W_IA, nb, 6, 6)
+    pA = ws_field2(mi, ws, W_PA, nb, 6)
+    U = ws_field2(mi, ws, W_U, nv, 6)
+    Dinv = ws_field2(mi, ws, W_DINV, nv, 6)
+    u = ws_field1(mi, ws, W_UU, nv)
+    ddq = ws_field1(mi, ws, W_DDQ, nv)
+    tmp = ws_field1(mi, ws, W_TMP, 256)
+    ag = tmp[12:18]
+    vJ = tmp[18:24]
+    t6 = tmp[24:30]
+    h6 = tmp[30:36]
+    s6 = tmp[36:42]
+    Ia = tmp[128:164].reshape((6, 6))
+    Dk = tmp[164:200].reshape((6, 6))
+    # pass 1: velocity-product accelerations c, body inertias, bias forces
+    for i in range(nb):
+        jt = jtype[i]
+        iv = idx_v[i]
+        if jt == JOINT_FREE:
+            for k in range(6):
+                vJ[k] = v[iv + k]
+        else:
+            for k in range(6):
+                vJ[k] = 0.0
+            o = 3 if jt == JOINT_REVOLUTE else 0
+            qd = v[iv]
+            vJ[o] = axis[i, 0] * qd
+            vJ[o + 1] = axis[i, 1] * qd
+            vJ[o + 2] = axis[i, 2] * qd
+        motion_cross(V[i], vJ, C[i])
+        rigid_inertia_to_matrix(I10[i], IA[i])
+        rigid_inertia_motion(I10[i], V[i], h6)
+        force_cross(V[i], h6, pA[i])
+        if fext.shape[0] > 0:
+            for k in range(6):
+                pA[i, k] -= fext[6 * i + k]
+    # pass 2 (backward): articulated inertias and bias forces
+    for i in range(nb - 1, -1, -1):
+        jt = jtype[i]
+        iv = idx_v[i]
+        nj = nvj[i]
+        IAi = IA[i]
+        for k in range(nj):
+            s_col(jt, axis[i], k, s6)
+            for r in range(6):
+                x = 0.0
+                for c in range(6):
+                    x += IAi[r, c] * s6[c]
+                U[iv + k, r] = x
+            u[iv + k] = tau[iv + k] - s_dot(jt, axis[i], k, pA[i])
+        for k in range(nj):
+            for kk in range(nj):
+                Dk[k, kk] = s_dot(jt, axis[i], k, U[iv + kk])
+        if not spd_inverse(Dk, nj, Dinv[iv:iv + nj], Ia):
+            return NOT_SPD
+        lam = parents[i]
+        if lam >= 0:
+            # Ia = IA - U Dinv U^T ; pa = pA + Ia c + U Dinv u
+            for r in range(6):
+                for c in range(6):
+                    x = IAi[r, c]
+                    for k in range(nj):
+                        for kk in range(nj):
+                            x -= U[iv + k, r] * Dinv[iv + k, kk] * U[iv + kk, c]
+                    Ia[r, c] = x
+            for r in range(6):
+                x = pA[i, r]
+                for c in range(6):
+                    x += Ia[r, c] * C[i, c]
+                for k in range(nj):
+                    y = 0.0
+                    for kk in range(nj):
+                        y += Dinv[iv + k, kk] * u[iv + kk]
+                    x += U[iv + k, r] * y
+                h6[r] = x
+            inertia6_act(liR[i], lip[i], Ia, Dk)
+            IAl = IA[lam]
+            for r in range(6):
+                for c in range(6):
+                    IAl[r, c] += Dk[r, c]
+            force_act(liR[i], lip[i], h6, t6)
+            for r in range(6):
+                pA[lam, r] += t6[r]
+    # pass 3 (forward): accelerations
+    ag[0] = -gravity[0]
+    ag[1] = -gravity[1]
+    ag[2] = -gravity[2]
+    ag[3] = 0.0
+    ag[4] = 0.0
+    ag[5] = 0.0
+    for i in range(nb):
+        lam = parents[i]
+        jt = jtype[i]
+        iv = idx_v[i]
+        nj = nvj[i]
+        Ai = A[i]
+        if lam >= 0:
+            motion_act_inv(liR[i], lip[i], A[lam], Ai)
+        else:
+            motion_act_inv(liR[i], lip[i], ag, Ai)
+        for r in range(6):
+            Ai[r] += C[i, r]
+        for k in range(nj):
+            x = u[iv + k]
+            for r in range(6):
+                x -= U[iv + k, r] * Ai[r]
+            t6[k] = x
+        for k in range(nj):
+            x = 0.0
+            for kk in range(nj):
+                x += Dinv[iv + k, kk] * t6[kk]
+            ddq[iv + k] = x
+        for k in range(nj):
+            s_col(jt, axis[i], k, s6)
+            for r in range(6):
+                Ai[r] += s6[r] * ddq[iv + k]
+    return 0
+
+
+@jit
+def _aba_kernel(mi, mf, q, v, tau, fext, ws):
+    # (int64[:], float64[:], q, v, tau, fext float64[:], ws float64[:]) -> int64 code
+    code = check_config(mi, q)
+    if code != 0:
+        return code
+    if not check_finite(v):
+        return BAD_V
+    if not check_finite(tau):
+        return BAD_A
+    if fext.shape[0] > 0 and not check_finite(fext):
+        return BAD_FEXT
+    return aba_passes(mi, mf, q, v, tau, fext, ws)
+
+
+@jit
+def minverse_passes(mi, mf, q, ws, do_fk):
+    # Recursive M^-1 in O(n^2): Carpentier's algorithm (Pinocchio computeMinverse), the same
+    # family as seeds 000/001 IMMA/IMMAmb (thesis Table 4.7 / journal Table 9, errata of the
+    # notes §5.6-5.7): ABA with unit torques, v = 0, g = 0, all columns at once, quantities in
+    # the world frame so no transform of the 6 x nv blocks is needed. Full symmetric output.
+    nb, nv, parents, jtype, idx_q, idx_v, nvj, subptr, subidx, _, axis, _, _, I10 = model_views(
+        mi, mf
+    )
+    if do_fk:
+        fk_pass(mi, mf, q, q, ws, False, True)
+    oR = ws_field3(mi, ws, W_OR, nb, 3, 3)
+    op = ws_field2(mi, ws, W_OP, nb, 3)
+    IA = ws_field3(mi, ws, W_IA, nb, 6, 6)
+    U = ws_field2(mi, ws, W_U, nv, 6)
+    Dinv = ws_field2(mi, ws, W_DINV, nv, 6)
+    J = ws_field2(mi, ws, W_J, nv, 6)
+    Fcrb = ws_field2(mi, ws, W_FCRB, 6, nv)
+    Fa = ws_field3(mi, ws, W_FA, nb, 6, nv)
+    Minv = ws_field2(mi, ws, W_MINV, nv, nv)
+    tmp = ws_field1(mi, ws, W_TMP, 256)
+    s6 = tmp[36:42]
+    t10 = tmp[54:64]
+    L = tmp[128:164].reshape((6, 6))
+    Dk = tmp[164:200].reshape((6, 6))
+    UD = tmp[0:36].reshape((6, 6))  # U Dinv (6 x nj), columns
+    for r in range(nv):
+        for c in range(r, nv):
+            Minv[r, c] = 0.0
+    # world-frame inertias and motion subspaces
+    for i in range(nb):
+        rigid_inertia_act(oR[i], op[i], I10[i], t10)
+        rigid_inertia_to_matrix(t10, IA[i])
+        iv = idx_v[i]
+        for k in range(nvj[i]):
+            s_col(jtype[i], axis[i], k, s6)
+            motion_act(oR[i], op[i], s6, J[iv + k])
+    # backward pass
+    for i in range(nb - 1, -1, -1):
+        iv = idx_v[i]
+        nj = nvj[i]
+        IAi = IA[i]
+        for k in range(nj):
+            for r in range(6):
+                x = 0.0
+                for c in range(6):
+                    x += IAi[r, c] * J[iv + k, c]
+                U[iv + k, r] = x
+        for k in range(nj):
+            for kk in range(nj):
+                x = 0.0
+                for r in range(6):
+                    x += J[iv + k, r] * U[iv + kk, r]
+                Dk[k, kk] = x
+        if not spd_inverse(Dk, nj, Dinv[iv:iv + nj], L):
+            return NOT_SPD
+        # Minv[i, i] = Dinv ; Minv[i, j] = -Dinv J^T Fcrb[:, j] for j in the strict subtree
+        for k in range(nj):
+            for kk in range(nj):
+                Minv[iv + k, iv + kk] = Dinv[iv + k, kk]
+        for s in range(subptr[i], subptr[i + 1]):
+            j = subidx[s]
+            for k in range(nj):
+                y = 0.0
+                for r in range(6):
+                    y += J[iv + k, r] * Fcrb[r, j]
+                t10[k] = y
+            for k in range(nj):
+                x = 0.0
+                for kk in range(nj):
+                    x -= Dinv[iv + k, kk] * t10[kk]
+                Minv[iv + k, j] = x
+        # Fcrb[:, subtree(i)] = pa_i = P_i + U Minv[i, subtree(i)]
+        for k in range(nj):
+            for r in range(6):
+                x = 0.0
+                for kk in range(nj):
+                    x += U[iv + kk, r] * Dinv[iv + kk, k]
+                UD[k, r] = x
+                Fcrb[r, iv + k] = x
+        for s in range(subptr[i], subptr[i + 1]):
+            j = subidx[s]
+            for r in range(6):
+                x = Fcrb[r, j]
+                for k in range(nj):
+                    x += U[iv + k, r] * Minv[iv + k, j]
+                Fcrb[r, j] = x
+        lam = parents[i]
+        if lam >= 0:
+            IAl = IA[lam]
+            for r in range(6):
+                for c in range(6):
+                    x = IAi[r, c]
+                    for k in range(nj):
+                        x -= UD[k, r] * U[iv + k, c]
+                    IAl[r, c] += x
+    # forward pass: Minv[i, j] -= (U Dinv)^T Fa[parent][:, j], Fa[i] = Fa[parent] + J Minv[i]
+    for i in range(nb):
+        iv = idx_v[i]
+        nj = nvj[i]
+        lam = parents[i]
+        if lam >= 0:
+            for k in range(nj):
+                for r in range(6):
+                    x = 0.0
+                    for kk in range(nj):
+                        x += U[iv + kk, r] * Dinv[iv + kk, k]
+                    UD[k, r] = x
+            Fl = Fa[lam]
+            for j in range(iv, nv):
+                for k in range(nj):
+                    x = Minv[iv + k, j]
+                    for r in range(6):
+                        x -= UD[k, r] * Fl[r, j]
+                    Minv[iv + k, j] = x
+        Fi = Fa[i]
+        for j in range(iv, nv):
+            for r in range(6):
+                x = Fa[lam, r, j] if lam >= 0 else 0.0
+                for k in range(nj):
+                    x += J[iv + k, r] * Minv[iv + k, j]
+                Fi[r, j] = x
+    for r in range(nv):
+        for c in range(r + 1, nv):
+            Minv[c, r] = Minv[r, c]
+    return 0
+
+
+@jit
+def _minverse_kernel(mi, mf, q, ws):
+    # (int64[:], float64[:], float64[:], float64[:]) -> int64 code
+    code = check_config(mi, q)
+    if code != 0:
+        return code
+    return minverse_passes(mi, mf, q, ws, True)
+
+
+def _raise(code):
+    if code == NOT_SPD:
+        raise StateError('the joint-space inertia is not positive definite (massless subtree?)')
+    raise_code(code)
+
+
+def aba(model, data, q, v, tau, f_ext=None):
+    """Articulated-body algorithm: forward dynamics ddq = M^-1 (tau + sum J^T f_ext - C v - g).
+
+    Args:
+        model, data: the Model and its Data (``create_data(model)``).
+        q (nq,): [p (3, world), quat x y z w (4), s (n)] (fixed base: s).
+        v (nv,): [base linear (3), base angular (3), both in the base body frame, sdot (n)].
+        tau (nv,): generalized forces (base part: a body-frame wrench, linear first).
+        f_ext (nb, 6) or None: external wrench on each body in its body frame, linear first.
+
+    Gravity is ``model.gravity`` (world frame). Returns ``data.ddq`` (nv,), the time derivative
+    of v (a view valid until the next call with this data).
+
+    Reference: seed 003 Alg. 3 (Featherstone RBDA Table 7.1); O(n).
+    """
+    check_data(model, data)
+    q = as_vector(q, model.nq, 'q')
+    v = as_vector(v, model.nv, 'v')
+    tau = as_vector(tau, model.nv, 'tau')
+    fext = as_fext(f_ext, model.nb)
+    code = _aba_kernel(data._mi, data._mf, q, v, tau, fext, data._ws)
+    if code:
+        _raise(code)
+    return data.ddq
+
+
+def compute_minverse(model, data, q):
+    """Inverse of the joint-space inertia matrix, M(q)^-1 (nv, nv), full and symmetric.
+
+    Recursive O(n^2) algorithm (never inv(M)): Carpentier's (Pinocchio ``computeMinverse``),
+    equivalent to seeds 000/001 IMMAmb (thesis Table 4.7 / journal Table 9, with the errata of
+    the notes). q layout as in ``crba``. Returns ``data.Minv`` (a view valid until the next call
+    with this data).
+    """
+    check_data(model, data)
+    q = as_vector(q, model.nq, 'q')
+    code = _minverse_kernel(data._mi, data._mf, q, data._ws)
+    if code:
+        _raise(code)
+    return data.Minv
+
+
+@register_warmup('aba')
+def _warmup(model, data):
+    from rbd_linearizer.algorithm.joint_configuration import neutral
+
+    q = neutral(model)
+    z = np.zeros(model.nv)
+    aba(model, data, q, z, z)
+    aba(model, data, q, z, z, np.zeros((model.nb, 6)))
+    compute_minverse(model, data, q)

@@ -1,0 +1,114 @@
+"""Composite rigid-body algorithm: the joint-space inertia matrix M(q), full and symmetric."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rbd_linearizer._jit import jit, register_warmup
+from rbd_linearizer.algorithm._joints import (
+    W_IC,
+    W_LIP,
+    W_LIR,
+    W_M,
+    W_TMP,
+    as_vector,
+    check_config,
+    model_views,
+    raise_code,
+    s_col,
+    s_dot,
+    ws_field1,
+    ws_field2,
+    ws_field3,
+)
+from rbd_linearizer.algorithm.kinematics import fk_pass
+from rbd_linearizer.model.data import check_data
+from rbd_linearizer.spatial.kernels import force_act, rigid_inertia_act, rigid_inertia_motion
+
+__all__ = ['crba']
+
+
+@jit
+def crba_passes(mi, mf, q, ws, do_fk):
+    # CRBA: seed 003 Alg. 2 (Featherstone RBDA Table 6.2), linear first, body frames,
+    # 10-parameter composite inertias; floating base = 6-DoF joint with S = 1_6 (seed 003 §3).
+    # O(n d). Writes the full symmetric M.
+    nb, nv, parents, jtype, idx_q, idx_v, nvj, _, _, _, axis, _, _, I10 = model_views(mi, mf)
+    if do_fk:
+        fk_pass(mi, mf, q, q, ws, False, False)
+    liR = ws_field3(mi, ws, W_LIR, nb, 3, 3)
+    lip = ws_field2(mi, ws, W_LIP, nb, 3)
+    IC = ws_field2(mi, ws, W_IC, nb, 10)
+    M = ws_field2(mi, ws, W_M, nv, nv)
+    tmp = ws_field1(mi, ws, W_TMP, 256)
+    s6 = tmp[36:42]
+    F = tmp[42:48]
+    t6 = tmp[48:54]
+    t10 = tmp[54:64]
+    for i in range(nb):
+        for k in range(10):
+            IC[i, k] = I10[i, k]
+    # entries between bodies on different branches stay zero
+    for r in range(nv):
+        for c in range(nv):
+            M[r, c] = 0.0
+    for i in range(nb - 1, -1, -1):
+        lam = parents[i]
+        if lam >= 0:
+            rigid_inertia_act(liR[i], lip[i], IC[i], t10)
+            for k in range(10):
+                IC[lam, k] += t10[k]
+    for i in range(nb):
+        jt = jtype[i]
+        iv = idx_v[i]
+        for k in range(nvj[i]):
+            s_col(jt, axis[i], k, s6)
+            rigid_inertia_motion(IC[i], s6, F)
+            for kk in range(nvj[i]):
+                M[iv + kk, iv + k] = s_dot(jt, axis[i], kk, F)
+            j = i
+            while parents[j] >= 0:
+                force_act(liR[j], lip[j], F, t6)
+                for r in range(6):
+                    F[r] = t6[r]
+                j = parents[j]
+                jv = idx_v[j]
+                for kk in range(nvj[j]):
+                    x = s_dot(jtype[j], axis[j], kk, F)
+                    M[jv + kk, iv + k] = x
+                    M[iv + k, jv + kk] = x
+
+
+@jit
+def _crba_kernel(mi, mf, q, ws):
+    # (int64[:], float64[:], float64[:], float64[:]) -> int64 code
+    code = check_config(mi, q)
+    if code != 0:
+        return code
+    crba_passes(mi, mf, q, ws, True)
+    return 0
+
+
+def crba(model, data, q):
+    """Composite rigid-body algorithm: joint-space inertia matrix M(q) (nv, nv), full symmetric.
+
+    q (nq,): [p (3), quat x y z w (4), s (n)] (fixed base: s). The base block is for the
+    body-frame twist [linear; angular] (v layout of ``rnea``), so 0.5 v^T M v is the kinetic
+    energy. Returns ``data.M`` (a view valid until the next call with this data).
+
+    Reference: seed 003 Alg. 2 (Featherstone RBDA Table 6.2); O(n d).
+    """
+    check_data(model, data)
+    q = as_vector(q, model.nq, 'q')
+    code = _crba_kernel(data._mi, data._mf, q, data._ws)
+    if code:
+        raise_code(code)
+    return data.M
+
+
+@register_warmup('crba')
+def _warmup(model, data):
+    from rbd_linearizer.algorithm.joint_configuration import neutral
+
+    crba(model, data, neutral(model))
+    np.asarray(data.M)
