@@ -56,7 +56,8 @@ class CoriolisWorkspace:
     body i in its parent; vel (nb, 6); S, Sd (nb, 6, 6) motion subspace columns and
     (v x) S, stored as rows (S[i, c] is column c); IC, BC (nb, 6, 6) composite inertia and
     composite B; F (3, 6, 6) Alg. 4 auxiliaries; oR, op world poses, Sw (nv, 6) world-frame
-    subspace columns (Christoffel); rotor-ABA buffers IA, pA, cb, Ut, D, Dinv, vR, cR, pR, a.
+    subspace columns (Christoffel); rotor-ABA buffers IA, pA, cb, Ut, D, Dinv, vR, cR, pR, a;
+    rotor-RNEA forces f, fR.
     """
 
     def __init__(self, model: Model):
@@ -89,6 +90,11 @@ class CoriolisWorkspace:
         self.cR = np.zeros((nb, 6))
         self.pR = np.zeros((nb, 6))
         self.a = np.zeros((nb, 6))
+        # rotor RNEA
+        self.f = np.zeros((nb, 6))
+        self.fR = np.zeros((nb, 6))
+        self.zero_v = np.zeros(nv)  # stays zero (v = 0 inputs)
+        self.e = np.zeros(nv)
         # outputs
         self.M = np.zeros((nv, nv))
         self.Mdot = np.zeros((nv, nv))
