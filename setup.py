@@ -226,7 +226,7 @@ def generated_data_files(stage: Path) -> list[tuple[str, list[str]]]:
 
 
 def _wrappers(build_root: Path) -> list[tuple[str, list[str]]]:
-    """Executables in lib/rbd_linearizer for pip installs (colcon puts the scripts there)."""
+    """Return data_files for lib/rbd_linearizer executables and the ament prefix .pth hook."""
     out_dir = build_root / 'libexec'
     out_dir.mkdir(parents=True, exist_ok=True)
     files = []
@@ -249,7 +249,7 @@ def _wrappers(build_root: Path) -> list[tuple[str, list[str]]]:
 
 
 def _is_wheel_build(dist) -> bool:
-    """True for pip (PEP 517 wheel / editable wheel); False for colcon's setup.py install/develop.
+    """Return True for pip (PEP 517 wheel / editable wheel), False for colcon's setup.py.
 
     colcon installs console scripts into lib/rbd_linearizer itself (setup.cfg); pip puts them in
     <venv>/bin, so wheel builds add small executables in lib/rbd_linearizer as data files.
@@ -261,6 +261,7 @@ class BuildPyWithInterfaces(build_py):
     """build_py that first generates the interfaces (wheel builds, colcon, editable builds)."""
 
     def run(self):
+        """Generate, then build the Python package (into build_lib or the source tree)."""
         build_base = self.get_finalized_command('build').build_base
         editable = bool(getattr(self, 'editable_mode', False))
         extra_rpath = str(Path(sys.prefix) / 'lib') if editable else ''
@@ -281,6 +282,7 @@ class DevelopWithInterfaces(develop):
     """`setup.py develop` (colcon --symlink-install): generated code lands in the source tree."""
 
     def run(self):
+        """Generate into the source tree, then run the normal develop."""
         build_base = self.get_finalized_command('build').build_base
         prefix = getattr(self, 'prefix', None) or sys.prefix
         stage = generate_interfaces(build_base, str(Path(prefix) / 'lib'))
@@ -317,7 +319,7 @@ setup(
     description='Online geometric linearization of moving-base robot dynamics for ROS 2.',
     license='Apache-2.0',
     python_requires='>=3.10',
-    tests_require=['pytest'],
+    extras_require={'test': ['pytest']},
     entry_points={
         'console_scripts': [f'{name} = {target}' for name, target in CONSOLE_SCRIPTS.items()],
     },

@@ -1,0 +1,260 @@
+"""Results of rbd_linearizer as plain, immutable Python objects (no rclpy, no messages).
+
+``Linearization`` and ``DynamicsTerms`` mirror the messages of the same names
+(docs/messages.md) field for field; ``rbd_linearizer.ros.conversions`` converts both ways,
+bit for bit. Every array is a read-only float64 copy, so a result can be shared freely.
+
+State layout (docs/conventions.md): the linearization point / evaluation state is given by
+``base_position`` (3, world), ``base_quaternion`` (4, x y z w), ``base_twist`` (6, linear first,
+in ``velocity_representation``), ``joint_positions`` and ``joint_velocities`` (n, in
+``joint_names`` order). A fixed-base model has the identity pose and a zero twist there.
+Dimensions: floating base ``nx = 12 + 2 n``, ``nv = 6 + n``; fixed base ``nx = 2 n``, ``nv = n``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rbd_linearizer.conventions import TimeModel, VelocityRepresentation
+from rbd_linearizer.errors import StateError
+
+_VELOCITY_REPRESENTATIONS = frozenset(v.value for v in VelocityRepresentation)
+_TIME_MODELS = frozenset(t.value for t in TimeModel)
+
+
+def _frozen(value: Any, name: str, ndim: int) -> np.ndarray:
+    """Return a read-only float64 copy of value (bit-exact for float64 input)."""
+    arr = np.array(value, dtype=np.float64, copy=True)
+    if arr.ndim != ndim:
+        raise StateError(f'{name} must be {ndim}-D, got shape {arr.shape}')
+    arr.setflags(write=False)
+    return arr
+
+
+def _identity_quaternion() -> np.ndarray:
+    return np.array([0.0, 0.0, 0.0, 1.0])
+
+
+@dataclass(frozen=True, eq=False)
+class MultibodyState:
+    """State of a multibody system, as in MultibodyState.msg (see module docstring)."""
+
+    base_position: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    base_quaternion: np.ndarray = field(default_factory=_identity_quaternion)
+    base_twist: np.ndarray = field(default_factory=lambda: np.zeros(6))
+    joint_positions: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    joint_velocities: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def __post_init__(self):
+        _freeze_state_fields(self)
+
+    @property
+    def n_joints(self) -> int:
+        """Number of joints n."""
+        return int(self.joint_positions.shape[0])
+
+    def q(self, floating_base: bool = True) -> np.ndarray:
+        """Return the configuration ``[p, quat (xyzw), s]`` (floating) or ``s`` (fixed)."""
+        if not floating_base:
+            return self.joint_positions.copy()
+        return np.concatenate([self.base_position, self.base_quaternion, self.joint_positions])
+
+    def v(self, floating_base: bool = True) -> np.ndarray:
+        """Return the velocity ``[twist (6), sdot]`` (floating) or ``sdot`` (fixed)."""
+        if not floating_base:
+            return self.joint_velocities.copy()
+        return np.concatenate([self.base_twist, self.joint_velocities])
+
+    @classmethod
+    def from_qv(cls, q, v, floating_base: bool = True) -> MultibodyState:
+        """Build from packed ``q`` and ``v`` (layout of :meth:`q` and :meth:`v`)."""
+        q = np.asarray(q, dtype=np.float64)
+        v = np.asarray(v, dtype=np.float64)
+        if not floating_base:
+            return cls(joint_positions=q, joint_velocities=v)
+        if q.shape[0] < 7 or v.shape[0] < 6:
+            raise StateError(f'floating-base q needs >= 7 and v >= 6 entries, got '
+                             f'{q.shape[0]} and {v.shape[0]}')
+        return cls(q[:3], q[3:7], v[:6], q[7:], v[6:])
+
+
+def _freeze_state_fields(obj: Any) -> None:
+    for name, length in (('base_position', 3), ('base_quaternion', 4), ('base_twist', 6)):
+        arr = _frozen(getattr(obj, name), name, 1)
+        if arr.shape[0] != length:
+            raise StateError(f'{name} must have {length} entries, got {arr.shape[0]}')
+        object.__setattr__(obj, name, arr)
+    jp = _frozen(obj.joint_positions, 'joint_positions', 1)
+    jv = _frozen(obj.joint_velocities, 'joint_velocities', 1)
+    if jp.shape != jv.shape:
+        raise StateError(f'joint_positions ({jp.shape[0]}) and joint_velocities '
+                         f'({jv.shape[0]}) differ in length')
+    object.__setattr__(obj, 'joint_positions', jp)
+    object.__setattr__(obj, 'joint_velocities', jv)
+
+
+def _check_identity(obj: Any) -> int:
+    """Validate and normalize the fields shared by Linearization and DynamicsTerms; return n."""
+    _freeze_state_fields(obj)
+    n = int(obj.joint_positions.shape[0])
+    names = tuple(str(x) for x in obj.joint_names)
+    if names and len(names) != n:
+        raise StateError(f'{len(names)} joint_names but {n} joint positions')
+    object.__setattr__(obj, 'joint_names', names)
+    vr = str(obj.velocity_representation)
+    if vr not in _VELOCITY_REPRESENTATIONS:
+        raise StateError(f'velocity_representation must be one of '
+                         f'{sorted(_VELOCITY_REPRESENTATIONS)}, got {vr!r}')
+    object.__setattr__(obj, 'velocity_representation', vr)
+    object.__setattr__(obj, 'floating_base', bool(obj.floating_base))
+    object.__setattr__(obj, 'model_name', str(obj.model_name))
+    object.__setattr__(obj, 'model_hash', str(obj.model_hash))
+    object.__setattr__(obj, 'compute_time', float(obj.compute_time))
+    stamp = int(obj.stamp)
+    if stamp < 0:
+        raise StateError(f'stamp must be >= 0 ns, got {stamp}')
+    object.__setattr__(obj, 'stamp', stamp)
+    return n
+
+
+@dataclass(frozen=True, eq=False)
+class Linearization:
+    """``dz/dt = A z + B w`` (or ``z[k+1] = A z[k] + B w[k]``) about (x0, u0), drift f.
+
+    ``A`` is (nx, nx), ``B`` (nx, nu), ``f`` (nx); nx = 12 + 2 n (floating base) or 2 n (fixed).
+    The point x0 is (base_position, base_quaternion, base_twist, joint_positions,
+    joint_velocities); ``u0`` is the input (nu), named by ``input_names``.
+    """
+
+    A: np.ndarray
+    B: np.ndarray
+    f: np.ndarray
+    base_position: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    base_quaternion: np.ndarray = field(default_factory=_identity_quaternion)
+    base_twist: np.ndarray = field(default_factory=lambda: np.zeros(6))
+    joint_positions: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    joint_velocities: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    u0: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    joint_names: tuple[str, ...] = ()
+    input_names: tuple[str, ...] = ()
+    velocity_representation: str = VelocityRepresentation.BODY.value
+    time_model: str = TimeModel.CONTINUOUS.value
+    dt: float = 0.0
+    model_name: str = ''
+    model_hash: str = ''
+    floating_base: bool = True
+    compute_time: float = 0.0
+    stamp: int = 0
+
+    def __post_init__(self):
+        n = _check_identity(self)
+        a = _frozen(self.A, 'A', 2)
+        b = _frozen(self.B, 'B', 2)
+        f = _frozen(self.f, 'f', 1)
+        u0 = _frozen(self.u0, 'u0', 1)
+        nx = 12 + 2 * n if self.floating_base else 2 * n
+        if a.shape != (nx, nx):
+            raise StateError(f'A must be ({nx}, {nx}) for {n} joints '
+                             f'({"floating" if self.floating_base else "fixed"} base), '
+                             f'got {a.shape}')
+        if b.shape[0] != nx:
+            raise StateError(f'B must have {nx} rows, got shape {b.shape}')
+        if f.shape != (nx,):
+            raise StateError(f'f must have {nx} entries, got {f.shape[0]}')
+        nu = b.shape[1]
+        if u0.shape[0] not in (0, nu):
+            raise StateError(f'u0 must have nu = {nu} entries (or none), got {u0.shape[0]}')
+        if u0.shape[0] == 0 and nu:
+            u0 = _frozen(np.zeros(nu), 'u0', 1)
+        names = tuple(str(x) for x in self.input_names)
+        if names and len(names) != nu:
+            raise StateError(f'{len(names)} input_names but B has {nu} columns')
+        tm = str(self.time_model)
+        if tm not in _TIME_MODELS:
+            raise StateError(f'time_model must be one of {sorted(_TIME_MODELS)}, got {tm!r}')
+        dt = float(self.dt)
+        if tm == TimeModel.DISCRETE and not dt > 0.0:
+            raise StateError(f'a discrete-time linearization needs dt > 0, got {dt}')
+        for name, value in (('A', a), ('B', b), ('f', f), ('u0', u0), ('input_names', names),
+                            ('time_model', tm), ('dt', dt)):
+            object.__setattr__(self, name, value)
+
+    @property
+    def nx(self) -> int:
+        """State (error-state) dimension."""
+        return int(self.A.shape[0])
+
+    @property
+    def nu(self) -> int:
+        """Input dimension."""
+        return int(self.B.shape[1])
+
+    @property
+    def n_joints(self) -> int:
+        """Number of joints n."""
+        return int(self.joint_positions.shape[0])
+
+    @property
+    def state(self) -> MultibodyState:
+        """The linearization point x0."""
+        return MultibodyState(self.base_position, self.base_quaternion, self.base_twist,
+                              self.joint_positions, self.joint_velocities)
+
+
+@dataclass(frozen=True, eq=False)
+class DynamicsTerms:
+    """``M(q) dv/dt + C(q, v) v + g(q) = ...`` evaluated at one state; ``h = C v + g``.
+
+    ``M``, ``Minv``, ``C`` are (nv, nv), ``g`` and ``h`` (nv); nv = 6 + n or n (fixed base).
+    """
+
+    M: np.ndarray
+    Minv: np.ndarray
+    C: np.ndarray
+    g: np.ndarray
+    h: np.ndarray
+    base_position: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    base_quaternion: np.ndarray = field(default_factory=_identity_quaternion)
+    base_twist: np.ndarray = field(default_factory=lambda: np.zeros(6))
+    joint_positions: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    joint_velocities: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    joint_names: tuple[str, ...] = ()
+    velocity_representation: str = VelocityRepresentation.BODY.value
+    model_name: str = ''
+    model_hash: str = ''
+    floating_base: bool = True
+    compute_time: float = 0.0
+    stamp: int = 0
+
+    def __post_init__(self):
+        n = _check_identity(self)
+        nv = 6 + n if self.floating_base else n
+        for name in ('M', 'Minv', 'C'):
+            arr = _frozen(getattr(self, name), name, 2)
+            if arr.shape != (nv, nv):
+                raise StateError(f'{name} must be ({nv}, {nv}) for {n} joints, got {arr.shape}')
+            object.__setattr__(self, name, arr)
+        for name in ('g', 'h'):
+            arr = _frozen(getattr(self, name), name, 1)
+            if arr.shape != (nv,):
+                raise StateError(f'{name} must have {nv} entries, got {arr.shape[0]}')
+            object.__setattr__(self, name, arr)
+
+    @property
+    def nv(self) -> int:
+        """Generalized velocity dimension."""
+        return int(self.M.shape[0])
+
+    @property
+    def n_joints(self) -> int:
+        """Number of joints n."""
+        return int(self.joint_positions.shape[0])
+
+    @property
+    def state(self) -> MultibodyState:
+        """The state these terms were evaluated at."""
+        return MultibodyState(self.base_position, self.base_quaternion, self.base_twist,
+                              self.joint_positions, self.joint_velocities)

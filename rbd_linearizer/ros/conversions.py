@@ -1,0 +1,228 @@
+"""Conversions between rbd_linearizer's messages and numpy / ``rbd_linearizer.results``.
+
+One call each way, arrays bit for bit (NaN payloads, -0.0, denormals and infinities survive):
+
+    msg = linearization_to_msg(lin, frame_id='world')
+    lin = linearization_from_msg(msg)
+    a = matrix_from_msg(msg.a)
+
+``float64[]`` fields are filled as ``array.array('d')`` built from the raw bytes (no
+per-element Python work, no per-element field checks) and read back with ``np.frombuffer``.
+Needs the generated messages (``rbd_linearizer.msg``) but not a running rclpy context.
+"""
+
+from __future__ import annotations
+
+from array import array
+
+from builtin_interfaces.msg import Time
+import numpy as np
+
+from rbd_linearizer.errors import RbdError
+from rbd_linearizer.msg import DynamicsTerms as DynamicsTermsMsg
+from rbd_linearizer.msg import Linearization as LinearizationMsg
+from rbd_linearizer.msg import Matrix
+from rbd_linearizer.msg import MultibodyState as MultibodyStateMsg
+from rbd_linearizer.results import DynamicsTerms, Linearization, MultibodyState
+
+_NS = 1_000_000_000
+_UINT32_MAX = 2**32 - 1
+
+
+class ConversionError(RbdError):
+    """A message cannot be converted: inconsistent sizes or values out of range."""
+
+
+def _f64_seq(values) -> array:
+    """Return a float64 array.array holding exactly the bytes of ``values`` (C order)."""
+    arr = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+    out = array('d')
+    out.frombytes(arr.tobytes())
+    return out
+
+
+def _f64_from_seq(seq) -> np.ndarray:
+    """Return a new float64 numpy array with the exact contents of a ``float64[]`` field."""
+    if isinstance(seq, array) and seq.typecode == 'd':
+        return np.frombuffer(seq, dtype=np.float64).copy()
+    return np.array(seq, dtype=np.float64).reshape(-1)
+
+
+# --- Matrix ---------------------------------------------------------------------------------
+
+def matrix_to_msg(matrix) -> Matrix:
+    """``Matrix`` message (row-major) from a 2-D array-like."""
+    arr = np.asarray(matrix, dtype=np.float64)
+    if arr.ndim != 2:
+        raise ConversionError(f'Matrix needs a 2-D array, got shape {arr.shape}')
+    rows, cols = arr.shape
+    if rows > _UINT32_MAX or cols > _UINT32_MAX:
+        raise ConversionError(f'Matrix shape {arr.shape} does not fit uint32')
+    msg = Matrix()
+    msg.rows = int(rows)
+    msg.cols = int(cols)
+    msg.data = _f64_seq(arr)
+    return msg
+
+
+def matrix_from_msg(msg: Matrix) -> np.ndarray:
+    """(rows, cols) float64 array from a ``Matrix`` message; checks rows * cols == len(data)."""
+    rows, cols = int(msg.rows), int(msg.cols)
+    data = _f64_from_seq(msg.data)
+    if rows * cols != data.shape[0]:
+        raise ConversionError(
+            f'Matrix message is inconsistent: rows * cols = {rows} * {cols} = {rows * cols} '
+            f'but len(data) = {data.shape[0]}'
+        )
+    return data.reshape(rows, cols)
+
+
+# --- Time -----------------------------------------------------------------------------------
+
+def stamp_to_msg(stamp_ns: int) -> Time:
+    """builtin_interfaces/Time from integer nanoseconds."""
+    stamp_ns = int(stamp_ns)
+    sec, nanosec = divmod(stamp_ns, _NS)
+    if not -(2**31) <= sec < 2**31:
+        raise ConversionError(f'stamp {stamp_ns} ns does not fit builtin_interfaces/Time')
+    return Time(sec=sec, nanosec=nanosec)
+
+
+def stamp_from_msg(stamp: Time) -> int:
+    """Integer nanoseconds from builtin_interfaces/Time."""
+    return int(stamp.sec) * _NS + int(stamp.nanosec)
+
+
+# --- MultibodyState -------------------------------------------------------------------------
+
+def multibody_state_to_msg(state: MultibodyState) -> MultibodyStateMsg:
+    """``MultibodyState`` message from a :class:`rbd_linearizer.results.MultibodyState`."""
+    msg = MultibodyStateMsg()
+    p, quat, twist = state.base_position, state.base_quaternion, state.base_twist
+    pos = msg.base_pose.position
+    pos.x, pos.y, pos.z = (float(x) for x in p)
+    ori = msg.base_pose.orientation
+    ori.x, ori.y, ori.z, ori.w = (float(x) for x in quat)
+    lin, ang = msg.base_twist.linear, msg.base_twist.angular
+    lin.x, lin.y, lin.z = (float(x) for x in twist[:3])
+    ang.x, ang.y, ang.z = (float(x) for x in twist[3:])
+    msg.joint_positions = _f64_seq(state.joint_positions)
+    msg.joint_velocities = _f64_seq(state.joint_velocities)
+    return msg
+
+
+def _state_arrays(msg: MultibodyStateMsg) -> dict[str, np.ndarray]:
+    pos, ori = msg.base_pose.position, msg.base_pose.orientation
+    lin, ang = msg.base_twist.linear, msg.base_twist.angular
+    return {
+        'base_position': np.array([pos.x, pos.y, pos.z], dtype=np.float64),
+        'base_quaternion': np.array([ori.x, ori.y, ori.z, ori.w], dtype=np.float64),
+        'base_twist': np.array([lin.x, lin.y, lin.z, ang.x, ang.y, ang.z], dtype=np.float64),
+        'joint_positions': _f64_from_seq(msg.joint_positions),
+        'joint_velocities': _f64_from_seq(msg.joint_velocities),
+    }
+
+
+def multibody_state_from_msg(msg: MultibodyStateMsg) -> MultibodyState:
+    """:class:`rbd_linearizer.results.MultibodyState` from a ``MultibodyState`` message."""
+    return MultibodyState(**_state_arrays(msg))
+
+
+# --- Linearization --------------------------------------------------------------------------
+
+def linearization_to_msg(lin: Linearization, frame_id: str = 'world') -> LinearizationMsg:
+    """``Linearization`` message; header.stamp = lin.stamp, header.frame_id = frame_id."""
+    msg = LinearizationMsg()
+    msg.header.stamp = stamp_to_msg(lin.stamp)
+    msg.header.frame_id = str(frame_id)
+    msg.model_name = lin.model_name
+    msg.model_hash = lin.model_hash
+    msg.floating_base = bool(lin.floating_base)
+    msg.joint_names = list(lin.joint_names)
+    msg.input_names = list(lin.input_names)
+    msg.velocity_representation = lin.velocity_representation
+    msg.time_model = lin.time_model
+    msg.dt = float(lin.dt)
+    msg.nx = lin.nx
+    msg.nu = lin.nu
+    msg.state = multibody_state_to_msg(lin.state)
+    msg.input = _f64_seq(lin.u0)
+    msg.a = matrix_to_msg(lin.A)
+    msg.b = matrix_to_msg(lin.B)
+    msg.f = _f64_seq(lin.f)
+    msg.compute_time = float(lin.compute_time)
+    return msg
+
+
+def linearization_from_msg(msg: LinearizationMsg) -> Linearization:
+    """:class:`rbd_linearizer.results.Linearization` from a message (validated)."""
+    a = matrix_from_msg(msg.a)
+    b = matrix_from_msg(msg.b)
+    if a.shape[0] != msg.nx or b.shape[1] != msg.nu:
+        raise ConversionError(
+            f'Linearization message is inconsistent: nx = {msg.nx}, nu = {msg.nu} but A is '
+            f'{a.shape} and B is {b.shape}'
+        )
+    return Linearization(
+        A=a,
+        B=b,
+        f=_f64_from_seq(msg.f),
+        u0=_f64_from_seq(msg.input),
+        joint_names=tuple(msg.joint_names),
+        input_names=tuple(msg.input_names),
+        velocity_representation=msg.velocity_representation,
+        time_model=msg.time_model,
+        dt=msg.dt,
+        model_name=msg.model_name,
+        model_hash=msg.model_hash,
+        floating_base=msg.floating_base,
+        compute_time=msg.compute_time,
+        stamp=stamp_from_msg(msg.header.stamp),
+        **_state_arrays(msg.state),
+    )
+
+
+# --- DynamicsTerms --------------------------------------------------------------------------
+
+def dynamics_terms_to_msg(terms: DynamicsTerms, frame_id: str = 'world') -> DynamicsTermsMsg:
+    """``DynamicsTerms`` message; header.stamp = terms.stamp, header.frame_id = frame_id."""
+    msg = DynamicsTermsMsg()
+    msg.header.stamp = stamp_to_msg(terms.stamp)
+    msg.header.frame_id = str(frame_id)
+    msg.model_name = terms.model_name
+    msg.model_hash = terms.model_hash
+    msg.floating_base = bool(terms.floating_base)
+    msg.joint_names = list(terms.joint_names)
+    msg.velocity_representation = terms.velocity_representation
+    msg.nv = terms.nv
+    msg.state = multibody_state_to_msg(terms.state)
+    msg.mass_matrix = matrix_to_msg(terms.M)
+    msg.mass_matrix_inverse = matrix_to_msg(terms.Minv)
+    msg.coriolis_matrix = matrix_to_msg(terms.C)
+    msg.gravity = _f64_seq(terms.g)
+    msg.bias = _f64_seq(terms.h)
+    msg.compute_time = float(terms.compute_time)
+    return msg
+
+
+def dynamics_terms_from_msg(msg: DynamicsTermsMsg) -> DynamicsTerms:
+    """:class:`rbd_linearizer.results.DynamicsTerms` from a message (validated)."""
+    m = matrix_from_msg(msg.mass_matrix)
+    if m.shape[0] != msg.nv:
+        raise ConversionError(
+            f'DynamicsTerms message is inconsistent: nv = {msg.nv} but M is {m.shape}')
+    return DynamicsTerms(
+        M=m,
+        Minv=matrix_from_msg(msg.mass_matrix_inverse),
+        C=matrix_from_msg(msg.coriolis_matrix),
+        g=_f64_from_seq(msg.gravity),
+        h=_f64_from_seq(msg.bias),
+        joint_names=tuple(msg.joint_names),
+        velocity_representation=msg.velocity_representation,
+        model_name=msg.model_name,
+        model_hash=msg.model_hash,
+        floating_base=msg.floating_base,
+        compute_time=msg.compute_time,
+        stamp=stamp_from_msg(msg.header.stamp),
+        **_state_arrays(msg.state),
+    )
