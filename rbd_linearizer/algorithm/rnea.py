@@ -50,15 +50,17 @@ MODE_RNEA, MODE_NLE, MODE_GRAVITY = 0, 1, 2
 
 
 @jit
-def rnea_passes(mi, mf, q, v, a, fext, ws, mode, out):
+def rnea_passes(mi, mf, q, v, a, fext, ws, mode, out, do_fk=True):
     # RNEA: seed 003 Alg. 1 (Featherstone RBDA Table 5.1), linear-first spatial vectors, body
     # frames; mode 0: tau = ID(q, v, a); 1: a = 0; 2: v = a = 0 (gravity only). Writes out (nv,).
+    # do_fk=False reuses liR/lip (and v_body for modes 0, 1) already in ws.
     nb, nv, parents, jtype, idx_q, idx_v, nvj, _, _, gravity, axis, _, _, I10 = model_views(
         mi, mf
     )
     use_v = mode <= 1
     use_a = mode == 0
-    fk_pass(mi, mf, q, v, ws, use_v, False)
+    if do_fk:
+        fk_pass(mi, mf, q, v, ws, use_v, False)
     liR = ws_field3(mi, ws, W_LIR, nb, 3, 3)
     lip = ws_field2(mi, ws, W_LIP, nb, 3)
     V = ws_field2(mi, ws, W_V, nb, 6)

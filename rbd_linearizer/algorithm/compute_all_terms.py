@@ -1,0 +1,74 @@
+"""One fused call per control tick: M, M^-1, g and h at (q, v), sharing one kinematics pass."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rbd_linearizer._jit import jit, register_warmup
+from rbd_linearizer.algorithm._joints import (
+    _EMPTY,
+    BAD_V,
+    W_G,
+    W_H,
+    as_vector,
+    check_config,
+    check_finite,
+    raise_code,
+    ws_field1,
+)
+from rbd_linearizer.algorithm.aba import NOT_SPD, minverse_passes
+from rbd_linearizer.algorithm.crba import crba_passes
+from rbd_linearizer.algorithm.kinematics import fk_pass
+from rbd_linearizer.algorithm.rnea import MODE_GRAVITY, MODE_NLE, rnea_passes
+from rbd_linearizer.errors import StateError
+from rbd_linearizer.model.data import check_data
+
+__all__ = ['compute_all_terms']
+
+
+@jit
+def _all_terms_kernel(mi, mf, q, v, ws):
+    # (int64[:], float64[:], q, v, ws float64[:]) -> int64 code
+    # Kinematics (world poses + body twists) once, then CRBA (seed 003 Alg. 2), recursive M^-1
+    # (Carpentier / seeds 000-001 IMMAmb), RNEA with v = a = 0 (g) and a = 0 (h), seed 003 Alg. 1.
+    code = check_config(mi, q)
+    if code != 0:
+        return code
+    if not check_finite(v):
+        return BAD_V
+    nv = mi[1]
+    fk_pass(mi, mf, q, v, ws, True, True)
+    crba_passes(mi, mf, q, ws, False)
+    code = minverse_passes(mi, mf, q, ws, False)
+    if code != 0:
+        return code
+    rnea_passes(mi, mf, q, v, v, _EMPTY, ws, MODE_GRAVITY, ws_field1(mi, ws, W_G, nv), False)
+    rnea_passes(mi, mf, q, v, v, _EMPTY, ws, MODE_NLE, ws_field1(mi, ws, W_H, nv), False)
+    return 0
+
+
+def compute_all_terms(model, data, q, v):
+    """Fill data.M, data.Minv, data.g, data.h at (q, v) in one call (Pinocchio computeAllTerms).
+
+    q (nq,): [p (3), quat x y z w (4), s (n)]; v (nv,): [base linear, base angular (body frame),
+    sdot] (fixed base: s, sdot). M and Minv are full symmetric, g = generalized gravity for
+    ``model.gravity`` (world frame), h = C(q, v) v + g(q). Also leaves the world poses
+    (data.oR, data.op) and body twists (data.v_body). Returns ``(M, Minv, g, h)`` (views valid
+    until the next call with this data).
+    """
+    check_data(model, data)
+    q = as_vector(q, model.nq, 'q')
+    v = as_vector(v, model.nv, 'v')
+    code = _all_terms_kernel(data._mi, data._mf, q, v, data._ws)
+    if code:
+        if code == NOT_SPD:
+            raise StateError('the joint-space inertia is not positive definite')
+        raise_code(code)
+    return data.M, data.Minv, data.g, data.h
+
+
+@register_warmup('compute_all_terms')
+def _warmup(model, data):
+    from rbd_linearizer.algorithm.joint_configuration import neutral
+
+    compute_all_terms(model, data, neutral(model), np.zeros(model.nv))
