@@ -36,6 +36,8 @@ _XACRO_NS = '{http://www.ros.org/wiki/xacro}'
 _DECLARATION = re.compile(rb'<!\s*(DOCTYPE|ENTITY)', re.IGNORECASE)
 # Tolerance of the inertia checks (eigenvalues, triangle inequality): RTOL * trace + ATOL.
 _INERTIA_RTOL = 1e-9
+# Leading characters ignored when telling XML text from a path (incl. a byte order mark).
+_BLANK = ' \t\r\n\ufeff'
 _INERTIA_ATOL = 1e-15
 
 
@@ -111,7 +113,7 @@ def read_urdf_text(urdf: str | os.PathLike, limits: ParseLimits | None = None) -
     if isinstance(urdf, bytes | bytearray):
         raise ModelError('URDF must be given as str text or a path, not bytes')
     if isinstance(urdf, str):
-        stripped = urdf.lstrip()
+        stripped = urdf.lstrip(_BLANK)
         if not stripped:
             raise ModelError('URDF is empty')
         if stripped.startswith('<'):
@@ -157,12 +159,12 @@ def parse_urdf(
     if mimic not in ('reject', 'independent'):
         raise ModelError(f"mimic must be 'reject' or 'independent', not {mimic!r}")
     text = read_urdf_text(urdf, limits)
-    if not text.strip():
+    if not text.strip(_BLANK):
         raise ModelError('URDF is empty')
     data = text.encode('utf-8')
     if len(data) > limits.max_bytes:
         raise ModelError(f'URDF has {len(data)} bytes > max_bytes={limits.max_bytes}')
-    root = _parse_xml(data)
+    root = _parse_xml(text.lstrip('\ufeff').encode('utf-8'))
     if not isinstance(root.tag, str) or root.tag != 'robot':
         raise ModelError(f'XML root element is <{_tag(root)}>, not <robot>')
     name = root.get('name') or ''  # urdfdom requires it; accepted empty here

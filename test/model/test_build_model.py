@@ -163,6 +163,18 @@ def test_hash_and_text_or_path():
     np.testing.assert_array_equal(from_path.inertia, from_text.inertia)
 
 
+def test_byte_order_mark_accepted(tmp_path):
+    text = '\ufeff' + TINY.read_text()
+    path = tmp_path / 'bom.urdf'
+    path.write_text(text, encoding='utf-8')
+    for urdf in (text, path):
+        model = build_model(urdf)
+        assert model.nb == 4
+        assert model.urdf_hash == hashlib.sha256(text.encode('utf-8')).hexdigest()
+    with pytest.raises(ModelError, match='URDF is empty'):
+        build_model('\ufeff \n')
+
+
 def test_fixed_base_by_option():
     model = build_model(TINY, floating_base=False)
     assert not model.floating_base
