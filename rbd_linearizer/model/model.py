@@ -1,8 +1,11 @@
 """The immutable robot Model: flat, contiguous arrays for the compiled kernels, names beside them.
 
 Body numbering: bodies 0..nb-1 in topological order, ``parents[i] < i``, ``-1`` = the world.
-A floating-base model has body 0 = the root link with a FREE joint (6 DoF). Fixed joints are
-merged into their parent body (inertia lumped, frame kept in ``frames``).
+``build_model`` numbers them depth-first (pre-order) from the root, the child joints of a link in
+the byte order of their names: Pinocchio's URDF order, so ``joint_names`` equals Pinocchio's
+``model.names[2:]`` (floating) / ``[1:]`` (fixed). A floating-base model has body 0 = the root
+link with a FREE joint (6 DoF). Fixed joints are merged into their parent body (inertia lumped
+exactly, frame kept in ``frames``).
 
 Frames: every body has a frame (its URDF link frame). For body i, the pose of the joint frame
 at q = 0 in the parent body's frame is ``(tree_rotation[i], tree_translation[i])`` (the URDF joint
@@ -59,7 +62,9 @@ class Model:
     nb: int
     joint_names: tuple[str, ...]  # canonical joint order (one per 1-DoF joint, body order)
     body_names: tuple[str, ...]  # link name of each body
-    frames: dict[str, Frame]  # every URDF link (and joint) frame by name
+    # Every URDF link frame by name, plus each joint's frame (= its child link frame) unless a
+    # link has the same name. Links fixed to the world of a fixed base have body -1.
+    frames: dict[str, Frame]
     parents: np.ndarray
     joint_type: np.ndarray
     joint_axis: np.ndarray
