@@ -161,6 +161,8 @@ def parse_urdf(
     text = read_urdf_text(urdf, limits)
     if not text.strip(_BLANK):
         raise ModelError('URDF is empty')
+    if len(text) > limits.max_bytes:  # cheap pre-check: UTF-8 needs >= 1 byte per character
+        raise ModelError(f'URDF has more than max_bytes={limits.max_bytes} bytes')
     data = text.encode('utf-8')
     if len(data) > limits.max_bytes:
         raise ModelError(f'URDF has {len(data)} bytes > max_bytes={limits.max_bytes}')

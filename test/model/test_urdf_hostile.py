@@ -118,6 +118,17 @@ def test_parse_limits():
         ParseLimits().max_bytes = 1  # frozen
 
 
+def test_deep_xml_nesting_and_attribute_flood_fail_fast():
+    start = time.perf_counter()
+    with pytest.raises(ModelError, match='Excessive depth'):
+        build_model('<robot name="d">' + '<a>' * 100_000 + '</a>' * 100_000 + '</robot>')
+    many = ' '.join(f'a{i}="1"' for i in range(100_000))
+    with pytest.raises(ModelError, match="joint 'j' has no <parent link=...>"):
+        build_model(f'<robot name="d"><link name="x"/><joint name="j" type="fixed" {many}/>'
+                    '</robot>')
+    assert time.perf_counter() - start < 1.0
+
+
 def test_deep_chain_within_limits_has_no_recursion_problem():
     n = 900
     links = ''.join(f'<link name="l{i}"/>' for i in range(n + 1))
