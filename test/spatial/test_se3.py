@@ -140,3 +140,28 @@ def test_against_pinocchio():
             np.testing.assert_allclose(se3.log(T), pin.log6(M).vector, atol=1e-12)
             np.testing.assert_allclose(se3.right_jacobian_inv(se3.log(T)), pin.Jlog6(M),
                                        atol=1e-8)
+
+
+def test_velocity_representations_of_docs():
+    """docs/conventions.md section 9: body, mixed and inertial twists of H(t) = H0 exp(t V_B)."""
+    rng = np.random.default_rng(6)
+    H0 = se3.exp(rng.normal(size=6))
+    V_B = rng.normal(size=6)
+    h = 1e-6
+    H_dot = (H0 @ se3.exp(h * V_B) - H0 @ se3.exp(-h * V_B)) / (2 * h)
+    R, p = H0[:3, :3], H0[:3, 3]
+    p_dot = H_dot[:3, 3]
+    omega_W = so3.vee(H_dot[:3, :3] @ R.T)
+    np.testing.assert_allclose(R.T @ p_dot, V_B[:3], atol=1e-8)  # body linear = R^T p_dot
+    np.testing.assert_allclose(R.T @ omega_W, V_B[3:], atol=1e-8)
+    mixed = np.concatenate([p_dot, omega_W])
+    inertial = np.concatenate([p_dot - np.cross(omega_W, p), omega_W])
+    X_MB = np.block([[R, np.zeros((3, 3))], [np.zeros((3, 3)), R]])
+    X_IM = np.block([[np.eye(3), so3.hat(p)], [np.zeros((3, 3)), np.eye(3)]])
+    np.testing.assert_allclose(X_MB @ V_B, mixed, atol=1e-8)
+    np.testing.assert_allclose(se3.Ad(H0) @ V_B, inertial, atol=1e-8)
+    np.testing.assert_allclose(X_IM @ mixed, inertial, atol=1e-8)
+    np.testing.assert_allclose(se3.vee(H_dot @ se3.inverse(H0)), inertial, atol=1e-8)
+    np.testing.assert_allclose(se3.vee(se3.inverse(H0) @ H_dot), V_B, atol=1e-8)
+    Ad_inv = np.block([[R.T, -R.T @ so3.hat(p)], [np.zeros((3, 3)), R.T]])
+    np.testing.assert_allclose(Ad_inv @ inertial, V_B, atol=1e-8)
