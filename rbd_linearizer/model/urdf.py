@@ -313,6 +313,8 @@ def _float(text: str | None, where: str, default: float | None = None) -> float:
             raise ModelError(f'{where} is missing')
         return default
     try:
+        if '_' in text:  # Python accepts '1_000'; XML numbers do not
+            raise ValueError(text)
         value = float(text)
     except ValueError:
         raise ModelError(f'{where} is not a number: {_shorten(text)!r}') from None

@@ -160,6 +160,13 @@ def test_bad_arguments():
         build_model(CORPUS / 'tiny.urdf', mimic='follow')
 
 
+def test_python_only_number_syntax_rejected():
+    inertial = ('<inertial><mass value="1_0"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" '
+                'izz="1"/></inertial>')
+    with pytest.raises(ModelError, match="link 'a' <mass value> is not a number: '1_0'"):
+        build_model(f'<robot name="r"><link name="a">{inertial}</link></robot>')
+
+
 def test_non_utf8_file(tmp_path):
     path = tmp_path / 'latin1.urdf'
     path.write_bytes('<robot name="caf\u00e9"><link name="a"/></robot>'.encode('latin-1'))
