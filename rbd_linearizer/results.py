@@ -113,10 +113,7 @@ def _check_identity(obj: Any) -> int:
     object.__setattr__(obj, 'model_name', str(obj.model_name))
     object.__setattr__(obj, 'model_hash', str(obj.model_hash))
     object.__setattr__(obj, 'compute_time', float(obj.compute_time))
-    stamp = int(obj.stamp)
-    if stamp < 0:
-        raise StateError(f'stamp must be >= 0 ns, got {stamp}')
-    object.__setattr__(obj, 'stamp', stamp)
+    object.__setattr__(obj, 'stamp', int(obj.stamp))
     return n
 
 

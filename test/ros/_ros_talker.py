@@ -1,0 +1,70 @@
+"""Talker process of test_message_roundtrip.py: publishes every custom message, serves Linearize.
+
+    python _ros_talker.py SEED LIFETIME_S
+
+Publishes the messages of ``_ros_payloads.published(SEED)`` once each with reliable,
+transient-local QoS (late subscribers still get them), serves ``Linearize`` by answering
+``_ros_payloads.response_for(request, SEED)``, prints READY, and exits when its stdin closes
+(the test ended or died) or after LIFETIME_S seconds, whichever comes first: it never lingers.
+"""
+
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _ros_payloads as payloads  # noqa: E402
+import rclpy  # noqa: E402
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor  # noqa: E402
+
+from rbd_linearizer.ros.qos import latched_qos  # noqa: E402
+from rbd_linearizer.srv import Linearize  # noqa: E402
+
+
+def main() -> int:
+    seed, lifetime = int(sys.argv[1]), float(sys.argv[2])
+    deadline = time.monotonic() + lifetime
+    stop = threading.Event()
+
+    def watch_stdin():
+        sys.stdin.read()  # returns at EOF: the parent closed the pipe or exited
+        stop.set()
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+
+    rclpy.init()
+    node = rclpy.create_node('rbd_roundtrip_talker')
+    messages = payloads.published(seed)
+    pubs = []
+    for key, (topic, msg_type) in payloads.TOPICS.items():
+        pub = node.create_publisher(msg_type, topic, latched_qos())
+        pub.publish(messages[key])
+        pubs.append(pub)
+
+    def serve(request, response):
+        answer = payloads.response_for(request, seed)
+        for name in answer.get_fields_and_field_types():
+            setattr(response, name, getattr(answer, name))
+        return response
+
+    node.create_service(Linearize, payloads.SERVICE, serve)
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    print('READY', flush=True)
+    try:
+        while not stop.is_set() and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
