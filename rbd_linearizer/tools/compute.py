@@ -1,0 +1,235 @@
+"""Compute the dynamics terms (M, M^-1, C, g, h, forward dynamics) of one robot state.
+
+``rbd-linearizer compute --urdf FILE --state STATE.yaml [--fixed-base] [--rotors ROTORS.yaml]
+-o OUT.npz``
+
+STATE.yaml::
+
+    base:   # floating base only (ignored for a fixed base); missing -> identity pose, zero twist
+      position: [x, y, z]                 # base origin in the world [m]
+      orientation: [qx, qy, qz, qw]       # base -> world, unit within 1e-3 (then normalized)
+      linear_velocity: [vx, vy, vz]       # base twist in the BASE BODY frame [m/s]
+      angular_velocity: [wx, wy, wz]      # [rad/s]
+    joints:  # every joint of the model, exactly once; velocity and effort default to 0
+      joint_name: {position: p, velocity: v, effort: tau}
+
+ROTORS.yaml: ``{joint_name: {inertia: J [kg m^2], gear_ratio: n}}``; the rotor-aware
+algorithms (rotor.py, seed 003 Ch. 4 corrected) are used then.
+
+OUT.npz: ``joint_names``; ``q`` (nq,), ``v`` (nv,) in Pinocchio's layout (base twist linear
+first, then joints in ``joint_names`` order); ``tau`` (nv,) the applied generalized force (zero
+base wrench, joint efforts); ``M``, ``Minv``, ``C``, ``Mdot`` (nv, nv); ``g`` (gravity
+generalized force), ``h`` (bias C v + g), ``tau_id`` (RNEA at qdd = 0, = h), ``qdd`` (forward
+dynamics with ``tau``) (nv,); ``floating_base``, ``rotors`` (bool).
+
+Bad input (missing or unreadable file, bad YAML, unknown or missing joint names, NaN, a
+non-unit quaternion, an invalid URDF): exit code 2 and one line on stderr naming the problem.
+URDF reading follows Pinocchio: mimic joints are independent joints, and inertias violating
+the triangle inequality are accepted (they must still be positive semi-definite).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import pathlib
+
+import numpy as np
+
+from rbd_linearizer.errors import RbdError
+
+#: Keys accepted in STATE.yaml, its ``base`` mapping, a joint entry and a rotor entry.
+STATE_KEYS = ('base', 'joints')
+BASE_KEYS = ('position', 'orientation', 'linear_velocity', 'angular_velocity')
+JOINT_KEYS = ('position', 'velocity', 'effort')
+ROTOR_KEYS = ('inertia', 'gear_ratio')
+
+
+class InputError(RbdError):
+    """A command-line input (file, YAML content) is invalid; the message is one line."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of the ``compute`` verb."""
+    parser.add_argument('--urdf', required=True, metavar='FILE', help='robot URDF file')
+    parser.add_argument('--state', required=True, metavar='STATE.yaml',
+                        help='robot state: base pose and twist (body frame), joint states')
+    parser.add_argument('--fixed-base', action='store_true',
+                        help='fix the root link to the world (default: floating base, unless '
+                             "the URDF's root link is named 'world')")
+    parser.add_argument('--rotors', metavar='ROTORS.yaml', default=None,
+                        help='rotor inertias and gear ratios {joint: {inertia: J, '
+                             'gear_ratio: n}}; uses the rotor-aware algorithms')
+    parser.add_argument('-o', '--output', required=True, metavar='OUT.npz',
+                        help='output file (numpy .npz)')
+
+
+def _read_text(path: str, what: str) -> str:
+    try:
+        return pathlib.Path(path).read_text(encoding='utf-8')
+    except FileNotFoundError:
+        raise InputError(f'{what} file not found: {path}') from None
+    except IsADirectoryError:
+        raise InputError(f'{what} path is a directory: {path}') from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f'cannot read {what} file {path}: {err}') from None
+
+
+def _load_yaml(path: str, what: str):
+    import yaml
+
+    text = _read_text(path, what)
+    try:
+        content = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise InputError(f'{what} file {path} is not valid YAML: {_one_line(err)}') from None
+    if not isinstance(content, dict):
+        raise InputError(f'{what} file {path} must hold a YAML mapping, got '
+                         f'{type(content).__name__}')
+    return content
+
+
+def _check_keys(mapping, allowed, where: str) -> None:
+    if not isinstance(mapping, dict):
+        raise InputError(f'{where} must be a mapping, got {type(mapping).__name__}')
+    unknown = [k for k in mapping if k not in allowed]
+    if unknown:
+        raise InputError(f'unknown key(s) {", ".join(map(repr, unknown))} in {where} '
+                         f'(expected {", ".join(allowed)})')
+
+
+def _number(value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f'{where} must be a number, got {value!r}')
+    x = float(value)
+    if not math.isfinite(x):
+        raise InputError(f'{where} is not finite ({value!r})')
+    return x
+
+
+def _vector(value, n: int, where: str) -> np.ndarray:
+    if not isinstance(value, (list, tuple)) or len(value) != n:
+        raise InputError(f'{where} must be a list of {n} numbers, got {value!r}')
+    return np.array([_number(x, f'{where}[{k}]') for k, x in enumerate(value)])
+
+
+def parse_rotors(content) -> dict[str, tuple[float, float]]:
+    """ROTORS.yaml content -> ``{joint: (inertia, gear_ratio)}`` for ``build_model``."""
+    rotors = {}
+    for joint, entry in content.items():
+        _check_keys(entry, ROTOR_KEYS, f'rotor of joint {joint!r}')
+        missing = [k for k in ROTOR_KEYS if k not in entry]
+        if missing:
+            raise InputError(f'rotor of joint {joint!r} lacks {", ".join(missing)}')
+        rotors[str(joint)] = (_number(entry['inertia'], f'rotor {joint!r} inertia'),
+                              _number(entry['gear_ratio'], f'rotor {joint!r} gear_ratio'))
+    return rotors
+
+
+def parse_state(model, content) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """STATE.yaml content -> (q, v, tau) in the model's layout (see the module docstring)."""
+    from rbd_linearizer.model.state import joint_state_to_model_order, make_q, make_v
+
+    _check_keys(content, STATE_KEYS, 'the state file')
+    joints = content.get('joints')
+    if joints is None:
+        joints = {}
+    if not isinstance(joints, dict):
+        raise InputError(f"'joints' must be a mapping joint_name: {{position, velocity, effort}}"
+                         f', got {type(joints).__name__}')
+    names, positions, velocities, efforts = [], [], [], []
+    for name, entry in joints.items():
+        where = f'joint {name!r}'
+        _check_keys(entry, JOINT_KEYS, where)
+        if 'position' not in entry:
+            raise InputError(f'{where} has no position')
+        names.append(str(name))
+        positions.append(_number(entry['position'], f'{where} position'))
+        velocities.append(_number(entry.get('velocity', 0.0), f'{where} velocity'))
+        efforts.append(_number(entry.get('effort', 0.0), f'{where} effort'))
+    s, sdot, effort = joint_state_to_model_order(model, names, positions, velocities, efforts)
+    if not model.floating_base:
+        return make_q(model, s=s), make_v(model, sdot=sdot), effort
+    base = content.get('base')
+    if base is None:
+        base = {}
+    _check_keys(base, BASE_KEYS, "'base'")
+    position = _vector(base.get('position', [0.0, 0.0, 0.0]), 3, 'base position')
+    orientation = _vector(base.get('orientation', [0.0, 0.0, 0.0, 1.0]), 4,
+                          'base orientation [qx, qy, qz, qw]')
+    linear = _vector(base.get('linear_velocity', [0.0, 0.0, 0.0]), 3, 'base linear_velocity')
+    angular = _vector(base.get('angular_velocity', [0.0, 0.0, 0.0]), 3, 'base angular_velocity')
+    q = make_q(model, position, orientation, s)
+    v = make_v(model, linear, angular, sdot)
+    return q, v, np.concatenate([np.zeros(6), effort])
+
+
+def compute(model, q, v, tau, rotors: bool) -> dict[str, np.ndarray]:
+    """Dynamics terms at (q, v) and forward dynamics with ``tau``; plain or rotor-aware."""
+    from rbd_linearizer.algorithm.coriolis import create_coriolis_workspace
+    from rbd_linearizer.model.data import create_data
+
+    data = create_data(model)
+    ws = create_coriolis_workspace(model)
+    zero = np.zeros(model.nv)
+    if rotors:
+        from rbd_linearizer.algorithm import rotor
+
+        C = rotor.compute_coriolis_matrix_rotor(model, data, q, v, ws).copy()
+        M, Mdot = ws.M.copy(), ws.Mdot.copy()
+        Minv = rotor.compute_minverse_rotor(model, data, q, ws).copy()
+        g = rotor.rnea_rotor(model, data, q, zero, zero, ws).copy()
+        h = rotor.rnea_rotor(model, data, q, v, zero, ws).copy()
+        qdd = rotor.aba_rotor(model, data, q, v, tau, ws).copy()
+    else:
+        from rbd_linearizer.algorithm.aba import aba
+        from rbd_linearizer.algorithm.compute_all_terms import compute_all_terms
+        from rbd_linearizer.algorithm.coriolis import compute_coriolis_matrix
+
+        M, Minv, g, h = (x.copy() for x in compute_all_terms(model, data, q, v))
+        C = compute_coriolis_matrix(model, data, q, v, ws).copy()
+        Mdot = ws.Mdot.copy()
+        qdd = aba(model, data, q, v, tau).copy()
+    return {
+        'joint_names': np.array(model.joint_names, dtype=str),
+        'q': q, 'v': v, 'tau': tau,
+        'M': M, 'Minv': Minv, 'C': C, 'Mdot': Mdot, 'g': g, 'h': h,
+        'tau_id': h.copy(), 'qdd': qdd,
+        'floating_base': np.array(model.floating_base), 'rotors': np.array(rotors),
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, np.ndarray]:
+    """Read the inputs named in ``args`` and return the output arrays (raises RbdError)."""
+    from rbd_linearizer.model import build_model
+
+    urdf_text = _read_text(args.urdf, 'URDF')
+    state = _load_yaml(args.state, 'state')
+    rotors = parse_rotors(_load_yaml(args.rotors, 'rotors')) if args.rotors else None
+    model = build_model(urdf_text, floating_base=False if args.fixed_base else None,
+                        rotors=rotors, mimic='independent', check_triangle_inequality=False)
+    q, v, tau = parse_state(model, state)
+    return compute(model, q, v, tau, rotors=bool(rotors))
+
+
+def _one_line(err) -> str:
+    return ' '.join(str(err).split())
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the ``compute`` verb; 0 on success, 2 on bad input (one line on stderr)."""
+    import sys
+
+    try:
+        result = run(args)
+    except RbdError as err:
+        print(f'rbd-linearizer compute: error: {_one_line(err)}', file=sys.stderr)
+        return 2
+    try:
+        with open(args.output, 'wb') as out:
+            np.savez(out, **result)
+    except OSError as err:
+        print(f'rbd-linearizer compute: error: cannot write {args.output}: {_one_line(err)}',
+              file=sys.stderr)
+        return 2
+    return 0
