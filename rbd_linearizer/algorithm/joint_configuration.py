@@ -77,7 +77,7 @@ def _log_rot(R):
         # near pi: axis from the symmetric part, sign from w
         B = 0.5 * (R + R.T) - cos_t * np.eye(3)
         k = int(np.argmax(np.diag(B)))
-        axis = B[:, k] / np.sqrt(max(B[k, k], 1e-300))
+        axis = B[:, k] / np.linalg.norm(B[:, k])
         if axis @ w < 0:
             axis = -axis
         return t * axis

@@ -1,0 +1,119 @@
+"""Per-call time of the core algorithms vs Pinocchio's Python bindings, same process, same state.
+
+Usage: python benchmarks/bench_core.py [--robots go2 g1 talos] [--number 2000] [--repeat 15]
+Prints, per robot x algorithm: ours [us], pinocchio [us], ratio (median of timeit repeats,
+warm-up excluded). Robots come from example-robot-data through build_model; when a URDF is not
+available a random sample model with the same number of joints is used instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+import platform
+import sys
+import timeit
+
+import numpy as np
+import pinocchio as pin
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from reference.pin_oracle import pin_model  # noqa: E402
+
+from rbd_linearizer import _jit  # noqa: E402
+from rbd_linearizer.algorithm import (  # noqa: E402
+    aba,
+    compute_all_terms,
+    compute_generalized_gravity,
+    compute_minverse,
+    crba,
+    nonlinear_effects,
+    random_configuration,
+    rnea,
+)
+from rbd_linearizer.model.data import create_data  # noqa: E402
+from rbd_linearizer.model.sample_models import sample_model  # noqa: E402
+
+SIZES = {'go2': 12, 'g1': 29, 'talos': 32}
+
+
+def load(name: str):
+    try:
+        from rbd_linearizer.model import build_model
+        from rbd_linearizer.model.robots import example_robot_urdf
+
+        return build_model(example_robot_urdf(name), floating_base=True, mimic='independent')
+    except Exception as err:  # noqa: BLE001 - fall back to a sample model of the same size
+        print(f'# {name}: {err}; using a sample model', file=sys.stderr)
+        return sample_model(SIZES[name], topology='branched', seed=0, name=f'sample_{name}')
+
+
+def median_us(fn, number: int, repeat: int) -> float:
+    return float(np.median(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6)
+
+
+def bench(name: str, number: int, repeat: int) -> list[tuple]:
+    model = load(name)
+    data = create_data(model)
+    pm = pin_model(model)
+    pd = pm.createData()
+    rng = np.random.default_rng(0)
+    q = random_configuration(model, rng)
+    v = rng.normal(size=model.nv)
+    a = rng.normal(size=model.nv)
+    _jit.warmup(model, data)
+    cases = [
+        ('rnea', lambda: rnea(model, data, q, v, a), lambda: pin.rnea(pm, pd, q, v, a)),
+        ('crba', lambda: crba(model, data, q), lambda: pin.crba(pm, pd, q)),
+        ('aba', lambda: aba(model, data, q, v, a), lambda: pin.aba(pm, pd, q, v, a)),
+        (
+            'compute_minverse',
+            lambda: compute_minverse(model, data, q),
+            lambda: pin.computeMinverse(pm, pd, q),
+        ),
+        (
+            'compute_generalized_gravity',
+            lambda: compute_generalized_gravity(model, data, q),
+            lambda: pin.computeGeneralizedGravity(pm, pd, q),
+        ),
+        (
+            'nonlinear_effects',
+            lambda: nonlinear_effects(model, data, q, v),
+            lambda: pin.nonLinearEffects(pm, pd, q, v),
+        ),
+        (
+            'compute_all_terms',
+            lambda: compute_all_terms(model, data, q, v),
+            lambda: (pin.computeAllTerms(pm, pd, q, v), pin.computeMinverse(pm, pd, q)),
+        ),
+    ]
+    rows = []
+    for algo, ours, theirs in cases:
+        ours()
+        theirs()
+        t_ours = median_us(ours, number, repeat)
+        t_pin = median_us(theirs, number, repeat)
+        rows.append((f'{name} ({model.nv})', algo, t_ours, t_pin, t_ours / t_pin))
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--robots', nargs='+', default=['go2', 'g1', 'talos'])
+    parser.add_argument('--number', type=int, default=2000)
+    parser.add_argument('--repeat', type=int, default=15)
+    args = parser.parse_args(argv)
+    print(f'# {platform.processor() or platform.machine()}, Python {platform.python_version()}, '
+          f'pinocchio {pin.__version__}, numpy {np.__version__}')
+    print('| robot (nv) | algorithm | ours [us] | pinocchio [us] | ratio |')
+    print('|---|---|---:|---:|---:|')
+    for name in args.robots:
+        for robot, algo, t_ours, t_pin, ratio in bench(name, args.number, args.repeat):
+            print(f'| {robot} | {algo} | {t_ours:.2f} | {t_pin:.2f} | {ratio:.2f} |')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
