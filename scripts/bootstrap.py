@@ -159,8 +159,9 @@ def setup() -> None:
         run([py, '-m', 'venv', VENV])
     check_toolchain()
     pip = [VPY, '-m', 'pip']
-    run([*pip, 'install', '--quiet', pinned('pip'), pinned('setuptools')], env=env)
-    run([*pip, 'install', '--quiet', '-r', CONSTRAINTS], env=env)
+    run([*pip, 'install', '-qq', pinned('pip'), pinned('setuptools')], env=env)
+    # -qq: errors only (pip's warnings about unreachable extra index locations are noise).
+    run([*pip, 'install', '-qq', '-r', CONSTRAINTS], env=env)
     # Editable: the source tree is the package (like colcon --symlink-install). No build
     # isolation: the rosidl generators and CMake packages come from the pinned wheels above.
     run([*pip, 'install', '--no-build-isolation', '--no-deps', '-e', ROOT], quiet=True, env=env)
