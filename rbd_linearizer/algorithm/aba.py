@@ -16,6 +16,7 @@ from rbd_linearizer.algorithm._joints import (
     W_FA,
     W_FCRB,
     W_IA,
+    W_IC,
     W_J,
     W_LIP,
     W_LIR,
@@ -32,6 +33,7 @@ from rbd_linearizer.algorithm._joints import (
     check_config,
     check_finite,
     model_views,
+    ract_add_at,
     raise_code,
     s_col,
     s_dot,
@@ -48,10 +50,8 @@ from rbd_linearizer.spatial.kernels import (
     force_act,
     force_cross,
     inertia6_act,
-    motion_act,
     motion_act_inv,
     motion_cross,
-    rigid_inertia_act,
     rigid_inertia_motion,
     rigid_inertia_to_matrix,
 )
@@ -214,7 +214,8 @@ def minverse_passes(mi, mf, q, ws, do_fk):
     # Recursive M^-1 in O(n^2): Carpentier's algorithm (Pinocchio computeMinverse), the same
     # family as seeds 000/001 IMMA/IMMAmb (thesis Table 4.7 / journal Table 9, errata of the
     # notes §5.6-5.7): ABA with unit torques, v = 0, g = 0, all columns at once, quantities in
-    # the world frame so no transform of the 6 x nv blocks is needed. Full symmetric output.
+    # the world frame so no transform of the 6 x nv blocks is needed. Works for any topological
+    # order (subtree dof lists instead of contiguous ranges). Full symmetric output.
     nb, nv, parents, jtype, idx_q, idx_v, nvj, subptr, subidx, _, axis, _, _, I10 = model_views(
         mi, mf
     )
@@ -223,39 +224,123 @@ def minverse_passes(mi, mf, q, ws, do_fk):
     oR = ws_field3(mi, ws, W_OR, nb, 3, 3)
     op = ws_field2(mi, ws, W_OP, nb, 3)
     IA = ws_field3(mi, ws, W_IA, nb, 6, 6)
+    W10 = ws_field2(mi, ws, W_IC, nb, 10)
     U = ws_field2(mi, ws, W_U, nv, 6)
     Dinv = ws_field2(mi, ws, W_DINV, nv, 6)
     J = ws_field2(mi, ws, W_J, nv, 6)
-    Fcrb = ws_field2(mi, ws, W_FCRB, 6, nv)
-    Fa = ws_field3(mi, ws, W_FA, nb, 6, nv)
+    Fcrb = ws_field2(mi, ws, W_FCRB, nv, 6)
+    Fa = ws_field3(mi, ws, W_FA, nb, nv, 6)
     Minv = ws_field2(mi, ws, W_MINV, nv, nv)
     tmp = ws_field1(mi, ws, W_TMP, 256)
-    s6 = tmp[36:42]
     t10 = tmp[54:64]
     L = tmp[128:164].reshape((6, 6))
     Dk = tmp[164:200].reshape((6, 6))
-    UD = tmp[0:36].reshape((6, 6))  # U Dinv (6 x nj), columns
+    UD = tmp[0:36].reshape((6, 6))  # U Dinv, row k = column k
     for r in range(nv):
         for c in range(r, nv):
             Minv[r, c] = 0.0
-    # world-frame inertias and motion subspaces
+    # world-frame inertias (6x6) and motion subspace columns J
     for i in range(nb):
-        rigid_inertia_act(oR[i], op[i], I10[i], t10)
-        rigid_inertia_to_matrix(t10, IA[i])
+        ract_add_at(oR, op, i, I10, i, W10, i, False)
+        m, hx, hy, hz = W10[i, 0], W10[i, 1], W10[i, 2], W10[i, 3]
+        Y = IA[i]
+        for r in range(6):
+            for c in range(6):
+                Y[r, c] = 0.0
+        Y[0, 0] = m
+        Y[1, 1] = m
+        Y[2, 2] = m
+        Y[0, 4] = hz
+        Y[0, 5] = -hy
+        Y[1, 3] = -hz
+        Y[1, 5] = hx
+        Y[2, 3] = hy
+        Y[2, 4] = -hx
+        Y[4, 0] = hz
+        Y[5, 0] = -hy
+        Y[3, 1] = -hz
+        Y[5, 1] = hx
+        Y[3, 2] = hy
+        Y[4, 2] = -hx
+        Y[3, 3] = W10[i, 4]
+        Y[3, 4] = W10[i, 5]
+        Y[4, 3] = W10[i, 5]
+        Y[4, 4] = W10[i, 6]
+        Y[3, 5] = W10[i, 7]
+        Y[5, 3] = W10[i, 7]
+        Y[4, 5] = W10[i, 8]
+        Y[5, 4] = W10[i, 8]
+        Y[5, 5] = W10[i, 9]
         iv = idx_v[i]
+        jt = jtype[i]
+        p0, p1, p2 = op[i, 0], op[i, 1], op[i, 2]
         for k in range(nvj[i]):
-            s_col(jtype[i], axis[i], k, s6)
-            motion_act(oR[i], op[i], s6, J[iv + k])
+            # world axis d and whether it is a rotation (revolute, FREE angular) or translation
+            if jt == JOINT_FREE:
+                c = k % 3
+                d0, d1, d2 = oR[i, 0, c], oR[i, 1, c], oR[i, 2, c]
+                rot = k >= 3
+            else:
+                a0, a1, a2 = axis[i, 0], axis[i, 1], axis[i, 2]
+                d0 = oR[i, 0, 0] * a0 + oR[i, 0, 1] * a1 + oR[i, 0, 2] * a2
+                d1 = oR[i, 1, 0] * a0 + oR[i, 1, 1] * a1 + oR[i, 1, 2] * a2
+                d2 = oR[i, 2, 0] * a0 + oR[i, 2, 1] * a1 + oR[i, 2, 2] * a2
+                rot = jt == JOINT_REVOLUTE
+            if rot:
+                J[iv + k, 0] = p1 * d2 - p2 * d1
+                J[iv + k, 1] = p2 * d0 - p0 * d2
+                J[iv + k, 2] = p0 * d1 - p1 * d0
+                J[iv + k, 3] = d0
+                J[iv + k, 4] = d1
+                J[iv + k, 5] = d2
+            else:
+                J[iv + k, 0] = d0
+                J[iv + k, 1] = d1
+                J[iv + k, 2] = d2
+                J[iv + k, 3] = 0.0
+                J[iv + k, 4] = 0.0
+                J[iv + k, 5] = 0.0
     # backward pass
     for i in range(nb - 1, -1, -1):
         iv = idx_v[i]
         nj = nvj[i]
-        IAi = IA[i]
+        lam = parents[i]
+        if nj == 1:
+            D = 0.0
+            for r in range(6):
+                x = 0.0
+                for c in range(6):
+                    x += IA[i, r, c] * J[iv, c]
+                U[iv, r] = x
+                D += J[iv, r] * x
+            if not D > 0.0:
+                return NOT_SPD
+            dinv = 1.0 / D
+            Dinv[iv, 0] = dinv
+            Minv[iv, iv] = dinv
+            for s in range(subptr[i], subptr[i + 1]):
+                j = subidx[s]
+                y = 0.0
+                for r in range(6):
+                    y += J[iv, r] * Fcrb[j, r]
+                x = -dinv * y
+                Minv[iv, j] = x
+                for r in range(6):
+                    Fcrb[j, r] += U[iv, r] * x
+            for r in range(6):
+                Fcrb[iv, r] = U[iv, r] * dinv
+            if lam >= 0:
+                for r in range(6):
+                    ur = U[iv, r] * dinv
+                    for c in range(6):
+                        IA[lam, r, c] += IA[i, r, c] - ur * U[iv, c]
+            continue
+        # general multi-DoF joint (the FREE root)
         for k in range(nj):
             for r in range(6):
                 x = 0.0
                 for c in range(6):
-                    x += IAi[r, c] * J[iv + k, c]
+                    x += IA[i, r, c] * J[iv + k, c]
                 U[iv + k, r] = x
         for k in range(nj):
             for kk in range(nj):
@@ -265,7 +350,6 @@ def minverse_passes(mi, mf, q, ws, do_fk):
                 Dk[k, kk] = x
         if not spd_inverse(Dk, nj, Dinv[iv:iv + nj], L):
             return NOT_SPD
-        # Minv[i, i] = Dinv ; Minv[i, j] = -Dinv J^T Fcrb[:, j] for j in the strict subtree
         for k in range(nj):
             for kk in range(nj):
                 Minv[iv + k, iv + kk] = Dinv[iv + k, kk]
@@ -274,42 +358,64 @@ def minverse_passes(mi, mf, q, ws, do_fk):
             for k in range(nj):
                 y = 0.0
                 for r in range(6):
-                    y += J[iv + k, r] * Fcrb[r, j]
+                    y += J[iv + k, r] * Fcrb[j, r]
                 t10[k] = y
             for k in range(nj):
                 x = 0.0
                 for kk in range(nj):
                     x -= Dinv[iv + k, kk] * t10[kk]
                 Minv[iv + k, j] = x
-        # Fcrb[:, subtree(i)] = pa_i = P_i + U Minv[i, subtree(i)]
+            for r in range(6):
+                x = Fcrb[j, r]
+                for k in range(nj):
+                    x += U[iv + k, r] * Minv[iv + k, j]
+                Fcrb[j, r] = x
         for k in range(nj):
             for r in range(6):
                 x = 0.0
                 for kk in range(nj):
                     x += U[iv + kk, r] * Dinv[iv + kk, k]
                 UD[k, r] = x
-                Fcrb[r, iv + k] = x
-        for s in range(subptr[i], subptr[i + 1]):
-            j = subidx[s]
-            for r in range(6):
-                x = Fcrb[r, j]
-                for k in range(nj):
-                    x += U[iv + k, r] * Minv[iv + k, j]
-                Fcrb[r, j] = x
-        lam = parents[i]
+                Fcrb[iv + k, r] = x
         if lam >= 0:
-            IAl = IA[lam]
             for r in range(6):
                 for c in range(6):
-                    x = IAi[r, c]
+                    x = IA[i, r, c]
                     for k in range(nj):
                         x -= UD[k, r] * U[iv + k, c]
-                    IAl[r, c] += x
-    # forward pass: Minv[i, j] -= (U Dinv)^T Fa[parent][:, j], Fa[i] = Fa[parent] + J Minv[i]
+                    IA[lam, r, c] += x
+    # forward pass: Minv[i, j] -= (U Dinv)^T Fa[parent][j], Fa[i][j] = Fa[parent][j] + J Minv[i, j]
     for i in range(nb):
         iv = idx_v[i]
         nj = nvj[i]
         lam = parents[i]
+        if nj == 1:
+            dinv = Dinv[iv, 0]
+            u0, u1, u2 = U[iv, 0] * dinv, U[iv, 1] * dinv, U[iv, 2] * dinv
+            u3, u4, u5 = U[iv, 3] * dinv, U[iv, 4] * dinv, U[iv, 5] * dinv
+            j0, j1, j2, j3, j4, j5 = J[iv, 0], J[iv, 1], J[iv, 2], J[iv, 3], J[iv, 4], J[iv, 5]
+            if lam >= 0:
+                for j in range(iv, nv):
+                    f0, f1, f2 = Fa[lam, j, 0], Fa[lam, j, 1], Fa[lam, j, 2]
+                    f3, f4, f5 = Fa[lam, j, 3], Fa[lam, j, 4], Fa[lam, j, 5]
+                    x = Minv[iv, j] - (u0 * f0 + u1 * f1 + u2 * f2 + u3 * f3 + u4 * f4 + u5 * f5)
+                    Minv[iv, j] = x
+                    Fa[i, j, 0] = f0 + j0 * x
+                    Fa[i, j, 1] = f1 + j1 * x
+                    Fa[i, j, 2] = f2 + j2 * x
+                    Fa[i, j, 3] = f3 + j3 * x
+                    Fa[i, j, 4] = f4 + j4 * x
+                    Fa[i, j, 5] = f5 + j5 * x
+            else:
+                for j in range(iv, nv):
+                    x = Minv[iv, j]
+                    Fa[i, j, 0] = j0 * x
+                    Fa[i, j, 1] = j1 * x
+                    Fa[i, j, 2] = j2 * x
+                    Fa[i, j, 3] = j3 * x
+                    Fa[i, j, 4] = j4 * x
+                    Fa[i, j, 5] = j5 * x
+            continue
         if lam >= 0:
             for k in range(nj):
                 for r in range(6):
@@ -317,20 +423,18 @@ def minverse_passes(mi, mf, q, ws, do_fk):
                     for kk in range(nj):
                         x += U[iv + kk, r] * Dinv[iv + kk, k]
                     UD[k, r] = x
-            Fl = Fa[lam]
             for j in range(iv, nv):
                 for k in range(nj):
                     x = Minv[iv + k, j]
                     for r in range(6):
-                        x -= UD[k, r] * Fl[r, j]
+                        x -= UD[k, r] * Fa[lam, j, r]
                     Minv[iv + k, j] = x
-        Fi = Fa[i]
         for j in range(iv, nv):
             for r in range(6):
-                x = Fa[lam, r, j] if lam >= 0 else 0.0
+                x = Fa[lam, j, r] if lam >= 0 else 0.0
                 for k in range(nj):
                     x += J[iv + k, r] * Minv[iv + k, j]
-                Fi[r, j] = x
+                Fa[i, j, r] = x
     for r in range(nv):
         for c in range(r + 1, nv):
             Minv[c, r] = Minv[r, c]

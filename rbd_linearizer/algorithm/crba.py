@@ -13,17 +13,19 @@ from rbd_linearizer.algorithm._joints import (
     W_TMP,
     as_vector,
     check_config,
+    fact_at,
     model_views,
+    ract_add_at,
     raise_code,
     s_col,
-    s_dot,
-    ws_field1,
+    s_dot_at,
     ws_field2,
     ws_field3,
 )
 from rbd_linearizer.algorithm.kinematics import fk_pass
+from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE
 from rbd_linearizer.model.data import check_data
-from rbd_linearizer.spatial.kernels import force_act, rigid_inertia_act, rigid_inertia_motion
+from rbd_linearizer.spatial.kernels import rigid_inertia_motion
 
 __all__ = ['crba']
 
@@ -40,41 +42,55 @@ def crba_passes(mi, mf, q, ws, do_fk):
     lip = ws_field2(mi, ws, W_LIP, nb, 3)
     IC = ws_field2(mi, ws, W_IC, nb, 10)
     M = ws_field2(mi, ws, W_M, nv, nv)
-    tmp = ws_field1(mi, ws, W_TMP, 256)
-    s6 = tmp[36:42]
-    F = tmp[42:48]
-    t6 = tmp[48:54]
-    t10 = tmp[54:64]
-    for i in range(nb):
-        for k in range(10):
-            IC[i, k] = I10[i, k]
+    F = ws_field2(mi, ws, W_TMP, 2, 6)  # row 0: F, row 1: S column (FREE joint)
     # entries between bodies on different branches stay zero
     for r in range(nv):
         for c in range(nv):
             M[r, c] = 0.0
+    for i in range(nb):
+        for k in range(10):
+            IC[i, k] = I10[i, k]
     for i in range(nb - 1, -1, -1):
         lam = parents[i]
         if lam >= 0:
-            rigid_inertia_act(liR[i], lip[i], IC[i], t10)
-            for k in range(10):
-                IC[lam, k] += t10[k]
+            ract_add_at(liR, lip, i, IC, i, IC, lam, True)
     for i in range(nb):
         jt = jtype[i]
         iv = idx_v[i]
         for k in range(nvj[i]):
-            s_col(jt, axis[i], k, s6)
-            rigid_inertia_motion(IC[i], s6, F)
+            # F = IC_i S_i[:, k]
+            if jt == JOINT_FREE:
+                s_col(jt, axis[i], k, F[1])
+                rigid_inertia_motion(IC[i], F[1], F[0])
+            else:
+                o = 3 if jt == JOINT_REVOLUTE else 0
+                kx, ky, kz = axis[i, 0], axis[i, 1], axis[i, 2]
+                m, hx, hy, hz = IC[i, 0], IC[i, 1], IC[i, 2], IC[i, 3]
+                if o == 3:
+                    # I [0; k] = [-h x k; Io k]
+                    F[0, 0] = -(hy * kz - hz * ky)
+                    F[0, 1] = -(hz * kx - hx * kz)
+                    F[0, 2] = -(hx * ky - hy * kx)
+                    F[0, 3] = IC[i, 4] * kx + IC[i, 5] * ky + IC[i, 7] * kz
+                    F[0, 4] = IC[i, 5] * kx + IC[i, 6] * ky + IC[i, 8] * kz
+                    F[0, 5] = IC[i, 7] * kx + IC[i, 8] * ky + IC[i, 9] * kz
+                else:
+                    # I [k; 0] = [m k; h x k]
+                    F[0, 0] = m * kx
+                    F[0, 1] = m * ky
+                    F[0, 2] = m * kz
+                    F[0, 3] = hy * kz - hz * ky
+                    F[0, 4] = hz * kx - hx * kz
+                    F[0, 5] = hx * ky - hy * kx
             for kk in range(nvj[i]):
-                M[iv + kk, iv + k] = s_dot(jt, axis[i], kk, F)
+                M[iv + kk, iv + k] = s_dot_at(jt, axis, i, kk, F, 0)
             j = i
             while parents[j] >= 0:
-                force_act(liR[j], lip[j], F, t6)
-                for r in range(6):
-                    F[r] = t6[r]
+                fact_at(liR, lip, j, F, 0, F, 0)
                 j = parents[j]
                 jv = idx_v[j]
                 for kk in range(nvj[j]):
-                    x = s_dot(jtype[j], axis[j], kk, F)
+                    x = s_dot_at(jtype[j], axis, j, kk, F, 0)
                     M[jv + kk, iv + k] = x
                     M[iv + k, jv + kk] = x
 

@@ -14,21 +14,20 @@ from rbd_linearizer.algorithm._joints import (
     W_LIR,
     W_OP,
     W_OR,
-    W_TMP,
     W_V,
     as_vector,
     check_config,
     check_finite,
+    compose_at,
+    mact_inv_at,
     model_views,
-    placement,
+    place_at,
     raise_code,
-    ws_field1,
     ws_field2,
     ws_field3,
 )
 from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE
 from rbd_linearizer.model.data import check_data
-from rbd_linearizer.spatial.kernels import motion_act_inv, se3_compose
 
 __all__ = ['forward_kinematics']
 
@@ -36,7 +35,7 @@ __all__ = ['forward_kinematics']
 @jit
 def fk_pass(mi, mf, q, v, ws, with_v, with_world):
     # Pass 1 of every algorithm: liR/lip (pose in parent), optional world poses oR/op and
-    # body twists v_body (body frame). No input check here.
+    # body twists v_body (body frame). No input check here. Index-based (no views in the loop).
     nb, nv, parents, jtype, idx_q, idx_v, nvj, _, _, _, axis, treeR, treep, _ = model_views(
         mi, mf
     )
@@ -45,36 +44,34 @@ def fk_pass(mi, mf, q, v, ws, with_v, with_world):
     oR = ws_field3(mi, ws, W_OR, nb, 3, 3)
     op = ws_field2(mi, ws, W_OP, nb, 3)
     V = ws_field2(mi, ws, W_V, nb, 6)
-    tmp = ws_field1(mi, ws, W_TMP, 256)
-    Rj = tmp[0:9].reshape((3, 3))
-    pj = tmp[9:12]
     for i in range(nb):
         jt = jtype[i]
-        placement(jt, axis[i], treeR[i], treep[i], q, idx_q[i], liR[i], lip[i], Rj, pj)
+        place_at(jt, axis, treeR, treep, q, idx_q[i], i, liR, lip)
         lam = parents[i]
         if with_world:
             if lam >= 0:
-                se3_compose(oR[lam], op[lam], liR[i], lip[i], oR[i], op[i])
+                compose_at(oR, op, lam, liR, lip, i)
             else:
-                oR[i, :, :] = liR[i]
-                op[i, :] = lip[i]
+                for r in range(3):
+                    for c in range(3):
+                        oR[i, r, c] = liR[i, r, c]
+                    op[i, r] = lip[i, r]
         if with_v:
-            Vi = V[i]
             if lam >= 0:
-                motion_act_inv(liR[i], lip[i], V[lam], Vi)
+                mact_inv_at(liR, lip, i, V, lam, V, i)
             else:
                 for k in range(6):
-                    Vi[k] = 0.0
+                    V[i, k] = 0.0
             iv = idx_v[i]
             if jt == JOINT_FREE:
                 for k in range(6):
-                    Vi[k] += v[iv + k]
+                    V[i, k] += v[iv + k]
             else:
                 o = 3 if jt == JOINT_REVOLUTE else 0
                 qd = v[iv]
-                Vi[o] += axis[i, 0] * qd
-                Vi[o + 1] += axis[i, 1] * qd
-                Vi[o + 2] += axis[i, 2] * qd
+                V[i, o] += axis[i, 0] * qd
+                V[i, o + 1] += axis[i, 1] * qd
+                V[i, o + 2] += axis[i, 2] * qd
 
 
 @jit

@@ -25,10 +25,15 @@ from rbd_linearizer.algorithm._joints import (
     W_V,
     as_fext,
     as_vector,
+    bias_force_at,
     check_config,
     check_finite,
+    fact_add_at,
+    inertia_force_at,
+    mact_inv_at,
     model_views,
     raise_code,
+    s_dot_at,
     ws_field1,
     ws_field2,
     ws_field3,
@@ -36,13 +41,6 @@ from rbd_linearizer.algorithm._joints import (
 from rbd_linearizer.algorithm.kinematics import fk_pass
 from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE
 from rbd_linearizer.model.data import check_data
-from rbd_linearizer.spatial.kernels import (
-    force_act,
-    force_cross,
-    motion_act_inv,
-    motion_cross,
-    rigid_inertia_motion,
-)
 
 __all__ = ['compute_generalized_gravity', 'nonlinear_effects', 'rnea']
 
@@ -66,79 +64,68 @@ def rnea_passes(mi, mf, q, v, a, fext, ws, mode, out, do_fk=True):
     V = ws_field2(mi, ws, W_V, nb, 6)
     A = ws_field2(mi, ws, W_A, nb, 6)
     F = ws_field2(mi, ws, W_F, nb, 6)
-    tmp = ws_field1(mi, ws, W_TMP, 256)
-    ag = tmp[12:18]
-    vJ = tmp[18:24]
-    t6 = tmp[24:30]
-    h6 = tmp[30:36]
-    ag[0] = -gravity[0]
-    ag[1] = -gravity[1]
-    ag[2] = -gravity[2]
-    ag[3] = 0.0
-    ag[4] = 0.0
-    ag[5] = 0.0
+    ag = ws_field2(mi, ws, W_TMP, 1, 6)
+    ag[0, 0] = -gravity[0]
+    ag[0, 1] = -gravity[1]
+    ag[0, 2] = -gravity[2]
+    ag[0, 3] = 0.0
+    ag[0, 4] = 0.0
+    ag[0, 5] = 0.0
     for i in range(nb):
         lam = parents[i]
         jt = jtype[i]
         iv = idx_v[i]
-        Ai = A[i]
         if lam >= 0:
-            motion_act_inv(liR[i], lip[i], A[lam], Ai)
+            mact_inv_at(liR, lip, i, A, lam, A, i)
         else:
-            motion_act_inv(liR[i], lip[i], ag, Ai)
+            mact_inv_at(liR, lip, i, ag, 0, A, i)
         if jt == JOINT_FREE:
+            # FREE only at the root: v_i = vJ, so v_i x vJ = 0
             if use_a:
                 for k in range(6):
-                    Ai[k] += a[iv + k]
-            if use_v:
-                for k in range(6):
-                    vJ[k] = v[iv + k]
+                    A[i, k] += a[iv + k]
         else:
             o = 3 if jt == JOINT_REVOLUTE else 0
+            kx, ky, kz = axis[i, 0], axis[i, 1], axis[i, 2]
             if use_a:
                 qdd = a[iv]
-                Ai[o] += axis[i, 0] * qdd
-                Ai[o + 1] += axis[i, 1] * qdd
-                Ai[o + 2] += axis[i, 2] * qdd
+                A[i, o] += kx * qdd
+                A[i, o + 1] += ky * qdd
+                A[i, o + 2] += kz * qdd
             if use_v:
-                for k in range(6):
-                    vJ[k] = 0.0
+                # a_i += v_i x (S qd): revolute [v x k; w x k] qd, prismatic [w x k; 0] qd
                 qd = v[iv]
-                vJ[o] = axis[i, 0] * qd
-                vJ[o + 1] = axis[i, 1] * qd
-                vJ[o + 2] = axis[i, 2] * qd
-        Fi = F[i]
+                wx, wy, wz = V[i, 3], V[i, 4], V[i, 5]
+                if jt == JOINT_REVOLUTE:
+                    vx, vy, vz = V[i, 0], V[i, 1], V[i, 2]
+                    A[i, 0] += (vy * kz - vz * ky) * qd
+                    A[i, 1] += (vz * kx - vx * kz) * qd
+                    A[i, 2] += (vx * ky - vy * kx) * qd
+                    A[i, 3] += (wy * kz - wz * ky) * qd
+                    A[i, 4] += (wz * kx - wx * kz) * qd
+                    A[i, 5] += (wx * ky - wy * kx) * qd
+                else:
+                    A[i, 0] += (wy * kz - wz * ky) * qd
+                    A[i, 1] += (wz * kx - wx * kz) * qd
+                    A[i, 2] += (wx * ky - wy * kx) * qd
         if use_v:
-            # a_i += v_i x vJ ; f_i = I a_i + v_i x* (I v_i)
-            motion_cross(V[i], vJ, t6)
-            for k in range(6):
-                Ai[k] += t6[k]
-            rigid_inertia_motion(I10[i], V[i], h6)
-            force_cross(V[i], h6, t6)
-            rigid_inertia_motion(I10[i], Ai, Fi)
-            for k in range(6):
-                Fi[k] += t6[k]
+            bias_force_at(I10, i, V, A, F, i)
         else:
-            rigid_inertia_motion(I10[i], Ai, Fi)
+            inertia_force_at(I10, i, A, i, F, i)
         if fext.shape[0] > 0:
             for k in range(6):
-                Fi[k] -= fext[6 * i + k]
+                F[i, k] -= fext[6 * i + k]
     for i in range(nb - 1, -1, -1):
         jt = jtype[i]
         iv = idx_v[i]
-        Fi = F[i]
         if jt == JOINT_FREE:
             for k in range(6):
-                out[iv + k] = Fi[k]
+                out[iv + k] = F[i, k]
         else:
-            o = 3 if jt == JOINT_REVOLUTE else 0
-            out[iv] = axis[i, 0] * Fi[o] + axis[i, 1] * Fi[o + 1] + axis[i, 2] * Fi[o + 2]
+            out[iv] = s_dot_at(jt, axis, i, 0, F, i)
         lam = parents[i]
         if lam >= 0:
-            force_act(liR[i], lip[i], Fi, t6)
-            Fl = F[lam]
-            for k in range(6):
-                Fl[k] += t6[k]
+            fact_add_at(liR, lip, i, F, i, F, lam)
 
 
 @jit

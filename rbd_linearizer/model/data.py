@@ -53,8 +53,8 @@ WS_FIELDS = (
     ('M', lambda nb, nv: (nv, nv)),  # joint-space inertia matrix (full, symmetric)
     ('Minv', lambda nb, nv: (nv, nv)),  # its inverse (full, symmetric)
     ('J', lambda nb, nv: (nv, 6)),  # Minv: motion subspace columns in the world frame
-    ('Fcrb', lambda nb, nv: (6, nv)),  # Minv backward pass accumulator (world frame)
-    ('Fa', lambda nb, nv: (nb, 6, nv)),  # Minv forward pass accelerations (world frame)
+    ('Fcrb', lambda nb, nv: (nv, 6)),  # Minv backward pass accumulator (world frame)
+    ('Fa', lambda nb, nv: (nb, nv, 6)),  # Minv forward pass accelerations (world frame)
     ('tmp', lambda nb, nv: (256,)),  # scratch for the kernels
 )
 H_WS = 15
