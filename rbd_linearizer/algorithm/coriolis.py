@@ -29,6 +29,7 @@ from rbd_linearizer.model.data import check_data
 from rbd_linearizer.model.model import Model
 from rbd_linearizer.spatial.kernels import (
     force_act,
+    force_cross,
     inertia6_act,
     joint_motion_subspace,
     motion_act,
@@ -135,27 +136,14 @@ def _tensor_act(R, p, T, out, col, tmp):
 
 
 @jit
-def _b_factor(v, I, out, X, f):
+def _b_factor(v, I, out, A, f):
     # Niemeyer-Slotine B(v, I) = 1/2 [crf(v) I + crfbar(I v) - I crm(v)], seed 003 Eq. 3.1,
-    # linear first. v (6,), I (6, 6) -> out (6, 6); X (6, 6), f (6,) scratch.
-    # X = crm(v) = [[w^, v^], [0, w^]]
-    for r in range(6):
-        for c in range(6):
-            X[r, c] = 0.0
-    for b in range(2):
-        o = 3 * b
-        X[o + 0, o + 1] = -v[5]
-        X[o + 0, o + 2] = v[4]
-        X[o + 1, o + 0] = v[5]
-        X[o + 1, o + 2] = -v[3]
-        X[o + 2, o + 0] = -v[4]
-        X[o + 2, o + 1] = v[3]
-    X[0, 4] = -v[2]
-    X[0, 5] = v[1]
-    X[1, 3] = v[2]
-    X[1, 5] = -v[0]
-    X[2, 3] = -v[1]
-    X[2, 4] = v[0]
+    # linear first, for a SYMMETRIC I: -I crm(v) = (crf(v) I)^T, so with A = crf(v) I,
+    # B = 1/2 (A + A^T + crfbar(I v)). v (6,), I (6, 6) -> out (6, 6); A (6, 6), f (6,) scratch.
+    for c in range(6):
+        force_cross(v, I[c], f)  # column c of A (I[c] = I[:, c] by symmetry)
+        for r in range(6):
+            A[r, c] = f[r]
     for r in range(6):
         s = 0.0
         for k in range(6):
@@ -163,11 +151,7 @@ def _b_factor(v, I, out, X, f):
         f[r] = s
     for r in range(6):
         for c in range(6):
-            s = 0.0
-            for k in range(6):
-                # crf(v) = -crm(v)^T
-                s += -X[k, r] * I[k, c] - I[r, k] * X[k, c]
-            out[r, c] = 0.5 * s
+            out[r, c] = 0.5 * (A[r, c] + A[c, r])
     _crfbar_add(f, 0.5, out)
 
 
