@@ -502,7 +502,10 @@ def _check(model: Model, data, workspace, q, v=None):
     return workspace, q, v
 
 
+# Placeholder rotor arrays of the plain algorithms; read-only like the Model's arrays, so that
+# the plain and the rotor-aware calls share one compiled specialization of the kernel.
 _NO_ROTOR = np.zeros(0)
+_NO_ROTOR.flags.writeable = False
 
 
 def compute_coriolis_matrix(model: Model, data, q, v, workspace: CoriolisWorkspace | None = None,
