@@ -124,9 +124,7 @@ def generate_interfaces(build_base: str, extra_rpath: str = '') -> Path:
 
     Incremental: CMake rebuilds only what changed, so a second call takes a few seconds.
     """
-    root = (HERE / build_base / 'rosidl').resolve() if not os.path.isabs(build_base) else (
-        Path(build_base) / 'rosidl'
-    )
+    root = Path(os.path.abspath(build_base)) / 'rosidl'  # build_base is relative to the cwd
     src, bld, stage = root / 'src', root / 'build', root / 'install'
     src.mkdir(parents=True, exist_ok=True)
     # Mirror the interface sources (only rewrite changed files: keeps CMake incremental).
@@ -194,10 +192,14 @@ def _files(pattern: str) -> list[str]:
 
 
 def _rel(path: Path | str) -> str:
-    """Paths in data_files relative to setup.py when possible (setuptools wants that)."""
-    p = Path(path).resolve()
+    """Return a data_files source path: relative to the cwd when below it, else absolute.
+
+    setuptools resolves data_files against the current directory, which is the source tree for
+    pip but colcon's build directory (with symlinks to the sources) under --symlink-install.
+    """
+    p = Path(os.path.abspath(path))
     try:
-        return str(p.relative_to(HERE))
+        return str(p.relative_to(Path.cwd()))
     except ValueError:
         return str(p)
 
