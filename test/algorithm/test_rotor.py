@@ -328,3 +328,24 @@ def test_bad_input_leaves_workspace_unchanged():
     with pytest.raises(StateError, match='workspace'):
         aba_rotor(model, data, q, v, tau, create_coriolis_workspace(other))
     np.testing.assert_array_equal(ws.qdd, qdd0)
+
+
+@pytest.mark.parametrize('floating', [False, True])
+def test_printed_alg6_is_wrong_and_corrected_one_is_not(floating):
+    """Known-bad guard (notes §6 item 35): the printed Alg. 6 fails, the corrected one does not.
+
+    Printed: errata E1 (missing link/rotor cross terms) and E2 (tau counted twice); with only
+    one of them fixed it still fails; with both fixed it equals aba_rotor.
+    """
+    base = sample_model(6, topology='tree', floating_base=floating, seed=2,
+                        prismatic_fraction=0.0)  # printed Alg. 6: Phi_R = n Phi (revolute)
+    free = base.joint_type == JOINT_FREE
+    model = with_rotors(base, np.where(free, 0.0, 5e-3), np.where(free, 1.0, 3.0))
+    data, ws = create_data(model), create_coriolis_workspace(model)
+    q, v, tau = state(model, 1)
+    qdd = aba_rotor(model, data, q, v, tau, ws)
+    for fix_double_tau, fix_cross in ((False, False), (True, False), (False, True)):
+        printed = nc.aba_rotor_printed(model, q, v, tau, fix_double_tau, fix_cross)
+        assert np.abs(printed - qdd).max() > 0.1  # measured 0.8-10 rad/s^2
+    fixed = nc.aba_rotor_printed(model, q, v, tau, True, True)
+    np.testing.assert_allclose(qdd, fixed, rtol=0, atol=EXACT * scale(qdd))

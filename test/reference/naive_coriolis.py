@@ -395,3 +395,76 @@ def coriolis_rotor(model, q, v):
             JdR[:, ib] = crm(vR) @ Phi_R
             C += JR.T @ (I_R @ JdR + b_factor(vR, I_R) @ JR)
     return C
+
+
+def aba_rotor_printed(model, q, v, tau, fix_double_tau=False, fix_cross=False):
+    """Seed 003 Alg. 6 AS PRINTED (Eqs. 4.2-4.25), for the known-bad guard (notes §6 item 35).
+
+    Coaxial revolute rotors (Phi_R = n Phi) expressed in the body frame (the printed iX_p); the
+    typos E3 (= instead of +=), E5 (inverses of IA and I_R: only I a^uc is needed) and E6 are
+    repaired; E1 (missing link/rotor cross terms, ``fix_cross``) and E2 (tau in both Eq. 4.2 and
+    Eq. 4.3, ``fix_double_tau``) are kept unless fixed. Both fixed, it equals aba_rotor.
+    """
+    nb = model.nb
+    Xup, Phi, vel, _ = kinematics(model, q, v)
+    xi, IA, pA, rot = [], [], [], {}
+    for i in range(nb):
+        di = _dofs(model, i)
+        xi.append(crm(vel[i]) @ Phi[i] @ v[di])
+        IA.append(model.inertia[i].copy())
+        pA.append(crf(vel[i]) @ model.inertia[i] @ vel[i])
+        if has_rotor(model, i):
+            assert model.joint_type[i] == JOINT_REVOLUTE
+            _, _, I_R = rotor_terms(model, i, q)
+            Phi_R = model.gear_ratio[i] * Phi[i]
+            p = model.parents[i]
+            vR = (np.zeros(6) if p < 0 else Xup[i] @ vel[p]) + Phi_R @ v[di]
+            rot[i] = (Phi_R, I_R, crm(vR) @ Phi_R @ v[di], crf(vR) @ I_R @ vR)
+    D, IAuc, IRuc = [None] * nb, [None] * nb, [None] * nb
+    for i in range(nb - 1, -1, -1):
+        di = _dofs(model, i)
+        P = Phi[i]
+        IAuc[i] = P @ tau[di] - pA[i]  # IA a_uc (Eq. 4.2)
+        D[i] = P.T @ IA[i] @ P
+        U = IA[i] @ P
+        bias = pA[i] + IA[i] @ xi[i]
+        Id = IA[i].copy()
+        if i in rot:
+            Phi_R, I_R, xi_R, p_R = rot[i]
+            n = model.gear_ratio[i]
+            IRuc[i] = (0.0 if fix_double_tau else P @ tau[di] / n) - p_R  # I_R a_uc_R (Eq. 4.3)
+            D[i] = D[i] + Phi_R.T @ I_R @ Phi_R  # Eq. 4.16
+            UR = I_R @ Phi_R
+            Id = Id + I_R
+            bias = bias + p_R + I_R @ xi_R
+        Dinv = np.linalg.inv(D[i])
+        if i in rot and fix_cross:
+            Ut = U + UR
+            Id = Id - Ut @ Dinv @ Ut.T
+            bias = bias + Ut @ Dinv @ (P.T @ (IAuc[i] - IA[i] @ xi[i])
+                                       + Phi_R.T @ (IRuc[i] - I_R @ xi_R))
+        else:
+            Id = Id - U @ Dinv @ U.T
+            bias = bias + U @ Dinv @ P.T @ (IAuc[i] - IA[i] @ xi[i])
+            if i in rot:  # Eqs. 4.24-4.25 as printed: only the "diagonal" products
+                Id = Id - UR @ Dinv @ UR.T
+                bias = bias + UR @ Dinv @ Phi_R.T @ (IRuc[i] - I_R @ xi_R)
+        p = model.parents[i]
+        if p >= 0:
+            IA[p] += Xup[i].T @ Id @ Xup[i]
+            pA[p] += Xup[i].T @ bias
+    a0 = np.zeros(6)
+    a0[:3] = -model.gravity
+    acc = [None] * nb
+    qdd = np.zeros(model.nv)
+    for i in range(nb):
+        p = model.parents[i]
+        di = _dofs(model, i)
+        ap = Xup[i] @ (a0 if p < 0 else acc[p])
+        r = Phi[i].T @ (IA[i] @ (ap + xi[i]) - IAuc[i])  # Eq. 4.19
+        if i in rot:
+            Phi_R, I_R, xi_R, _ = rot[i]
+            r = r + Phi_R.T @ (I_R @ (ap + xi_R) - IRuc[i])
+        qdd[di] = -np.linalg.solve(D[i], r)
+        acc[i] = ap + Phi[i] @ qdd[di] + xi[i]
+    return qdd
