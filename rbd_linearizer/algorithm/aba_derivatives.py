@@ -1,0 +1,116 @@
+"""Analytical derivatives of the forward dynamics (ABA): ddq_dq, ddq_dv, ddq_dtau.
+
+Seeds 000/001 Prop. 3.3 ((3.42)-(3.53)): the derivatives of the forward dynamics are
+``D_i FD = -M^-1 D_i ID`` where the inverse-dynamics derivatives are evaluated at the
+*consistent* acceleration ``a = FD(q, v, tau)`` (Def. 3.1), and ``D_tau FD = M^-1`` ((3.29)).
+``M^-1`` comes from the recursive algorithm (``minverse_passes``, seeds IMMAmb / Carpentier),
+never from a dense inverse or solve; the only O(n^3) step is the product ``M^-1 [dtau_dq |
+dtau_dv]`` (one BLAS call, notes §5.10).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rbd_linearizer._jit import jit, register_warmup
+from rbd_linearizer.algorithm._joints import (
+    BAD_A,
+    BAD_FEXT,
+    BAD_V,
+    W_DDQ,
+    W_MINV,
+    as_fext,
+    as_vector,
+    check_config,
+    check_finite,
+    ws_field1,
+    ws_field2,
+)
+from rbd_linearizer.algorithm.aba import _raise, aba_passes, minverse_passes
+from rbd_linearizer.algorithm.rnea import MODE_RNEA, rnea_passes
+from rbd_linearizer.algorithm.rnea_derivatives import (
+    derivative_workspace,
+    rnea_derivatives_passes,
+)
+from rbd_linearizer.model.data import check_data
+
+__all__ = ['compute_aba_derivatives']
+
+
+@jit
+def aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, ddq_dx):
+    # (int64[:], float64[:], q, v, tau, fext, ws, dW, dtau (nv, 2nv), tau_id (nv), sc,
+    #  ddq_dx (nv, 2nv) C-contiguous) -> int64 code. Fills data.ddq, data.Minv, dtau, ddq_dx.
+    code = aba_passes(mi, mf, q, v, tau, fext, ws)  # ddq = FD(q, v, tau): Def. 3.1
+    if code != 0:
+        return code
+    code = minverse_passes(mi, mf, q, ws, True)  # world poses + M^-1 (IMMAmb / Carpentier)
+    if code != 0:
+        return code
+    nv = mi[1]
+    ddq = ws_field1(mi, ws, W_DDQ, nv)
+    # inverse dynamics at the consistent acceleration (liR, lip, V of the ABA pass are reused)
+    rnea_passes(mi, mf, q, v, ddq, fext, ws, MODE_RNEA, tau_id, False)
+    rnea_derivatives_passes(mi, mf, ws, dW, dtau, sc)
+    Minv = ws_field2(mi, ws, W_MINV, nv, nv)
+    np.dot(Minv, dtau, ddq_dx)  # Prop. 3.3: D_i FD = -M^-1 D_i ID
+    for r in range(nv):
+        for c in range(2 * nv):
+            ddq_dx[r, c] = -ddq_dx[r, c]
+    return 0
+
+
+@jit
+def _aba_derivatives_kernel(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, ddq_dx):
+    # Input checks, then aba_derivatives_passes; returns an error code (0 = fine).
+    code = check_config(mi, q)
+    if code != 0:
+        return code
+    if not check_finite(v):
+        return BAD_V
+    if not check_finite(tau):
+        return BAD_A
+    if fext.shape[0] > 0 and not check_finite(fext):
+        return BAD_FEXT
+    return aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, ddq_dx)
+
+
+def compute_aba_derivatives(model, data, q, v, tau, f_ext=None):
+    """Compute the derivatives of the forward dynamics (ABA): ``(ddq_dq, ddq_dv, ddq_dtau)``.
+
+    Args:
+        model, data: the Model and its Data (``create_data(model)``).
+        q (nq,): [p (3), quat x y z w (4), s (n)] (fixed base: s).
+        v (nv,): [base linear, base angular (base BODY frame), sdot].
+        tau (nv,): generalized forces (a floating base's first 6 entries: body-frame wrench).
+        f_ext (nb, 6) or None: external wrench on each body in its body frame (held fixed).
+
+    ``ddq_dq`` (nv, nv) is w.r.t. the tangent perturbation ``integrate(q, dq)`` (floating base:
+    right perturbation ``H exp(z^)``, body twist fixed: seeds ERRATUM 1), ``ddq_dv`` (nv, nv)
+    w.r.t. v, ``ddq_dtau = M^-1`` (``data.Minv``), as Pinocchio's ``computeABADerivatives``.
+    Also fills ``data.ddq`` (the forward dynamics) and ``derivative_workspace(data).dtau``
+    (the RNEA derivatives at ``a = ddq``). Returns views valid until the next call with data.
+
+    Reference: seeds 000/001 Prop. 3.3 and (3.29), Def. 3.1 (consistent accelerations);
+    ``D_i FD = -M^-1 D_i ID`` with the recursive M^-1. Cost O(n d) + one (nv x nv x 2nv) GEMM.
+    """
+    check_data(model, data)
+    q = as_vector(q, model.nq, 'q')
+    v = as_vector(v, model.nv, 'v')
+    tau = as_vector(tau, model.nv, 'tau')
+    fext = as_fext(f_ext, model.nb)
+    dws = derivative_workspace(data)
+    code = _aba_derivatives_kernel(data._mi, data._mf, q, v, tau, fext, data._ws, dws.dW,
+                                   dws.dtau, dws.tau, dws.scratch, dws.ddq_dx)
+    if code:
+        _raise(code)
+    return dws.ddq_dq, dws.ddq_dv, data.Minv
+
+
+@register_warmup('aba_derivatives')
+def _warmup(model, data):
+    from rbd_linearizer.algorithm.joint_configuration import neutral
+
+    z = np.zeros(model.nv)
+    compute_aba_derivatives(model, data, neutral(model), z, z)
+    compute_aba_derivatives(model, data, neutral(model), z, z, np.zeros((model.nb, 6)))

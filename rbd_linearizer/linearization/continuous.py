@@ -1,0 +1,237 @@
+"""Geometric linearization of moving-base dynamics on SE(3) x R^n: ``linearize``.
+
+State ``x = (H, s, v, sdot)``, error state ``z = (z_H, z_s, z_v, z_r)`` with the right
+(body-frame) perturbation ``H exp(z_H^)`` and additive errors elsewhere (seeds 000/001 §3,
+Prop. 3.1): dimension 12 + 2n, no chart, no singularity. Fixed base: ``z = (z_s, z_r)``.
+
+Continuous time, body representation (seeds 000/001 (3.20), (3.29), (3.42); notes §4.2-4.4)::
+
+    A = [[ -ad(v_b) (6x6, base only),  0,  1, 0 ],      nv rows (z_q = (z_H, z_s))
+         [ ddq_dq                              ddq_dv ]]   nv rows
+    B = [[ 0 ], [ M^-1 S_u ]]
+
+with ``ddq_dq = -M^-1 dtau_dq``, ``ddq_dv = -M^-1 dtau_dv`` the recursive derivatives of the
+extended inverse dynamics at the consistent acceleration ``ddq = FD(x, u)`` (Def. 3.1,
+Prop. 3.3) and the pose derivative taken with the body twist held fixed (ERRATUM 1 corrected;
+gravity as the world acceleration -g, ERRATUM 2). ``S_u`` maps the inputs to generalized
+forces: unit columns for the actuated joints, ``J_b^T G`` for wrench inputs (inputs.py).
+The drift at the point is ``f = [v; ddq]`` (left-trivialized vector field, (3.22)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import time
+
+import numpy as np
+
+from rbd_linearizer.algorithm._joints import _EMPTY, as_vector
+from rbd_linearizer.algorithm.aba import _raise
+from rbd_linearizer.algorithm.aba_derivatives import _aba_derivatives_kernel
+from rbd_linearizer.algorithm.joint_configuration import integrate
+from rbd_linearizer.algorithm.kinematics import forward_kinematics
+from rbd_linearizer.algorithm.rnea_derivatives import derivative_workspace
+from rbd_linearizer.conventions import TimeModel
+from rbd_linearizer.errors import ConfigError, StateError
+from rbd_linearizer.linearization.discrete import lie_euler, zero_order_hold
+from rbd_linearizer.linearization.inputs import (
+    InputSelection,
+    ResolvedInputs,
+    body_jacobian,
+    resolve_inputs,
+    wrench_map,
+)
+from rbd_linearizer.linearization.representation import (
+    base_twist_from_body,
+    check_representation,
+    transform_continuous,
+    transform_discrete,
+)
+from rbd_linearizer.model.data import check_data
+from rbd_linearizer.results import Linearization
+
+__all__ = ['LinearizationPoint', 'linearize', 'linearize_body', 'state_names']
+
+#: Discrete-time methods: the Lie-Euler map (exact Jacobians) or zero-order hold (expm).
+DISCRETE_METHODS = ('lie_euler', 'zoh')
+
+
+@dataclass(frozen=True, eq=False)
+class LinearizationPoint:
+    """Continuous body-representation result of ``linearize_body`` (arrays owned by caller)."""
+
+    A: np.ndarray  # (nx, nx)
+    B: np.ndarray  # (nx, nu)
+    f: np.ndarray  # (nx,)
+    ddq: np.ndarray  # (nv,) forward dynamics at the point
+    Minv: np.ndarray  # (nv, nv)
+
+
+def state_names(model, representation='body') -> tuple[str, ...]:
+    """Names of the error-state coordinates, in the order of the rows of A.
+
+    Floating base: ``H/rho_x..z`` (body-frame translation error), ``H/phi_x..z`` (rotation),
+    ``s/<joint>``, ``nu/<rep>/vx..wz`` (base twist in the representation), ``sdot/<joint>``.
+    """
+    rep = check_representation(representation)
+    names = []
+    if model.floating_base:
+        names += [f'H/{c}' for c in ('rho_x', 'rho_y', 'rho_z', 'phi_x', 'phi_y', 'phi_z')]
+    names += [f's/{j}' for j in model.joint_names]
+    if model.floating_base:
+        names += [f'nu/{rep}/{c}' for c in ('vx', 'vy', 'vz', 'wx', 'wy', 'wz')]
+    names += [f'sdot/{j}' for j in model.joint_names]
+    return tuple(names)
+
+
+def _generalized_inputs(model, data, q, u, res: ResolvedInputs):
+    # tau (nv,) of the joint inputs and the body-frame external wrenches (nb, 6) of u
+    tau = np.zeros(model.nv)
+    tau[res.tau_dofs] = u[: res.n_tau]
+    if not res.has_wrenches:
+        return tau, _EMPTY, None
+    forward_kinematics(model, data, q)
+    fext = np.zeros((model.nb, 6))
+    maps = []
+    for k in range(res.w_body.shape[0]):
+        b = int(res.w_body[k])
+        G = wrench_map(res, k, data.oR[b])
+        o = int(res.w_offset[k])
+        fext[b] += G @ u[o : o + G.shape[1]]
+        maps.append(G)
+    return tau, fext.reshape(-1), maps
+
+
+def _hat(a) -> np.ndarray:
+    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+
+
+def linearize_body(model, data, q, v, u=None, inputs: InputSelection | None = None,
+                   ) -> LinearizationPoint:
+    """Continuous-time linearization in the body representation (the core of ``linearize``).
+
+    Same arguments as ``linearize``; returns fresh arrays (A, B, f, ddq, Minv).
+    """
+    check_data(model, data)
+    res = resolve_inputs(model, inputs)
+    q = as_vector(q, model.nq, 'q')
+    v = as_vector(v, model.nv, 'v')
+    u = np.zeros(res.nu) if u is None else as_vector(u, res.nu, 'u')
+    if not np.all(np.isfinite(u)):
+        raise StateError('u contains NaN or inf')
+    nv = model.nv
+    nx = 2 * nv
+    tau, fext, maps = _generalized_inputs(model, data, q, u, res)
+    dws = derivative_workspace(data)
+    A = np.zeros((nx, nx))
+    code = _aba_derivatives_kernel(data._mi, data._mf, q, v, tau, fext, data._ws, dws.dW,
+                                   dws.dtau, dws.tau, dws.scratch, A[nv:])
+    if code:
+        _raise(code)
+    # kinematic rows: z_q_dot = -ad(v_b) z_q + z_v (seeds (3.20), ad_lambda of (3.12))
+    A[:nv, nv:] = np.eye(nv)
+    if model.floating_base:
+        w = v[3:6]
+        A[0:3, 0:3] = -_hat(w)
+        A[0:3, 3:6] = -_hat(v[0:3])
+        A[3:6, 3:6] = -_hat(w)
+    Minv = data.Minv.copy()
+    B = np.zeros((nx, res.nu))
+    B[nv:, : res.n_tau] = Minv[:, res.tau_dofs]
+    if maps is not None:
+        # data.oR/op hold the world poses of this q (minverse_passes ran forward kinematics)
+        J = np.empty((6, nv))
+        for k, G in enumerate(maps):
+            b = int(res.w_body[k])
+            body_jacobian(data._mi, data._mf, data._ws, b, J, dws.scratch)
+            JtG = J.T @ G
+            o = int(res.w_offset[k])
+            B[nv:, o : o + G.shape[1]] = Minv @ JtG
+            if res.w_world[k]:
+                # world-fixed wrench: F_b = G(R_b) u turns with the body, dF_b/dq_k = Om w_k
+                # (w_k the body angular velocity column of J); adds M^-1 J^T Om J_w to ddq_dq
+                Fb = G @ u[o : o + G.shape[1]]
+                fb = Fb[0:3]
+                nb_ = Fb[3:6] - np.cross(res.w_translation[k], fb)
+                Om = np.zeros((6, 3))
+                Om[0:3] = _hat(fb)
+                Om[3:6] = _hat(nb_) + _hat(res.w_translation[k]) @ _hat(fb)
+                A[nv:, :nv] += Minv @ (J.T @ (Om @ J[3:6]))
+    ddq = data.ddq.copy()
+    f = np.concatenate([v, ddq])
+    return LinearizationPoint(A, B, f, ddq, Minv)
+
+
+def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
+              representation='body', time_model='continuous', dt=None,
+              discrete_method: str = 'lie_euler', scheme: str = 'semi_implicit',
+              stamp: int = 0) -> Linearization:
+    """Geometric linearization of the moving-base dynamics at (q, v, u): A, B, f.
+
+    Args:
+        model, data: the Model and its Data (``create_data(model)``; one per thread).
+        q (nq,): [p (3, world), quat x y z w (4), s (n)] (fixed base: s).
+        v (nv,): [base linear, base angular, BOTH IN THE BASE BODY FRAME, sdot] (the package
+            convention, whatever ``representation`` is; see ``representation.base_twist_to_body``).
+        u (nu,) or None: the inputs, in the order of ``Linearization.input_names`` (default 0).
+        inputs: ``InputSelection`` (default: torques of every joint, no wrench).
+        representation: 'body' (default), 'mixed' or 'inertial': coordinates of the base-twist
+            error and of ``base_twist`` in the result (docs/conventions.md §9).
+        time_model: 'continuous' (``z_dot = A z + B w``) or 'discrete'
+            (``z[k+1] = A z[k] + B w[k]``, needs ``dt``).
+        discrete_method: 'lie_euler' (the map of discrete.py, exact Jacobians) or 'zoh'.
+        scheme: Lie-Euler variant, 'semi_implicit' (default) or 'explicit'.
+
+    Error state: ``(z_H, z_s, z_nu, z_r)`` (``state_names``), ``H exp(z_H^)``. ``f`` is the drift
+    at the point (continuous: the left-trivialized vector field; discrete: the step, with
+    ``x+ = x (+) f``). Returns a frozen ``Linearization``.
+
+    Reference: seeds 000/001 Prop. 3.1-3.3, Def. 3.1 (errata 1, 2 of the notes); notes §4.7.
+    """
+    t0 = time.perf_counter()
+    rep = check_representation(representation)
+    tm = str(time_model.value if isinstance(time_model, TimeModel) else time_model)
+    if tm not in ('continuous', 'discrete'):
+        raise ConfigError(f"time_model must be 'continuous' or 'discrete', got {time_model!r}")
+    if tm == 'discrete':
+        if dt is None:
+            raise ConfigError('a discrete-time linearization needs dt')
+        if discrete_method not in DISCRETE_METHODS:
+            raise ConfigError(f'discrete_method must be one of {DISCRETE_METHODS}, '
+                              f'got {discrete_method!r}')
+    if not model.floating_base:
+        rep = 'body'
+    res = resolve_inputs(model, inputs)
+    pt = linearize_body(model, data, q, v, u, inputs)
+    q = as_vector(q, model.nq, 'q')
+    v = as_vector(v, model.nv, 'v')
+    nv = model.nv
+    A, B, f = pt.A, pt.B, pt.f
+    dt_out = 0.0
+    if tm == 'continuous':
+        A, B, f = transform_continuous(A, B, f, q, v, pt.ddq, rep, nv)
+    elif discrete_method == 'zoh':
+        A, B, f = transform_continuous(A, B, f, q, v, pt.ddq, rep, nv)
+        A, B, f = zero_order_hold(A, B, f, dt)
+        dt_out = float(dt)
+    else:
+        A, B, f, q1, v1 = lie_euler(A, B, q, v, pt.ddq, dt, nv, model.floating_base,
+                                    lambda q0, dq: integrate(model, q0, dq), scheme)
+        if rep != 'body':
+            A, B = transform_discrete(A, B, q, v, q1, v1, rep, nv)
+            f = np.array(f)
+            f[nv : nv + 6] = (base_twist_from_body(q1, v1[0:6], rep)
+                              - base_twist_from_body(q, v[0:6], rep))
+        dt_out = float(dt)
+    u0 = np.zeros(res.nu) if u is None else np.asarray(u, dtype=np.float64)
+    if model.floating_base:
+        base = dict(base_position=q[0:3], base_quaternion=q[3:7],
+                    base_twist=base_twist_from_body(q, v[0:6], rep),
+                    joint_positions=q[7:], joint_velocities=v[6:])
+    else:
+        base = dict(joint_positions=q, joint_velocities=v)
+    return Linearization(
+        A=A, B=B, f=f, u0=u0, joint_names=model.joint_names, input_names=res.names,
+        velocity_representation=rep, time_model=tm, dt=dt_out, model_name=model.name,
+        model_hash=model.urdf_hash, floating_base=model.floating_base,
+        compute_time=time.perf_counter() - t0, stamp=stamp, **base)

@@ -1,0 +1,217 @@
+"""Inputs of the linearization: torques of the actuated joints and external wrenches at frames.
+
+The input vector ``u`` stacks, in this order: the torques (forces for prismatic joints) of the
+selected joints (``tau/<joint>``), then, for each ``WrenchInput``, its components
+(``wrench/<frame>/fx, fy, fz`` and, for ``kind='wrench'``, ``tx, ty, tz``).
+
+A wrench input acts at the origin of a named frame of ``model.frames`` (a link, merged or not):
+
+- ``expressed_in='local'``: components in the frame's own axes, so the wrench turns with the
+  body (rotor thrust of an aerial robot: use this);
+- ``expressed_in='world'`` (default): components in the world axes, applied at the frame's
+  origin (contact forces of feet): the body-frame wrench then depends on the pose, which adds
+  ``M^-1 J_b^T (dF_b/dq)`` to the ``ddq/dq`` block of A (neither seed covers this term).
+
+With ``F_b`` the resulting wrench on the frame's body in the body frame and ``J_b`` the body
+Jacobian (body frame), the generalized force is ``J_b^T F_b`` (notes §4.4 last remark).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import weakref
+
+import numpy as np
+
+from rbd_linearizer._jit import jit
+from rbd_linearizer.algorithm._joints import W_OP, W_OR, model_views, s_col, ws_field2, ws_field3
+from rbd_linearizer.errors import ConfigError
+from rbd_linearizer.spatial.kernels import motion_act, motion_act_inv
+
+__all__ = ['InputSelection', 'ResolvedInputs', 'WrenchInput', 'resolve_inputs']
+
+_KINDS = ('wrench', 'force')
+_EXPRESSED = ('local', 'world')
+_COMPONENTS = ('fx', 'fy', 'fz', 'tx', 'ty', 'tz')
+
+
+@dataclass(frozen=True)
+class WrenchInput:
+    """An external wrench (or pure force) applied at the origin of ``frame``.
+
+    Args:
+        frame: a name of ``model.frames``.
+        kind: ``'force'`` (3 columns fx, fy, fz) or ``'wrench'`` (6: fx, fy, fz, tx, ty, tz).
+        expressed_in: ``'world'`` (default; world axes: contact forces) or ``'local'`` (the
+            frame's axes, turning with the body: rotor thrusts).
+    """
+
+    frame: str
+    kind: str = 'force'
+    expressed_in: str = 'world'
+
+    def __post_init__(self):
+        if self.kind not in _KINDS:
+            raise ConfigError(f'WrenchInput.kind must be one of {_KINDS}, got {self.kind!r}')
+        if self.expressed_in not in _EXPRESSED:
+            raise ConfigError(f'WrenchInput.expressed_in must be one of {_EXPRESSED}, '
+                              f'got {self.expressed_in!r}')
+
+    @property
+    def size(self) -> int:
+        """Number of input columns (3 or 6)."""
+        return 3 if self.kind == 'force' else 6
+
+    def names(self) -> tuple[str, ...]:
+        """Column names ``wrench/<frame>/<component>``."""
+        return tuple(f'wrench/{self.frame}/{c}' for c in _COMPONENTS[: self.size])
+
+
+@dataclass(frozen=True)
+class InputSelection:
+    """Which inputs form the columns of B.
+
+    Args:
+        joints: names of the actuated joints, in the order of the columns; ``None`` = every
+            joint of the model (``model.joint_names`` order); joints left out are passive.
+        wrenches: external wrench inputs (``WrenchInput``), after the torques.
+    """
+
+    joints: tuple[str, ...] | None = None
+    wrenches: tuple[WrenchInput, ...] = ()
+
+    def __post_init__(self):
+        if self.joints is not None:
+            object.__setattr__(self, 'joints', tuple(str(j) for j in self.joints))
+        wrenches = tuple(self.wrenches)
+        for w in wrenches:
+            if not isinstance(w, WrenchInput):
+                raise ConfigError(f'InputSelection.wrenches must hold WrenchInput, got {w!r}')
+        object.__setattr__(self, 'wrenches', wrenches)
+
+
+@dataclass(frozen=True, eq=False)
+class ResolvedInputs:
+    """An InputSelection bound to a Model (indices, frame placements); see ``resolve_inputs``."""
+
+    names: tuple[str, ...]
+    nu: int
+    tau_dofs: np.ndarray  # (n_tau,) v indices of the actuated joints
+    n_tau: int
+    w_body: np.ndarray  # (nw,) body of each wrench input
+    w_rotation: np.ndarray  # (nw, 3, 3) frame axes in the body frame
+    w_translation: np.ndarray  # (nw, 3) frame origin in the body frame
+    w_world: np.ndarray  # (nw,) bool, expressed in the world axes
+    w_size: np.ndarray  # (nw,) 3 or 6
+    w_offset: np.ndarray  # (nw,) first column in u
+
+    @property
+    def has_wrenches(self) -> bool:
+        """Tell whether any external wrench input is present."""
+        return self.w_body.shape[0] > 0
+
+    @property
+    def has_world_wrenches(self) -> bool:
+        """Tell whether any wrench input is expressed in the world axes (pose-dependent)."""
+        return bool(self.w_world.any())
+
+
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def resolve_inputs(model, selection: InputSelection | None) -> ResolvedInputs:
+    """Bind ``selection`` (None = all joint torques) to ``model``; cached per model."""
+    if selection is None:
+        selection = InputSelection()
+    if not isinstance(selection, InputSelection):
+        raise ConfigError(f'inputs must be an InputSelection, got {type(selection).__name__}')
+    per_model = _CACHE.setdefault(model, {})
+    got = per_model.get(selection)
+    if got is not None:
+        return got
+    base = 6 if model.floating_base else 0
+    joints = model.joint_names if selection.joints is None else selection.joints
+    index = {name: k for k, name in enumerate(model.joint_names)}
+    dofs = []
+    for name in joints:
+        if name not in index:
+            raise ConfigError(f'unknown actuated joint {name!r}')
+        dofs.append(base + index[name])
+    if len(set(dofs)) != len(dofs):
+        raise ConfigError('an actuated joint is listed twice')
+    names = [f'tau/{name}' for name in joints]
+    nw = len(selection.wrenches)
+    w_body = np.zeros(nw, dtype=np.int64)
+    w_rot = np.zeros((nw, 3, 3))
+    w_tr = np.zeros((nw, 3))
+    w_world = np.zeros(nw, dtype=bool)
+    w_size = np.zeros(nw, dtype=np.int64)
+    w_off = np.zeros(nw, dtype=np.int64)
+    col = len(dofs)
+    for k, w in enumerate(selection.wrenches):
+        frame = model.frames.get(w.frame)
+        if frame is None:
+            raise ConfigError(f'unknown frame {w.frame!r} for a wrench input')
+        if frame.body < 0:
+            raise ConfigError(f'frame {w.frame!r} is fixed to the world: a wrench there does '
+                              'not act on the robot')
+        w_body[k] = frame.body
+        w_rot[k] = frame.rotation
+        w_tr[k] = frame.translation
+        w_world[k] = w.expressed_in == 'world'
+        w_size[k] = w.size
+        w_off[k] = col
+        col += w.size
+        names.extend(w.names())
+    if len(set(names)) != len(names):
+        raise ConfigError('two inputs have the same column name (a frame listed twice?)')
+    resolved = ResolvedInputs(tuple(names), col, np.array(dofs, dtype=np.int64), len(dofs),
+                              w_body, w_rot, w_tr, w_world, w_size, w_off)
+    per_model[selection] = resolved
+    return resolved
+
+
+@jit
+def body_jacobian(mi, mf, ws, b, out, sc):
+    # (int64[:], float64[:], ws, int64, out (6, nv), sc (>= 12,)) -> None
+    # Body Jacobian of body b in its own frame (linear first) from the world poses oR, op:
+    # column k of an ancestor joint j = Ad(T_b^-1 T_j) S_k; zero elsewhere.
+    nb, nv, parents, jtype, idx_q, idx_v, nvj, _, _, _, axis, _, _, _ = model_views(mi, mf)
+    oR = ws_field3(mi, ws, W_OR, nb, 3, 3)
+    op = ws_field2(mi, ws, W_OP, nb, 3)
+    S = sc[0:6]
+    t = sc[6:12]
+    for r in range(6):
+        for c in range(nv):
+            out[r, c] = 0.0
+    j = b
+    while j >= 0:
+        for c in range(nvj[j]):
+            s_col(jtype[j], axis[j], c, S)
+            motion_act(oR[j], op[j], S, t)
+            motion_act_inv(oR[b], op[b], t, S)
+            for r in range(6):
+                out[r, idx_v[j] + c] = S[r]
+        j = parents[j]
+
+
+def _hat(a: np.ndarray) -> np.ndarray:
+    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+
+
+def wrench_map(resolved: ResolvedInputs, k: int, oR_body: np.ndarray) -> np.ndarray:
+    """Matrix G (6, size) mapping the components of wrench input k to the body-frame wrench.
+
+    ``oR_body`` is the body's orientation in the world (used for ``expressed_in='world'``).
+    The wrench acts at the frame origin p: ``F_b = [Rf; Rn + p x Rf]`` with R the frame axes
+    (local) or the world axes (``oR_body^T``) expressed in the body frame.
+    """
+    R = oR_body.T if resolved.w_world[k] else resolved.w_rotation[k]
+    P = _hat(resolved.w_translation[k])
+    size = int(resolved.w_size[k])
+    G = np.zeros((6, size))
+    G[0:3, 0:3] = R
+    G[3:6, 0:3] = P @ R
+    if size == 6:
+        G[3:6, 3:6] = R
+    return G

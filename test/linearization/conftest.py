@@ -1,0 +1,8 @@
+"""Fixtures of test/linearization; puts ``test/`` and this folder on sys.path."""
+
+import pathlib
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
