@@ -39,7 +39,7 @@ import subprocess
 import sys
 import sysconfig
 
-from setuptools import find_packages, setup
+from setuptools import Distribution, find_packages, setup
 from setuptools.command.build_py import build_py
 from setuptools.command.develop import develop
 
@@ -303,8 +303,17 @@ def _add_data_files(dist, stage: Path, build_root: Path) -> None:
         dist.data_files += _wrappers(build_root)
 
 
+class BinaryDistribution(Distribution):
+    """The package ships compiled extension modules: wheels get a platform tag."""
+
+    def has_ext_modules(self):
+        """Return True (rosidl's extension modules are built by CMake, not by build_ext)."""
+        return True
+
+
 setup(
     name=PACKAGE,
+    distclass=BinaryDistribution,
     version=_version(),
     packages=find_packages(exclude=['test', 'test.*', 'scripts', 'benchmarks']),
     package_data={PACKAGE: ['resources/*.urdf', 'py.typed']},
