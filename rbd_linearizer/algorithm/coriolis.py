@@ -555,16 +555,11 @@ def compute_christoffel(model: Model, data, q, workspace: CoriolisWorkspace | No
     return ws.Gamma
 
 
-def _neutral(model: Model) -> np.ndarray:
-    q = np.zeros(model.nq)
-    if model.floating_base:
-        q[6] = 1.0
-    return q
-
-
 @register_warmup('coriolis')
 def _warmup(model: Model, data) -> None:
+    from rbd_linearizer.algorithm.joint_configuration import neutral
+
     ws = CoriolisWorkspace(model)
-    q = _neutral(model)
+    q = neutral(model)
     compute_coriolis_matrix(model, data, q, np.zeros(model.nv), ws)
     compute_christoffel(model, data, q, ws)
