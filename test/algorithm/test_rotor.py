@@ -198,6 +198,8 @@ def test_pinocchio_augmented_samples(topology, floating, seed):
 ROBOT_ROTORS = {
     # (rotor inertia [kg m^2], gear ratio): Go2-class low-ratio actuators, seed-002 arm motors
     'go2': (2.0e-4, 6.33),
+    'solo12': (6.0e-6, 9.0),
+    'g1': (1.0e-4, 20.0),
     'aerial': (1.0e-4, 50.0),
 }
 
