@@ -1,29 +1,48 @@
-"""Safe URDF parsing: a URDF string or file -> plain, validated ``RobotDescription`` records.
+"""URDF reading: safe lxml parse -> urdf_parser_py object model -> validated ``RobotDescription``.
 
-Only what the dynamics need is read: the robot name, every ``<link>`` (its ``<inertial>``) and
-every ``<joint>`` (type, parent, child, ``<origin>``, ``<axis>``, ``<limit>``, ``<mimic>``).
-Geometry, materials, transmissions and ``<gazebo>`` / ``<ros2_control>`` blocks are ignored.
-
-Safety: the XML is parsed by lxml with entity expansion, DTD loading and network access off, and
-any ``<!DOCTYPE`` or ``<!ENTITY`` declaration is rejected before parsing, so entity bombs and
-external entities fail fast. Sizes are bounded by ``ParseLimits``. Nothing is printed.
-
-Numbers: every value must be finite (NaN/inf rejected, naming the element). URDF ``rpy`` is
-fixed-axis roll-pitch-yaw: ``R = Rz(yaw) Ry(pitch) Rx(roll)``. Joint axes are normalized; a zero
-axis is rejected. Inertias are checked for physical consistency (mass >= 0, symmetric positive
-semi-definite rotational inertia obeying the triangle inequality of principal moments).
+1. Safe parse. The text (or file, read with a size bound) is parsed by lxml with entity expansion,
+   DTD loading, network access and huge trees off, after any ``<!DOCTYPE`` / ``<!ENTITY``
+   declaration has been rejected up front, so entity bombs and external entities fail fast.
+   The root must be ``<robot>``; unexpanded xacro elements and the counts of ``ParseLimits`` are
+   checked on this tree. A few lexical checks that urdf_parser_py cannot make are also done on
+   the raw XML of each ``<link>`` / ``<joint>``: names present and non-blank, a known joint type,
+   ``<parent link>`` / ``<child link>`` present (urdf_parser_py would store the string
+   ``'None'``), and every number the dynamics use written as a plain number (Python-only syntax
+   such as ``1_0`` rejected; vectors of exactly 3 numbers).
+2. Object model. Each ``<link>`` and ``<joint>`` element of that already parsed tree is handed to
+   urdf_parser_py (``urdf.Link.from_xml`` / ``urdf.Joint.from_xml``, the xml_reflection entry
+   point ``URDF.from_xml`` uses for its children) and the results are assembled into a
+   ``urdf_parser_py.urdf.URDF``. urdf_parser_py never sees the text, so it cannot re-parse it
+   unsafely. Top-level ``<transmission>``, ``<material>``, ``<gazebo>`` and ``<ros2_control>``
+   blocks are not handed to it (the dynamics do not use them). Its diagnostics (unknown tags and
+   attributes, ...) are captured into ``RobotDescription.parser_messages`` instead of being printed
+   to stderr, and its exceptions become ``ModelError`` naming the element. Nothing is printed.
+   What urdf_parser_py requires is therefore required: ``<limit>`` needs ``effort`` and
+   ``velocity``, ``<safety_controller>`` needs ``k_velocity``, ``<axis>`` needs ``xyz``, and a
+   link's ``<visual>`` / ``<collision>`` must be valid URDF.
+3. Validation. The object model is checked and converted to plain records: every number must be
+   finite (urdf_parser_py accepts NaN/inf; the error names the element), URDF ``rpy`` is fixed-axis
+   roll-pitch-yaw: ``R = Rz(yaw) Ry(pitch) Rx(roll)``, joint axes are normalized (a zero axis is
+   rejected), inertias are checked for physical consistency (mass >= 0, symmetric positive
+   semi-definite rotational inertia obeying the triangle inequality of principal moments), names
+   must be unique, joints must reference existing links, and ``<mimic>`` follows the mimic policy.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import math
 import os
 import re
+import threading
 
 from lxml import etree
 import numpy as np
+from urdf_parser_py import urdf as upp
+import urdf_parser_py.xml_reflection as xmlr
+from urdf_parser_py.xml_reflection import core as xmlr_core
 
 from rbd_linearizer.errors import ModelError
 
@@ -39,6 +58,28 @@ _INERTIA_RTOL = 1e-9
 # Leading characters ignored when telling XML text from a path (incl. a byte order mark).
 _BLANK = ' \t\r\n\ufeff'
 _INERTIA_ATOL = 1e-15
+#: At most this many urdf_parser_py diagnostics are kept in ``RobotDescription.parser_messages``.
+MAX_PARSER_MESSAGES = 100
+# Serializes use of urdf_parser_py, whose error handler (xml_reflection's on_error) is global.
+_UPP_LOCK = threading.Lock()
+# Numeric attributes the dynamics read (relative element path, attributes, numbers per value);
+# their text is checked on the raw XML because urdf_parser_py parses with Python's float().
+# The label names the attribute in messages: f'{where} {label} {attribute}>'.
+_LINK_NUMBERS = (
+    (('inertial', 'origin'), '<inertial> <origin', ('xyz', 'rpy'), 3),
+    (('inertial', 'mass'), '<mass', ('value',), 1),
+    (('inertial', 'inertia'), '<inertia', ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz'), 1),
+)
+_JOINT_NUMBERS = (
+    (('origin',), '<origin', ('xyz', 'rpy'), 3),
+    (('axis',), '<axis', ('xyz',), 3),
+    (('limit',), '<limit', ('lower', 'upper', 'effort', 'velocity'), 1),
+    (('dynamics',), '<dynamics', ('damping', 'friction'), 1),
+    (('safety_controller',), '<safety_controller',
+     ('soft_lower_limit', 'soft_upper_limit', 'k_position', 'k_velocity'), 1),
+)
+_REQUIRED_RE = re.compile(r'Required (attribute|element) not set in XML: (\S+)')
+_ATTRIBUTE_SUFFIX_RE = re.compile(r'\[@([\w:.-]+)\]$')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,12 +136,18 @@ class UrdfJoint:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class RobotDescription:
-    """The parsed URDF: links and joints in document order, plus the source text's hash."""
+    """The parsed URDF: links and joints in document order, plus the source text's hash.
+
+    ``parser_messages`` holds the diagnostics urdf_parser_py reported while building the object
+    model (e.g. ``Unknown tag "contact" in /robot/link[@name='base']``): the first
+    ``MAX_PARSER_MESSAGES``, then a count of the rest. They are informational, never printed.
+    """
 
     name: str
     links: tuple[UrdfLink, ...]
     joints: tuple[UrdfJoint, ...]
     urdf_hash: str  # sha256 hex digest of the UTF-8 encoded URDF text
+    parser_messages: tuple[str, ...] = ()
 
 
 def read_urdf_text(urdf: str | os.PathLike, limits: ParseLimits | None = None) -> str:
@@ -150,6 +197,8 @@ def parse_urdf(
 ) -> RobotDescription:
     """Parse and validate a URDF string or file (no tree checks: see ``build_model``).
 
+    Safe lxml parse, then urdf_parser_py's object model, then validation (see the module doc).
+
     ``mimic='reject'`` (default) rejects ``<mimic>`` joints; ``'independent'`` keeps them as
     ordinary independent joints (the mimic relation is dropped, as Pinocchio does by default).
     ``check_triangle_inequality=False`` accepts inertias whose principal moments violate
@@ -189,8 +238,9 @@ def parse_urdf(
     if not link_elements:
         raise ModelError(f'robot {name!r} has no <link>')
 
-    links = tuple(_parse_link(el, check_triangle_inequality) for el in link_elements)
-    joints = tuple(_parse_joint(el) for el in joint_elements)
+    robot, messages = _object_model(root, name, link_elements, joint_elements)
+    links = tuple(_convert_link(link, check_triangle_inequality) for link in robot.links)
+    joints = tuple(_convert_joint(joint) for joint in robot.joints)
     _check_unique('link', [link.name for link in links])
     _check_unique('joint', [joint.name for joint in joints])
     link_names = {link.name for link in links}
@@ -213,7 +263,7 @@ def parse_urdf(
                     f'{joint.mimic!r}')
     return RobotDescription(
         name=name, links=links, joints=joints,
-        urdf_hash=hashlib.sha256(data).hexdigest())
+        urdf_hash=hashlib.sha256(data).hexdigest(), parser_messages=messages)
 
 
 def rpy_to_matrix(rpy) -> np.ndarray:
@@ -307,55 +357,215 @@ def _name(el, what: str) -> str:
     return name
 
 
-def _float(text: str | None, where: str, default: float | None = None) -> float:
-    if text is None:
+
+
+# Step 1 (raw XML): what urdf_parser_py cannot check or would not report with a location.
+
+
+def _check_link_xml(el) -> str:
+    where = f'link {_name(el, "link")!r}'
+    inertial = el.find('inertial')
+    mass = None if inertial is None else inertial.find('mass')
+    if mass is not None and mass.get('value') is None:  # urdf_parser_py: float(None), no location
+        raise ModelError(f'{where} <mass value> is missing')
+    _check_numbers(el, _LINK_NUMBERS, where)
+    return where
+
+
+def _check_joint_xml(el) -> str:
+    where = f'joint {_name(el, "joint")!r}'
+    jtype = el.get('type')
+    if jtype is None:
+        raise ModelError(f'{where} has no type')
+    if jtype not in SUPPORTED_JOINT_TYPES + UNSUPPORTED_JOINT_TYPES:  # incl. urdf_parser_py's
+        raise ModelError(f'{where} has unknown type {jtype!r}')  # 'unknown', which it accepts
+    for role in ('parent', 'child'):  # urdf_parser_py turns a missing link into the str 'None'
+        sub = el.find(role)
+        link = None if sub is None else sub.get('link')
+        if link is None or not link.strip():
+            raise ModelError(f'{where} has no <{role} link=...>')
+    axis = el.find('axis')
+    if axis is not None and axis.get('xyz') is None:  # urdf_parser_py: None.split(), no location
+        raise ModelError(f'{where} <axis xyz> is missing')
+    _check_numbers(el, _JOINT_NUMBERS, where)
+    return where
+
+
+def _check_numbers(el, table, where: str) -> None:
+    """Lexical check of the numbers urdf_parser_py will read with float() (finiteness: step 3)."""
+    for path, label, keys, count in table:
+        sub = el
+        for tag in path:  # the first element of each tag, as urdf_parser_py uses
+            sub = sub.find(tag)
+            if sub is None:
+                break
+        if sub is None:
+            continue
+        for key in keys:
+            text = sub.get(key)
+            if text is not None:
+                _check_number_text(text, f'{where} {label} {key}>', count)
+
+
+def _check_number_text(text: str, where: str, count: int) -> None:
+    parts = text.split() if count > 1 else [text]
+    if len(parts) != count:
+        raise ModelError(f'{where} must have {count} numbers, got {_shorten(text)!r}')
+    for part in parts:
+        try:
+            if '_' in part:  # Python accepts '1_000'; XML numbers do not
+                raise ValueError(part)
+            float(part)
+        except ValueError:
+            raise ModelError(f'{where} is not a number: {_shorten(part)!r}') from None
+
+
+# Step 2: urdf_parser_py builds the object model from the safe lxml elements.
+
+
+class _MessageSink:
+    """Replacement for xml_reflection's ``on_error`` (which writes to stderr): keeps messages."""
+
+    def __init__(self) -> None:
+        self.kept: list[str] = []
+        self.dropped = 0
+
+    def __call__(self, message) -> None:
+        if len(self.kept) < MAX_PARSER_MESSAGES:
+            self.kept.append(str(message))
+        else:
+            self.dropped += 1
+
+    def messages(self) -> tuple[str, ...]:
+        if self.dropped:
+            return (*self.kept, f'... and {self.dropped} more urdf_parser_py messages')
+        return tuple(self.kept)
+
+
+@contextlib.contextmanager
+def _capture_urdf_parser_py_messages():
+    """Route urdf_parser_py's diagnostics to a ``_MessageSink`` while the block runs.
+
+    ``on_error`` is a module global of ``xml_reflection.core``, also re-exported (copied) into
+    the ``xml_reflection`` package, from where ``urdf_parser_py.urdf`` calls it: both are
+    swapped, under a lock, and restored afterwards.
+    """
+    sink = _MessageSink()
+    with _UPP_LOCK:
+        saved = xmlr_core.on_error, xmlr.on_error
+        xmlr_core.on_error = xmlr.on_error = sink
+        try:
+            yield sink
+        finally:
+            xmlr_core.on_error, xmlr.on_error = saved
+
+
+def _object_model(root, name: str, link_elements, joint_elements):
+    """Return the urdf_parser_py ``URDF`` of the given elements and its captured messages.
+
+    Each element goes through ``urdf.Link.from_xml`` / ``urdf.Joint.from_xml`` (what
+    ``URDF.from_xml`` does for its children) so that errors are attributed to their element, and
+    so that top-level blocks the dynamics ignore (``<transmission>``, ``<material>``, ...) are not
+    parsed; the robot-level object is assembled with ``add_link`` / ``add_joint``.
+    """
+    robot = upp.URDF(name=name)
+    robot_path = xmlr.Path(upp.URDF.XML_REFL.tag, tree=root.getroottree())
+    if name:
+        robot_path.suffix = f"[@name='{name}']"
+    with _capture_urdf_parser_py_messages() as sink:
+        for el in link_elements:
+            where = _check_link_xml(el)
+            robot.add_link(_read_element(upp.Link, el, where, robot_path))
+        for el in joint_elements:
+            where = _check_joint_xml(el)
+            robot.add_joint(_read_element(upp.Joint, el, where, robot_path))
+    return robot, sink.messages()
+
+
+def _read_element(cls, el, where: str, robot_path):
+    path = xmlr.Path(cls.XML_REFL.tag, parent=robot_path)
+    try:
+        return cls.from_xml(el, path)
+    except xmlr.ParseError as e:
+        raise ModelError(_parse_error_message(e, where)) from None
+    except Exception as e:  # noqa: BLE001 - urdf_parser_py also raises bare asserts, ValueError...
+        raise ModelError(f'{where}: rejected by urdf_parser_py: {_exception_text(e)}') from None
+
+
+def _parse_error_message(error, where: str) -> str:
+    """Describe urdf_parser_py's ``ParseError`` (its path is XPath-like), naming the element."""
+    chain = []
+    path = error.path
+    while path is not None:
+        chain.append(path)
+        path = path.parent
+    chain.reverse()  # /robot, /robot/<link or joint>, then the sub-elements
+    tags = [str(p.tag) for p in chain[2:]]
+    inner = error.e
+    required = _REQUIRED_RE.fullmatch(str(inner))
+    if required:
+        kind, what = required.groups()
+        if kind == 'element':
+            return f'{where}: <{tags[-1]}> has no <{what}>' if tags else f'{where} has no <{what}>'
+        return f'{where} <{tags[-1]} {what}> is missing' if tags else \
+            f'{where} has no {what} attribute'
+    attribute = _ATTRIBUTE_SUFFIX_RE.search(chain[-1].suffix) if chain else None
+    parts = [f'<{t}>' for t in tags]
+    if attribute and parts:
+        parts[-1] = f'<{tags[-1]} {attribute.group(1)}>'
+    elif attribute:
+        parts = [f'<{attribute.group(1)}>']
+    location = f'{where} {" ".join(parts)}' if parts else where
+    return f'{location}: rejected by urdf_parser_py: {_exception_text(inner)}'
+
+
+def _exception_text(e: BaseException) -> str:
+    text = str(e).strip()
+    return f'{type(e).__name__}: {_shorten(text, 200)}' if text else type(e).__name__
+
+
+# Step 3: validate the object model and convert it to plain records.
+
+
+def _finite_scalar(value, where: str, default: float | None = None) -> float:
+    if value is None:
         if default is None:
             raise ModelError(f'{where} is missing')
         return default
-    try:
-        if '_' in text:  # Python accepts '1_000'; XML numbers do not
-            raise ValueError(text)
-        value = float(text)
-    except ValueError:
-        raise ModelError(f'{where} is not a number: {_shorten(text)!r}') from None
+    value = float(value)
     if not math.isfinite(value):
-        raise ModelError(f'{where} is not finite: {text.strip()!r}')
+        raise ModelError(f'{where} is not finite: {value!r}')
     return value
 
 
-def _vector3(text: str | None, where: str, default=(0.0, 0.0, 0.0)) -> np.ndarray:
-    if text is None:
-        return np.array(default, dtype=float)
-    parts = text.split()
-    if len(parts) != 3:
-        raise ModelError(f'{where} must have 3 numbers, got {_shorten(text)!r}')
-    return np.array([_float(p, where) for p in parts])
+def _finite_vector(values, where: str) -> np.ndarray:
+    array = np.array(values, dtype=float)
+    if array.shape != (3,):
+        raise ModelError(f'{where} must have 3 numbers, got {len(array)}')
+    if not np.all(np.isfinite(array)):
+        raise ModelError(f'{where} is not finite: {_fmt(array)}')
+    return array
 
 
-def _origin(parent_el, where: str) -> tuple[np.ndarray, np.ndarray]:
-    el = parent_el.find('origin')
-    if el is None:
+def _pose(origin, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """(rotation, translation) of an urdf_parser_py ``Pose`` (``<origin>``), identity if None."""
+    if origin is None:
         return np.eye(3), np.zeros(3)
-    xyz = _vector3(el.get('xyz'), f'{where} <origin xyz>')
-    rpy = _vector3(el.get('rpy'), f'{where} <origin rpy>')
+    xyz = _finite_vector(origin.xyz, f'{where} <origin xyz>')
+    rpy = _finite_vector(origin.rpy, f'{where} <origin rpy>')
     return rpy_to_matrix(rpy), xyz
 
 
-def _parse_link(el, triangle: bool) -> UrdfLink:
-    name = _name(el, 'link')
-    where = f'link {name!r}'
-    inertial_el = el.find('inertial')
-    if inertial_el is None:
-        return UrdfLink(name, None)
-    rotation, com = _origin(inertial_el, f'{where} <inertial>')
-    mass_el = inertial_el.find('mass')
-    if mass_el is None:
-        raise ModelError(f'{where}: <inertial> has no <mass>')
-    mass = _float(mass_el.get('value'), f'{where} <mass value>')
-    inertia_el = inertial_el.find('inertia')
-    if inertia_el is None:
+def _convert_link(link, triangle: bool) -> UrdfLink:
+    where = f'link {link.name!r}'
+    inertial = link.inertial
+    if inertial is None:
+        return UrdfLink(link.name, None)
+    rotation, com = _pose(inertial.origin, f'{where} <inertial>')
+    mass = _finite_scalar(inertial.mass, f'{where} <mass value>')
+    if inertial.inertia is None:
         raise ModelError(f'{where}: <inertial> has no <inertia>')
-    c = {k: _float(inertia_el.get(k), f'{where} <inertia {k}>')
+    c = {k: _finite_scalar(getattr(inertial.inertia, k), f'{where} <inertia {k}>')
          for k in ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz')}
     inertia = np.array([
         [c['ixx'], c['ixy'], c['ixz']],
@@ -365,58 +575,38 @@ def _parse_link(el, triangle: bool) -> UrdfLink:
     check_inertia(mass, inertia, where, triangle)
     inertia = rotation @ inertia @ rotation.T
     inertia = 0.5 * (inertia + inertia.T)
-    return UrdfLink(name, UrdfInertial(mass, com, inertia))
+    return UrdfLink(link.name, UrdfInertial(mass, com, inertia))
 
 
-def _parse_joint(el) -> UrdfJoint:
-    name = _name(el, 'joint')
-    where = f'joint {name!r}'
-    jtype = el.get('type')
-    if jtype is None:
-        raise ModelError(f'{where} has no type')
-    if jtype in UNSUPPORTED_JOINT_TYPES:
-        pass  # accepted here; build_model allows 'floating' only as the root joint
-    elif jtype not in SUPPORTED_JOINT_TYPES:
-        raise ModelError(f'{where} has unknown type {jtype!r}')
-    links = {}
-    for role in ('parent', 'child'):
-        sub = el.find(role)
-        link = None if sub is None else sub.get('link')
-        if link is None or not link.strip():
-            raise ModelError(f'{where} has no <{role} link=...>')
-        links[role] = link
-    rotation, translation = _origin(el, where)
-    axis_el = el.find('axis')
-    axis = _vector3(None if axis_el is None else axis_el.get('xyz'), f'{where} <axis xyz>',
-                    default=(1.0, 0.0, 0.0))
+def _convert_joint(joint) -> UrdfJoint:
+    where = f'joint {joint.name!r}'
+    jtype = joint.type  # a known type: checked on the XML (step 1)
+    rotation, translation = _pose(joint.origin, where)
+    axis = _finite_vector((1.0, 0.0, 0.0) if joint.axis is None else joint.axis,
+                          f'{where} <axis xyz>')
     norm = float(np.linalg.norm(axis))
     if jtype in ('revolute', 'continuous', 'prismatic', 'planar'):
         if norm == 0.0:
             raise ModelError(f'{where} has a zero <axis xyz>')
         axis = axis / norm
     lower = upper = math.nan
-    limit_el = el.find('limit')
-    if limit_el is not None:
-        lower = _float(limit_el.get('lower'), f'{where} <limit lower>', 0.0)
-        upper = _float(limit_el.get('upper'), f'{where} <limit upper>', 0.0)
+    limit = joint.limit
+    if limit is not None:
+        lower = _finite_scalar(limit.lower, f'{where} <limit lower>', 0.0)
+        upper = _finite_scalar(limit.upper, f'{where} <limit upper>', 0.0)
         for key in ('effort', 'velocity'):
-            _float(limit_el.get(key), f'{where} <limit {key}>', 0.0)
+            _finite_scalar(getattr(limit, key), f'{where} <limit {key}>', 0.0)
     if jtype == 'continuous':
         lower = upper = math.nan
     for sub_name, keys in (('dynamics', ('damping', 'friction')),
                            ('safety_controller', ('soft_lower_limit', 'soft_upper_limit',
                                                   'k_position', 'k_velocity'))):
-        sub = el.find(sub_name)
+        sub = getattr(joint, sub_name)
         if sub is not None:
             for key in keys:
-                _float(sub.get(key), f'{where} <{sub_name} {key}>', 0.0)
-    mimic_el = el.find('mimic')
-    mimic = None
-    if mimic_el is not None:
-        mimic = mimic_el.get('joint')
-        if mimic is None:
-            raise ModelError(f'{where}: <mimic> has no joint attribute')
+                _finite_scalar(getattr(sub, key), f'{where} <{sub_name} {key}>', 0.0)
+    mimic = None if joint.mimic is None else joint.mimic.joint
     return UrdfJoint(
-        name=name, type=jtype, parent=links['parent'], child=links['child'],
+        name=joint.name, type=jtype, parent=joint.parent, child=joint.child,
         rotation=rotation, translation=translation, axis=axis, lower=lower, upper=upper,
         mimic=mimic)
