@@ -15,6 +15,12 @@ import numba
 #: The one decorator for compiled kernels (cached on disk, releases the GIL, IEEE semantics).
 jit = numba.njit(cache=True, nogil=True)
 
+#: Same, inlined into the caller at numba-IR level: for the small helpers called inside the
+#: per-body loops. LLVM does not inline calls between numba functions, and a call passing a few
+#: arrays costs ~50 ns (argument marshalling, reference counting): measured 2.4 us -> 0.84 us
+#: for the generalized gravity of go2. Costs some compile time at each call site.
+jit_inline = numba.njit(cache=True, nogil=True, inline='always')
+
 _WARMUPS: dict[str, Callable] = {}
 
 

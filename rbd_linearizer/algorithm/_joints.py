@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from rbd_linearizer._jit import jit
+from rbd_linearizer._jit import jit, jit_inline
 from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE
 from rbd_linearizer.errors import StateError
 from rbd_linearizer.model import data as _d
@@ -24,7 +24,7 @@ QUAT_TOL = 1e-6
 _EMPTY = np.zeros(0)
 
 
-@jit
+@jit_inline
 def model_views(mi, mf):
     # (int64[:], float64[:]) -> (nb, nv, parents, jtype, idx_q, idx_v, nvj, subptr, subidx,
     #                            gravity (3,), axis (nb,3), treeR (nb,3,3), treep (nb,3), I10)
@@ -58,20 +58,20 @@ def model_views(mi, mf):
             treep, I10)
 
 
-@jit
+@jit_inline
 def ws_field2(mi, ws, k, n0, n1):
     # 2-D view of workspace field k (index in WS_FIELDS) with shape (n0, n1)
     o = mi[_d.H_WS + k]
     return ws[o : o + n0 * n1].reshape((n0, n1))
 
 
-@jit
+@jit_inline
 def ws_field3(mi, ws, k, n0, n1, n2):
     o = mi[_d.H_WS + k]
     return ws[o : o + n0 * n1 * n2].reshape((n0, n1, n2))
 
 
-@jit
+@jit_inline
 def ws_field1(mi, ws, k, n0):
     o = mi[_d.H_WS + k]
     return ws[o : o + n0]
@@ -94,7 +94,7 @@ def placement(jtype, axis, treeR, treep, q, iq, R_out, p_out, Rj, pj):
     se3_compose(treeR, treep, Rj, pj, R_out, p_out)
 
 
-@jit
+@jit_inline
 def check_finite(x):
     # float64[:] -> bool: every entry finite
     for k in range(x.shape[0]):
@@ -160,7 +160,7 @@ def as_fext(f_ext, nb: int) -> np.ndarray:
     return y.reshape(-1)
 
 
-@jit
+@jit_inline
 def s_col(jt, axis, k, out):
     # out (6,) = column k of the motion subspace S of a joint (body frame, linear first)
     for r in range(6):
@@ -174,7 +174,7 @@ def s_col(jt, axis, k, out):
         out[o + 2] = axis[2]
 
 
-@jit
+@jit_inline
 def s_dot(jt, axis, k, f):
     # S[:, k]^T f for a 6-vector f
     if jt == JOINT_FREE:
@@ -233,7 +233,7 @@ def spd_inverse(D, n, out, L):
 # dominated the per-body cost. R (n, 3, 3), p (n, 3) hold poses; vectors are rows of (n, 6).
 
 
-@jit
+@jit_inline
 def place_at(jt, axis, treeR, treep, q, iq, i, liR, lip):
     # liR[i], lip[i] = tree_i * joint_motion(q_i) (pose of body i in its parent)
     if jt == JOINT_FREE:
@@ -277,7 +277,7 @@ def place_at(jt, axis, treeR, treep, q, iq, i, liR, lip):
         lip[i, r] = a0 * px + a1 * py + a2 * pz + treep[i, r]
 
 
-@jit
+@jit_inline
 def compose_at(oR, op, lam, liR, lip, i):
     # oR[i], op[i] = (oR[lam], op[lam]) * (liR[i], lip[i])
     for r in range(3):
@@ -288,7 +288,7 @@ def compose_at(oR, op, lam, liR, lip, i):
         op[i, r] = a0 * lip[i, 0] + a1 * lip[i, 1] + a2 * lip[i, 2] + op[lam, r]
 
 
-@jit
+@jit_inline
 def mact_inv_at(R, p, i, src, j, dst, k):
     # dst[k] = X_i^-1 src[j] (motion; (R[i], p[i]) pose of the child in the parent)
     w0, w1, w2 = src[j, 3], src[j, 4], src[j, 5]
@@ -304,7 +304,7 @@ def mact_inv_at(R, p, i, src, j, dst, k):
     dst[k, 5] = R[i, 0, 2] * w0 + R[i, 1, 2] * w1 + R[i, 2, 2] * w2
 
 
-@jit
+@jit_inline
 def fact_add_at(R, p, i, src, j, dst, k):
     # dst[k] += X_i^* src[j] (force of the child expressed in the parent)
     f0, f1, f2, n0, n1, n2 = src[j, 0], src[j, 1], src[j, 2], src[j, 3], src[j, 4], src[j, 5]
@@ -323,7 +323,7 @@ def fact_add_at(R, p, i, src, j, dst, k):
     dst[k, 5] += nz + p0 * fy - p1 * fx
 
 
-@jit
+@jit_inline
 def bias_force_at(I10, i, V, A, dst, k):
     # dst[k] = I_i A[i] + V[i] x* (I_i V[i])  (RNEA body force, 10-parameter inertia)
     m, hx, hy, hz = I10[i, 0], I10[i, 1], I10[i, 2], I10[i, 3]
@@ -348,7 +348,7 @@ def bias_force_at(I10, i, V, A, dst, k):
                  + (wx * k1 - wy * k0) + (vx * l1 - vy * l0))
 
 
-@jit
+@jit_inline
 def inertia_force_at(I10, i, A, j, dst, k):
     # dst[k] = I_i A[j]
     m, hx, hy, hz = I10[i, 0], I10[i, 1], I10[i, 2], I10[i, 3]
@@ -361,7 +361,7 @@ def inertia_force_at(I10, i, A, j, dst, k):
     dst[k, 5] = hx * ay - hy * ax + I10[i, 7] * bx + I10[i, 8] * by + I10[i, 9] * bz
 
 
-@jit
+@jit_inline
 def s_dot_at(jt, axis, i, kk, F, j):
     # S_i[:, kk]^T F[j]
     if jt == JOINT_FREE:
@@ -370,7 +370,7 @@ def s_dot_at(jt, axis, i, kk, F, j):
     return axis[i, 0] * F[j, o] + axis[i, 1] * F[j, o + 1] + axis[i, 2] * F[j, o + 2]
 
 
-@jit
+@jit_inline
 def fact_at(R, p, i, src, j, dst, k):
     # dst[k] = X_i^* src[j] (dst may be src)
     f0, f1, f2, n0, n1, n2 = src[j, 0], src[j, 1], src[j, 2], src[j, 3], src[j, 4], src[j, 5]
@@ -389,7 +389,7 @@ def fact_at(R, p, i, src, j, dst, k):
     dst[k, 5] = nz + p0 * fy - p1 * fx
 
 
-@jit
+@jit_inline
 def ract_add_at(R, p, i, src, j, dst, k, add):
     # dst[k] (+)= X_i^* I10 X_i^-1 for the 10-parameter inertia src[j] (child -> parent);
     # add=False assigns. See spatial.kernels.rigid_inertia_act for the formula.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rbd_linearizer._jit import jit, register_warmup
+from rbd_linearizer._jit import jit, jit_inline, register_warmup
 from rbd_linearizer.algorithm._joints import (
     BAD_V,
     W_LIP,
@@ -32,7 +32,7 @@ from rbd_linearizer.model.data import check_data
 __all__ = ['forward_kinematics']
 
 
-@jit
+@jit_inline
 def fk_pass(mi, mf, q, v, ws, with_v, with_world):
     # Pass 1 of every algorithm: liR/lip (pose in parent), optional world poses oR/op and
     # body twists v_body (body frame). No input check here. Index-based (no views in the loop).
