@@ -39,7 +39,7 @@ PY_VERSION = (3, 11)
 # Inputs of the set-up: any change re-runs steps 2-3.
 HASHED_FILES = [
     'constraints.txt', 'setup.py', 'setup.cfg', 'package.xml', 'scripts/bootstrap.py',
-    'scripts/rosidl/CMakeLists.txt', 'resource/rbd_linearizer', 'rbd_linearizer/__init__.py',
+    'scripts/rosidl/CMakeLists.txt', 'resource/rbd_linearizer',
 ]
 HASHED_GLOBS = ['msg/*.msg', 'srv/*.srv', 'launch/*.launch.py', 'config/*.yaml']
 # Outputs that must exist for the stamp to count (e.g. after `git clean -xdf rbd_linearizer`).

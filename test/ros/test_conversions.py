@@ -105,7 +105,7 @@ def test_conversion_error_is_a_value_error():
     assert issubclass(cv.ConversionError, RbdError) and issubclass(cv.ConversionError, ValueError)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, database=None)
 @given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, min_side=0, max_side=9),
                   elements=st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True)))
 def test_matrix_round_trip_property(a):
