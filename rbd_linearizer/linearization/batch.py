@@ -1,0 +1,258 @@
+"""Linearize N states of a horizon in one call (MPC relinearizing along its prediction).
+
+``linearize_batch`` returns stacked arrays ``A (N, nx, nx)``, ``B (N, nx, nu)``, ``f (N, nx)``.
+For the common case (joint-torque inputs, no external wrench) the whole horizon runs in one
+compiled call that reuses one workspace, so the per-state cost is below the single call's (no
+per-state Python overhead, no result object per state); with ``parallel=True`` the states
+are split into one chunk per thread (``numba.prange``; this module is the only place where
+parallel kernels are used), each chunk with its own copy of the workspace. Representations
+and discrete time are applied per state on top (representation.py, discrete.py); wrench
+inputs fall back to one ``linearize_body`` per state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from rbd_linearizer._jit import jit, register_warmup
+from rbd_linearizer.algorithm._joints import BAD_A, BAD_V, check_config, check_finite
+from rbd_linearizer.algorithm.aba import _raise
+from rbd_linearizer.algorithm.aba_derivatives import aba_derivatives_passes
+from rbd_linearizer.algorithm.joint_configuration import integrate
+from rbd_linearizer.algorithm.rnea_derivatives import DerivativeWorkspace, derivative_workspace
+from rbd_linearizer.conventions import TimeModel
+from rbd_linearizer.errors import ConfigError, StateError
+from rbd_linearizer.linearization.continuous import (
+    DISCRETE_METHODS,
+    linearize_body,
+    state_names,
+)
+from rbd_linearizer.linearization.discrete import lie_euler, zero_order_hold
+from rbd_linearizer.linearization.inputs import InputSelection, resolve_inputs
+from rbd_linearizer.linearization.representation import (
+    base_twist_from_body,
+    check_representation,
+    transform_continuous,
+    transform_discrete,
+)
+from rbd_linearizer.model.data import check_data
+
+__all__ = ['LinearizationBatch', 'linearize_batch']
+
+
+@dataclass(frozen=True, eq=False)
+class LinearizationBatch:
+    """Stacked linearizations of N states (same layout as ``Linearization`` per state).
+
+    ``A`` (N, nx, nx), ``B`` (N, nx, nu), ``f`` (N, nx), ``ddq`` (N, nv) the forward dynamics
+    at each state; names and conventions shared by all states.
+    """
+
+    A: np.ndarray
+    B: np.ndarray
+    f: np.ndarray
+    ddq: np.ndarray
+    input_names: tuple[str, ...]
+    state_names: tuple[str, ...]
+    velocity_representation: str
+    time_model: str
+    dt: float
+
+    def __len__(self) -> int:
+        return int(self.A.shape[0])
+
+
+@jit
+def _one_state(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, A, B, f, ddq, tau_dofs,
+               Minv_off, ddq_off, floating):
+    # One state of the batch: aba_derivatives_passes into A[nv:], then the kinematic rows,
+    # B = [0; M^-1 S_u], f = [v; ddq]. Returns an error code (0 = fine).
+    code = check_config(mi, q)
+    if code != 0:
+        return code
+    if not check_finite(v):
+        return BAD_V
+    if not check_finite(tau):
+        return BAD_A
+    nv = mi[1]
+    code = aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, A[nv:])
+    if code != 0:
+        return code
+    for r in range(nv):
+        for c in range(nv):
+            A[r, c] = 0.0
+            A[r, nv + c] = 0.0
+        A[r, nv + r] = 1.0
+    if floating:
+        # -ad(v_b): [[w^, v^], [0, w^]] negated
+        for blk in range(3):
+            w = v[3:6] if blk != 1 else v[0:3]
+            r0 = 0 if blk < 2 else 3
+            c0 = 0 if blk == 0 else 3
+            A[r0 + 0, c0 + 1] = w[2]
+            A[r0 + 0, c0 + 2] = -w[1]
+            A[r0 + 1, c0 + 0] = -w[2]
+            A[r0 + 1, c0 + 2] = w[0]
+            A[r0 + 2, c0 + 0] = w[1]
+            A[r0 + 2, c0 + 1] = -w[0]
+    nu = tau_dofs.shape[0]
+    for r in range(nv):
+        for c in range(nu):
+            B[r, c] = 0.0
+            B[nv + r, c] = ws[Minv_off + r * nv + tau_dofs[c]]
+        f[r] = v[r]
+        f[nv + r] = ws[ddq_off + r]
+        ddq[r] = ws[ddq_off + r]
+    return 0
+
+
+@jit
+def _batch_kernel(mi, mf, Q, V, TAU, fext, ws, dW, dtau, tau_id, sc, A, B, f, ddq, tau_dofs,
+                  Minv_off, ddq_off, floating, codes):
+    # (int64[:], float64[:], Q (N, nq), V (N, nv), TAU (N, nv), fext (0,), workspaces, outputs
+    #  A (N, nx, nx), B (N, nx, nu), f (N, nx), ddq (N, nv), ..., codes (N,) int64) -> None
+    for k in range(Q.shape[0]):
+        codes[k] = _one_state(mi, mf, Q[k], V[k], TAU[k], fext, ws, dW, dtau, tau_id, sc, A[k],
+                              B[k], f[k], ddq[k], tau_dofs, Minv_off, ddq_off, floating)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _batch_kernel_parallel(mi, mf, Q, V, TAU, fext, WS, DW, DTAU, TAUID, SC, A, B, f, ddq,
+                           tau_dofs, Minv_off, ddq_off, floating, codes):
+    # Same as _batch_kernel, states split into WS.shape[0] chunks, one workspace per chunk.
+    nchunk = WS.shape[0]
+    N = Q.shape[0]
+    for c in numba.prange(nchunk):
+        k0 = (N * c) // nchunk
+        k1 = (N * (c + 1)) // nchunk
+        for k in range(k0, k1):
+            codes[k] = _one_state(mi, mf, Q[k], V[k], TAU[k], fext, WS[c], DW[c], DTAU[c],
+                                  TAUID[c], SC[c], A[k], B[k], f[k], ddq[k], tau_dofs,
+                                  Minv_off, ddq_off, floating)
+
+
+class _ParallelWorkspaces:
+    def __init__(self, data, nchunk: int):
+        nb, nv = int(data.model.nb), int(data.model.nv)
+        self.nchunk = nchunk
+        self.WS = np.repeat(data._ws[None, :], nchunk, axis=0)
+        d = DerivativeWorkspace(nb, nv)
+        self.DW = np.zeros((nchunk,) + d.dW.shape)
+        self.DTAU = np.zeros((nchunk,) + d.dtau.shape)
+        self.TAUID = np.zeros((nchunk, nv))
+        self.SC = np.zeros((nchunk, d.scratch.shape[0]))
+
+
+_PARALLEL: dict = {}
+
+
+def _field_offset(data, name: str) -> int:
+    arr = getattr(data, name)
+    return int((arr.__array_interface__['data'][0] - data._ws.__array_interface__['data'][0])
+               // 8)
+
+
+def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = None,
+                    representation='body', time_model='continuous', dt=None,
+                    discrete_method: str = 'lie_euler', scheme: str = 'semi_implicit',
+                    parallel: bool = False) -> LinearizationBatch:
+    """Linearize the N states ``(Q[k], V[k], U[k])`` of a horizon (see ``linearize``).
+
+    Args:
+        Q (N, nq), V (N, nv) (base twist in the BODY frame), U (N, nu) or None (zeros).
+        parallel: run the states on numba's thread pool (chunks of states, one workspace
+            each); the result is the same.
+        Other arguments as ``linearize``.
+
+    Returns a ``LinearizationBatch`` (fresh arrays). ``data`` is used as the workspace
+    (its outputs are left at the last state).
+    """
+    check_data(model, data)
+    rep = check_representation(representation)
+    tm = str(time_model.value if isinstance(time_model, TimeModel) else time_model)
+    if tm not in ('continuous', 'discrete'):
+        raise ConfigError(f"time_model must be 'continuous' or 'discrete', got {time_model!r}")
+    if tm == 'discrete' and (dt is None or discrete_method not in DISCRETE_METHODS):
+        raise ConfigError('a discrete-time batch needs dt and discrete_method in '
+                          f'{DISCRETE_METHODS}')
+    if not model.floating_base:
+        rep = 'body'
+    res = resolve_inputs(model, inputs)
+    Q = np.ascontiguousarray(Q, dtype=np.float64)
+    V = np.ascontiguousarray(V, dtype=np.float64)
+    if Q.ndim != 2 or Q.shape[1] != model.nq or V.shape != (Q.shape[0], model.nv):
+        raise StateError(f'Q must be (N, {model.nq}) and V (N, {model.nv}), got {Q.shape} and '
+                         f'{V.shape}')
+    N = Q.shape[0]
+    U = np.zeros((N, res.nu)) if U is None else np.ascontiguousarray(U, dtype=np.float64)
+    if U.shape != (N, res.nu):
+        raise StateError(f'U must be ({N}, {res.nu}), got {U.shape}')
+    if not np.all(np.isfinite(U)):
+        raise StateError('U contains NaN or inf')
+    nv = model.nv
+    nx = 2 * nv
+    A = np.empty((N, nx, nx))
+    B = np.empty((N, nx, res.nu))
+    f = np.empty((N, nx))
+    ddq = np.empty((N, nv))
+    if res.has_wrenches:
+        for k in range(N):
+            pt = linearize_body(model, data, Q[k], V[k], U[k], inputs)
+            A[k], B[k], f[k], ddq[k] = pt.A, pt.B, pt.f, pt.ddq
+    else:
+        TAU = np.zeros((N, nv))
+        TAU[:, res.tau_dofs] = U[:, : res.n_tau]
+        codes = np.zeros(N, dtype=np.int64)
+        fext = np.zeros(0)
+        args = (res.tau_dofs, _field_offset(data, 'Minv'), _field_offset(data, 'ddq'),
+                bool(model.floating_base), codes)
+        if parallel and N > 1:
+            nchunk = min(N, numba.get_num_threads())
+            key = (id(data), nchunk)
+            pw = _PARALLEL.get(key)
+            if pw is None or pw.WS.shape[1] != data._ws.shape[0]:
+                pw = _PARALLEL[key] = _ParallelWorkspaces(data, nchunk)
+            _batch_kernel_parallel(data._mi, data._mf, Q, V, TAU, fext, pw.WS, pw.DW, pw.DTAU,
+                                   pw.TAUID, pw.SC, A, B, f, ddq, *args)
+        else:
+            dws = derivative_workspace(data)
+            _batch_kernel(data._mi, data._mf, Q, V, TAU, fext, data._ws, dws.dW, dws.dtau,
+                          dws.tau, dws.scratch, A, B, f, ddq, *args)
+        bad = np.flatnonzero(codes)
+        if bad.size:
+            k = int(bad[0])
+            try:
+                _raise(int(codes[k]))
+            except StateError as err:
+                raise StateError(f'state {k}: {err}') from None
+    dt_out = 0.0
+    if rep != 'body' or tm == 'discrete':
+        for k in range(N):
+            q, v = Q[k], V[k]
+            if tm == 'continuous' or discrete_method == 'zoh':
+                A[k], B[k], f[k] = transform_continuous(A[k], B[k], f[k], q, v, ddq[k], rep, nv)
+                if tm == 'discrete':
+                    A[k], B[k], f[k] = zero_order_hold(A[k], B[k], f[k], dt)
+            else:
+                Ad, Bd, fd, q1, v1 = lie_euler(A[k], B[k], q, v, ddq[k], dt, nv,
+                                               model.floating_base,
+                                               lambda q0, dq: integrate(model, q0, dq), scheme)
+                if rep != 'body':
+                    Ad, Bd = transform_discrete(Ad, Bd, q, v, q1, v1, rep, nv)
+                    fd[nv : nv + 6] = (base_twist_from_body(q1, v1[0:6], rep)
+                                       - base_twist_from_body(q, v[0:6], rep))
+                A[k], B[k], f[k] = Ad, Bd, fd
+        if tm == 'discrete':
+            dt_out = float(dt)
+    return LinearizationBatch(A, B, f, ddq, res.names, state_names(model, rep), rep, tm, dt_out)
+
+
+@register_warmup('linearize_batch')
+def _warmup(model, data):
+    from rbd_linearizer.algorithm.joint_configuration import neutral
+
+    Q = np.stack([neutral(model)] * 2)
+    linearize_batch(model, data, Q, np.zeros((2, model.nv)))
