@@ -132,11 +132,17 @@ def raise_code(code: int) -> None:
 
 
 _F64 = np.dtype(np.float64)
+_ND = np.ndarray
 
 
 def as_vector(x, n: int, name: str) -> np.ndarray:
-    """Return ``x`` as a contiguous float64 (n,) array (no copy when it already is one)."""
-    if type(x) is np.ndarray and x.dtype is _F64 and x.shape == (n,) and x.flags.c_contiguous:
+    """Return ``x`` as a contiguous float64 (n,) array (no copy when it already is one).
+
+    The wrappers first test ``x.__class__ is _ND and x.dtype is _F64 and x.shape == (n,)``
+    inline (~100 ns cheaper per argument); a non-contiguous float64 view passes that test and
+    gets its own (correct) kernel specialization.
+    """
+    if x.__class__ is _ND and x.dtype is _F64 and x.shape == (n,) and x.flags.c_contiguous:
         return x
     try:
         y = np.ascontiguousarray(x, dtype=np.float64)

@@ -6,6 +6,8 @@ import numpy as np
 
 from rbd_linearizer._jit import jit, jit_inline, register_warmup
 from rbd_linearizer.algorithm._joints import (
+    _F64,
+    _ND,
     BAD_A,
     BAD_FEXT,
     BAD_V,
@@ -45,7 +47,7 @@ from rbd_linearizer.algorithm._joints import (
 from rbd_linearizer.algorithm.kinematics import fk_pass
 from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE
 from rbd_linearizer.errors import StateError
-from rbd_linearizer.model.data import check_data
+from rbd_linearizer.model.data import Data, check_data
 from rbd_linearizer.spatial.kernels import (
     force_act,
     force_cross,
@@ -471,10 +473,14 @@ def aba(model, data, q, v, tau, f_ext=None):
 
     Reference: seed 003 Alg. 3 (Featherstone RBDA Table 7.1); O(n).
     """
-    check_data(model, data)
-    q = as_vector(q, model.nq, 'q')
-    v = as_vector(v, model.nv, 'v')
-    tau = as_vector(tau, model.nv, 'tau')
+    if data.__class__ is not Data or data.model is not model:
+        check_data(model, data)
+    if not (q.__class__ is _ND and q.dtype is _F64 and q.shape == (model.nq,)):
+        q = as_vector(q, model.nq, 'q')
+    if not (v.__class__ is _ND and v.dtype is _F64 and v.shape == (model.nv,)):
+        v = as_vector(v, model.nv, 'v')
+    if not (tau.__class__ is _ND and tau.dtype is _F64 and tau.shape == (model.nv,)):
+        tau = as_vector(tau, model.nv, 'tau')
     fext = as_fext(f_ext, model.nb)
     code = _aba_kernel(data._mi, data._mf, q, v, tau, fext, data._ws)
     if code:
@@ -490,8 +496,10 @@ def compute_minverse(model, data, q):
     the notes). q layout as in ``crba``. Returns ``data.Minv`` (a view valid until the next call
     with this data).
     """
-    check_data(model, data)
-    q = as_vector(q, model.nq, 'q')
+    if data.__class__ is not Data or data.model is not model:
+        check_data(model, data)
+    if not (q.__class__ is _ND and q.dtype is _F64 and q.shape == (model.nq,)):
+        q = as_vector(q, model.nq, 'q')
     code = _minverse_kernel(data._mi, data._mf, q, data._ws)
     if code:
         _raise(code)

@@ -7,6 +7,8 @@ import numpy as np
 from rbd_linearizer._jit import jit, register_warmup
 from rbd_linearizer.algorithm._joints import (
     _EMPTY,
+    _F64,
+    _ND,
     BAD_V,
     W_G,
     W_H,
@@ -21,7 +23,7 @@ from rbd_linearizer.algorithm.crba import crba_passes
 from rbd_linearizer.algorithm.kinematics import fk_pass
 from rbd_linearizer.algorithm.rnea import MODE_GRAVITY, MODE_NLE, rnea_passes
 from rbd_linearizer.errors import StateError
-from rbd_linearizer.model.data import check_data
+from rbd_linearizer.model.data import Data, check_data
 
 __all__ = ['compute_all_terms']
 
@@ -56,9 +58,12 @@ def compute_all_terms(model, data, q, v):
     (data.oR, data.op) and body twists (data.v_body). Returns ``(M, Minv, g, h)`` (views valid
     until the next call with this data).
     """
-    check_data(model, data)
-    q = as_vector(q, model.nq, 'q')
-    v = as_vector(v, model.nv, 'v')
+    if data.__class__ is not Data or data.model is not model:
+        check_data(model, data)
+    if not (q.__class__ is _ND and q.dtype is _F64 and q.shape == (model.nq,)):
+        q = as_vector(q, model.nq, 'q')
+    if not (v.__class__ is _ND and v.dtype is _F64 and v.shape == (model.nv,)):
+        v = as_vector(v, model.nv, 'v')
     code = _all_terms_kernel(data._mi, data._mf, q, v, data._ws)
     if code:
         if code == NOT_SPD:

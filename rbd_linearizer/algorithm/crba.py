@@ -6,6 +6,8 @@ import numpy as np
 
 from rbd_linearizer._jit import jit, jit_inline, register_warmup
 from rbd_linearizer.algorithm._joints import (
+    _F64,
+    _ND,
     W_IC,
     W_LIP,
     W_LIR,
@@ -24,7 +26,7 @@ from rbd_linearizer.algorithm._joints import (
 )
 from rbd_linearizer.algorithm.kinematics import fk_pass
 from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE
-from rbd_linearizer.model.data import check_data
+from rbd_linearizer.model.data import Data, check_data
 from rbd_linearizer.spatial.kernels import rigid_inertia_motion
 
 __all__ = ['crba']
@@ -114,8 +116,10 @@ def crba(model, data, q):
 
     Reference: seed 003 Alg. 2 (Featherstone RBDA Table 6.2); O(n d).
     """
-    check_data(model, data)
-    q = as_vector(q, model.nq, 'q')
+    if data.__class__ is not Data or data.model is not model:
+        check_data(model, data)
+    if not (q.__class__ is _ND and q.dtype is _F64 and q.shape == (model.nq,)):
+        q = as_vector(q, model.nq, 'q')
     code = _crba_kernel(data._mi, data._mf, q, data._ws)
     if code:
         raise_code(code)

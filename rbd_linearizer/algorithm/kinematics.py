@@ -9,6 +9,8 @@ import numpy as np
 
 from rbd_linearizer._jit import jit, jit_inline, register_warmup
 from rbd_linearizer.algorithm._joints import (
+    _F64,
+    _ND,
     BAD_V,
     W_LIP,
     W_LIR,
@@ -27,7 +29,7 @@ from rbd_linearizer.algorithm._joints import (
     ws_field3,
 )
 from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE
-from rbd_linearizer.model.data import check_data
+from rbd_linearizer.model.data import Data, check_data
 
 __all__ = ['forward_kinematics']
 
@@ -99,8 +101,10 @@ def forward_kinematics(model, data, q, v=None):
     each body's twist in its own frame (linear first). Returns ``(data.oR, data.op)`` (views
     valid until the next call with this data).
     """
-    check_data(model, data)
-    q = as_vector(q, model.nq, 'q')
+    if data.__class__ is not Data or data.model is not model:
+        check_data(model, data)
+    if not (q.__class__ is _ND and q.dtype is _F64 and q.shape == (model.nq,)):
+        q = as_vector(q, model.nq, 'q')
     with_v = v is not None
     v = as_vector(v, model.nv, 'v') if with_v else q
     code = _fk_kernel(data._mi, data._mf, q, v, data._ws, with_v)

@@ -11,6 +11,8 @@ import numpy as np
 from rbd_linearizer._jit import jit, jit_inline, register_warmup
 from rbd_linearizer.algorithm._joints import (
     _EMPTY,
+    _F64,
+    _ND,
     BAD_A,
     BAD_FEXT,
     BAD_V,
@@ -40,7 +42,7 @@ from rbd_linearizer.algorithm._joints import (
 )
 from rbd_linearizer.algorithm.kinematics import fk_pass
 from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE
-from rbd_linearizer.model.data import check_data
+from rbd_linearizer.model.data import Data, check_data
 
 __all__ = ['compute_generalized_gravity', 'nonlinear_effects', 'rnea']
 
@@ -163,10 +165,14 @@ def rnea(model, data, q, v, a, f_ext=None):
 
     Reference: seed 003 Alg. 1 (Featherstone RBDA Table 5.1); floating base as a 6-DoF joint.
     """
-    check_data(model, data)
-    q = as_vector(q, model.nq, 'q')
-    v = as_vector(v, model.nv, 'v')
-    a = as_vector(a, model.nv, 'a')
+    if data.__class__ is not Data or data.model is not model:
+        check_data(model, data)
+    if not (q.__class__ is _ND and q.dtype is _F64 and q.shape == (model.nq,)):
+        q = as_vector(q, model.nq, 'q')
+    if not (v.__class__ is _ND and v.dtype is _F64 and v.shape == (model.nv,)):
+        v = as_vector(v, model.nv, 'v')
+    if not (a.__class__ is _ND and a.dtype is _F64 and a.shape == (model.nv,)):
+        a = as_vector(a, model.nv, 'a')
     fext = as_fext(f_ext, model.nb)
     code = _rnea_kernel(data._mi, data._mf, q, v, a, fext, data._ws, MODE_RNEA)
     if code:
@@ -180,9 +186,12 @@ def nonlinear_effects(model, data, q, v):
     Same conventions as ``rnea`` (q, v layout, body-frame base twist, ``model.gravity``). The
     returned view is valid until the next call with this data.
     """
-    check_data(model, data)
-    q = as_vector(q, model.nq, 'q')
-    v = as_vector(v, model.nv, 'v')
+    if data.__class__ is not Data or data.model is not model:
+        check_data(model, data)
+    if not (q.__class__ is _ND and q.dtype is _F64 and q.shape == (model.nq,)):
+        q = as_vector(q, model.nq, 'q')
+    if not (v.__class__ is _ND and v.dtype is _F64 and v.shape == (model.nv,)):
+        v = as_vector(v, model.nv, 'v')
     code = _rnea_kernel(data._mi, data._mf, q, v, v, _EMPTY, data._ws, MODE_NLE)
     if code:
         raise_code(code)
@@ -196,8 +205,10 @@ def compute_generalized_gravity(model, data, q):
     base its first 6 entries are the base wrench in the base body frame (linear first). The view
     is valid until the next call with this data.
     """
-    check_data(model, data)
-    q = as_vector(q, model.nq, 'q')
+    if data.__class__ is not Data or data.model is not model:
+        check_data(model, data)
+    if not (q.__class__ is _ND and q.dtype is _F64 and q.shape == (model.nq,)):
+        q = as_vector(q, model.nq, 'q')
     code = _rnea_kernel(data._mi, data._mf, q, q, q, _EMPTY, data._ws, MODE_GRAVITY)
     if code:
         raise_code(code)
