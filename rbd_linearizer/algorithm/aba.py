@@ -32,8 +32,11 @@ from rbd_linearizer.algorithm._joints import (
     W_V,
     as_fext,
     as_vector,
+    bias_force_at,
     check_config,
     check_finite,
+    fact_add_at,
+    mact_inv_at,
     model_views,
     ract_add_at,
     raise_code,
@@ -49,12 +52,7 @@ from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE
 from rbd_linearizer.errors import StateError
 from rbd_linearizer.model.data import Data, check_data
 from rbd_linearizer.spatial.kernels import (
-    force_act,
-    force_cross,
     inertia6_act,
-    motion_act_inv,
-    motion_cross,
-    rigid_inertia_motion,
     rigid_inertia_to_matrix,
 )
 
@@ -83,33 +81,35 @@ def aba_passes(mi, mf, q, v, tau, fext, ws):
     Dinv = ws_field2(mi, ws, W_DINV, nv, 6)
     u = ws_field1(mi, ws, W_UU, nv)
     ddq = ws_field1(mi, ws, W_DDQ, nv)
+    T = ws_field2(mi, ws, W_TMP, 4, 6)  # rows: 0 = -gravity (world), 1 = pa, 2, 3 scratch
     tmp = ws_field1(mi, ws, W_TMP, 256)
-    ag = tmp[12:18]
-    vJ = tmp[18:24]
-    t6 = tmp[24:30]
-    h6 = tmp[30:36]
-    s6 = tmp[36:42]
     Ia = tmp[128:164].reshape((6, 6))
     Dk = tmp[164:200].reshape((6, 6))
     # pass 1: velocity-product accelerations c, body inertias, bias forces
     for i in range(nb):
         jt = jtype[i]
-        iv = idx_v[i]
-        if jt == JOINT_FREE:
-            for k in range(6):
-                vJ[k] = v[iv + k]
-        else:
-            for k in range(6):
-                vJ[k] = 0.0
-            o = 3 if jt == JOINT_REVOLUTE else 0
-            qd = v[iv]
-            vJ[o] = axis[i, 0] * qd
-            vJ[o + 1] = axis[i, 1] * qd
-            vJ[o + 2] = axis[i, 2] * qd
-        motion_cross(V[i], vJ, C[i])
+        for k in range(6):
+            C[i, k] = 0.0
+            A[i, k] = 0.0
+        if jt != JOINT_FREE:
+            # c = v_i x (S qd) (zero for the FREE root, whose v_i = vJ)
+            qd = v[idx_v[i]]
+            kx, ky, kz = axis[i, 0] * qd, axis[i, 1] * qd, axis[i, 2] * qd
+            wx, wy, wz = V[i, 3], V[i, 4], V[i, 5]
+            if jt == JOINT_REVOLUTE:
+                vx, vy, vz = V[i, 0], V[i, 1], V[i, 2]
+                C[i, 0] = vy * kz - vz * ky
+                C[i, 1] = vz * kx - vx * kz
+                C[i, 2] = vx * ky - vy * kx
+                C[i, 3] = wy * kz - wz * ky
+                C[i, 4] = wz * kx - wx * kz
+                C[i, 5] = wx * ky - wy * kx
+            else:
+                C[i, 0] = wy * kz - wz * ky
+                C[i, 1] = wz * kx - wx * kz
+                C[i, 2] = wx * ky - wy * kx
         rigid_inertia_to_matrix(I10[i], IA[i])
-        rigid_inertia_motion(I10[i], V[i], h6)
-        force_cross(V[i], h6, pA[i])
+        bias_force_at(I10, i, V, A, pA, i)  # A[i] = 0 here: pA = v x* I v
         if fext.shape[0] > 0:
             for k in range(6):
                 pA[i, k] -= fext[6 * i + k]
@@ -118,13 +118,42 @@ def aba_passes(mi, mf, q, v, tau, fext, ws):
         jt = jtype[i]
         iv = idx_v[i]
         nj = nvj[i]
-        IAi = IA[i]
+        lam = parents[i]
+        if nj == 1:
+            o = 3 if jt == JOINT_REVOLUTE else 0
+            kx, ky, kz = axis[i, 0], axis[i, 1], axis[i, 2]
+            for r in range(6):
+                U[iv, r] = IA[i, r, o] * kx + IA[i, r, o + 1] * ky + IA[i, r, o + 2] * kz
+            D = U[iv, o] * kx + U[iv, o + 1] * ky + U[iv, o + 2] * kz
+            if not D > 0.0:
+                return NOT_SPD
+            dinv = 1.0 / D
+            Dinv[iv, 0] = dinv
+            ui = tau[iv] - (pA[i, o] * kx + pA[i, o + 1] * ky + pA[i, o + 2] * kz)
+            u[iv] = ui
+            if lam >= 0:
+                # Ia = IA - U U^T / D ; pa = pA + Ia c + U u / D
+                for r in range(6):
+                    ur = U[iv, r] * dinv
+                    for c in range(6):
+                        Ia[r, c] = IA[i, r, c] - ur * U[iv, c]
+                for r in range(6):
+                    x = pA[i, r] + U[iv, r] * dinv * ui
+                    for c in range(6):
+                        x += Ia[r, c] * C[i, c]
+                    T[1, r] = x
+                inertia6_act(liR[i], lip[i], Ia, Dk)
+                for r in range(6):
+                    for c in range(6):
+                        IA[lam, r, c] += Dk[r, c]
+                fact_add_at(liR, lip, i, T, 1, pA, lam)
+            continue
         for k in range(nj):
-            s_col(jt, axis[i], k, s6)
+            s_col(jt, axis[i], k, T[2])
             for r in range(6):
                 x = 0.0
                 for c in range(6):
-                    x += IAi[r, c] * s6[c]
+                    x += IA[i, r, c] * T[2, c]
                 U[iv + k, r] = x
             u[iv + k] = tau[iv + k] - s_dot(jt, axis[i], k, pA[i])
         for k in range(nj):
@@ -132,12 +161,10 @@ def aba_passes(mi, mf, q, v, tau, fext, ws):
                 Dk[k, kk] = s_dot(jt, axis[i], k, U[iv + kk])
         if not spd_inverse(Dk, nj, Dinv[iv:iv + nj], Ia):
             return NOT_SPD
-        lam = parents[i]
         if lam >= 0:
-            # Ia = IA - U Dinv U^T ; pa = pA + Ia c + U Dinv u
             for r in range(6):
                 for c in range(6):
-                    x = IAi[r, c]
+                    x = IA[i, r, c]
                     for k in range(nj):
                         for kk in range(nj):
                             x -= U[iv + k, r] * Dinv[iv + k, kk] * U[iv + kk, c]
@@ -151,48 +178,55 @@ def aba_passes(mi, mf, q, v, tau, fext, ws):
                     for kk in range(nj):
                         y += Dinv[iv + k, kk] * u[iv + kk]
                     x += U[iv + k, r] * y
-                h6[r] = x
+                T[1, r] = x
             inertia6_act(liR[i], lip[i], Ia, Dk)
-            IAl = IA[lam]
             for r in range(6):
                 for c in range(6):
-                    IAl[r, c] += Dk[r, c]
-            force_act(liR[i], lip[i], h6, t6)
-            for r in range(6):
-                pA[lam, r] += t6[r]
+                    IA[lam, r, c] += Dk[r, c]
+            fact_add_at(liR, lip, i, T, 1, pA, lam)
     # pass 3 (forward): accelerations
-    ag[0] = -gravity[0]
-    ag[1] = -gravity[1]
-    ag[2] = -gravity[2]
-    ag[3] = 0.0
-    ag[4] = 0.0
-    ag[5] = 0.0
+    T[0, 0] = -gravity[0]
+    T[0, 1] = -gravity[1]
+    T[0, 2] = -gravity[2]
+    T[0, 3] = 0.0
+    T[0, 4] = 0.0
+    T[0, 5] = 0.0
     for i in range(nb):
         lam = parents[i]
         jt = jtype[i]
         iv = idx_v[i]
         nj = nvj[i]
-        Ai = A[i]
         if lam >= 0:
-            motion_act_inv(liR[i], lip[i], A[lam], Ai)
+            mact_inv_at(liR, lip, i, A, lam, A, i)
         else:
-            motion_act_inv(liR[i], lip[i], ag, Ai)
+            mact_inv_at(liR, lip, i, T, 0, A, i)
         for r in range(6):
-            Ai[r] += C[i, r]
+            A[i, r] += C[i, r]
+        if nj == 1:
+            x = u[iv]
+            for r in range(6):
+                x -= U[iv, r] * A[i, r]
+            x *= Dinv[iv, 0]
+            ddq[iv] = x
+            o = 3 if jt == JOINT_REVOLUTE else 0
+            A[i, o] += axis[i, 0] * x
+            A[i, o + 1] += axis[i, 1] * x
+            A[i, o + 2] += axis[i, 2] * x
+            continue
         for k in range(nj):
             x = u[iv + k]
             for r in range(6):
-                x -= U[iv + k, r] * Ai[r]
-            t6[k] = x
+                x -= U[iv + k, r] * A[i, r]
+            T[2, k] = x
         for k in range(nj):
             x = 0.0
             for kk in range(nj):
-                x += Dinv[iv + k, kk] * t6[kk]
+                x += Dinv[iv + k, kk] * T[2, kk]
             ddq[iv + k] = x
         for k in range(nj):
-            s_col(jt, axis[i], k, s6)
+            s_col(jt, axis[i], k, T[3])
             for r in range(6):
-                Ai[r] += s6[r] * ddq[iv + k]
+                A[i, r] += T[3, r] * ddq[iv + k]
     return 0
 
 
