@@ -47,6 +47,7 @@ from rbd_linearizer.algorithm._joints import (
     ws_field3,
 )
 from rbd_linearizer.algorithm.rnea import MODE_RNEA, rnea_passes
+from rbd_linearizer.conventions import JOINT_FREE
 from rbd_linearizer.model.data import check_data
 from rbd_linearizer.spatial.kernels import (
     force_act,
@@ -136,6 +137,13 @@ def rnea_derivatives_passes(mi, mf, ws, dW, dtau, sc):
     for r in range(3):
         ag[r] = -gravity[r]
         ag[r + 3] = 0.0
+    # A free root joint (dofs 0..5): its translation columns of d/dq vanish identically
+    # (translation invariance) and its rotation columns have dV = 0; skip that work.
+    n_skip = 0
+    n_zero_v = 0
+    if nb > 0 and parents[0] < 0 and jtype[0] == JOINT_FREE and idx_v[0] == 0:
+        n_skip = 3
+        n_zero_v = 6
     # --- forward pass: d V_i, d A_i, d f_i (= I a + v x* I v) on the supporting columns
     for i in range(nb):
         lam = parents[i]
@@ -157,10 +165,16 @@ def rnea_derivatives_passes(mi, mf, ws, dW, dtau, sc):
         while j >= 0:
             for k in range(idx_v[j], idx_v[j] + nvj[j]):
                 for d in range(2):
+                    if d == 0 and k < n_skip:
+                        continue  # translation of a free root: exactly zero
                     dV = dW[D_VQ + d, i, k]
                     dA = dW[D_AQ + d, i, k]
-                    motion_act_inv(R, p, dW[D_VQ + d, lam, k], dV)
                     motion_act_inv(R, p, dW[D_AQ + d, lam, k], dA)
+                    if d == 0 and k < n_zero_v:
+                        # rotation of a free root: dV = 0 (body twist fixed, ERRATUM 1)
+                        rigid_inertia_motion(I10[i], dA, dW[D_FQ, i, k])
+                        continue
+                    motion_act_inv(R, p, dW[D_VQ + d, lam, k], dV)
                     motion_cross(dV, vJ, t1)
                     for r in range(6):
                         dA[r] += t1[r]
@@ -218,6 +232,8 @@ def rnea_derivatives_passes(mi, mf, ws, dW, dtau, sc):
                 break
             for k in range(k0, k1):
                 for d in range(2):
+                    if d == 0 and k < n_skip:
+                        continue
                     dF = dW[D_FQ + d, i, k]
                     for c in range(nvj[i]):
                         s_col(jtype[i], axis[i], c, S)
