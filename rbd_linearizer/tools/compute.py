@@ -1,7 +1,7 @@
 """Compute the dynamics terms (M, M^-1, C, g, h, forward dynamics) of one robot state.
 
 ``rbd-linearizer compute --urdf FILE --state STATE.yaml [--fixed-base] [--rotors ROTORS.yaml]
--o OUT.npz``
+[--velocity-representation body|mixed|inertial] [--discrete DT] -o OUT.npz``
 
 STATE.yaml::
 
@@ -12,6 +12,12 @@ STATE.yaml::
       angular_velocity: [wx, wy, wz]      # [rad/s]
     joints:  # every joint of the model, exactly once; velocity and effort default to 0
       joint_name: {position: p, velocity: v, effort: tau}
+    inputs:  # optional: inputs of the linearization besides the joint efforts
+      actuated: [joint_name, ...]         # torque inputs (default: every joint; others passive)
+      wrenches:                           # external wrenches / forces at frames of the model
+        - {frame: rotor_1, kind: force, expressed_in: local, value: [0, 0, 5]}
+        # kind: force (3 values) | wrench (6: force, torque); expressed_in: world (default,
+        # contacts) | local (turns with the body: thrusts); acts at the frame origin
 
 ROTORS.yaml: ``{joint_name: {inertia: J [kg m^2], gear_ratio: n}}``; the rotor-aware
 algorithms (rotor.py, seed 003 Ch. 4 corrected) are used then.
@@ -21,6 +27,11 @@ first, then joints in ``joint_names`` order); ``tau`` (nv,) the applied generali
 base wrench, joint efforts); ``M``, ``Minv``, ``C``, ``Mdot`` (nv, nv); ``g`` (gravity
 generalized force), ``h`` (bias C v + g), ``tau_id`` (RNEA at qdd = 0, = h), ``qdd`` (forward
 dynamics with ``tau``) (nv,); ``floating_base``, ``rotors`` (bool).
+Linearization (without ``--rotors``; docs/linearization.md): ``A`` (nx, nx), ``B`` (nx, nu),
+``f`` (nx,) the drift at the point (``x+ = x (+) f`` with ``--discrete``), ``u0`` (nu,) the inputs
+(actuated efforts, then wrench values), ``state_names`` (nx), ``input_names`` (nu),
+``velocity_representation``, ``time_model``, ``dt``; error state ``(z_H, z_s, z_nu, z_r)`` with
+``H exp(z_H^)``, continuous time unless ``--discrete DT`` (Lie-Euler, exact Jacobians).
 
 Bad input (missing or unreadable file, bad YAML, unknown or missing joint names, NaN, a
 non-unit quaternion, an invalid URDF): exit code 2 and one line on stderr naming the problem.
@@ -39,10 +50,12 @@ import numpy as np
 from rbd_linearizer.errors import RbdError
 
 #: Keys accepted in STATE.yaml, its ``base`` mapping, a joint entry and a rotor entry.
-STATE_KEYS = ('base', 'joints')
+STATE_KEYS = ('base', 'joints', 'inputs')
 BASE_KEYS = ('position', 'orientation', 'linear_velocity', 'angular_velocity')
 JOINT_KEYS = ('position', 'velocity', 'effort')
 ROTOR_KEYS = ('inertia', 'gear_ratio')
+INPUT_KEYS = ('actuated', 'wrenches')
+WRENCH_KEYS = ('frame', 'kind', 'expressed_in', 'value')
 
 
 class InputError(RbdError):
@@ -60,6 +73,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--rotors', metavar='ROTORS.yaml', default=None,
                         help='rotor inertias and gear ratios {joint: {inertia: J, '
                              'gear_ratio: n}}; uses the rotor-aware algorithms')
+    parser.add_argument('--velocity-representation', default='body',
+                        choices=('body', 'mixed', 'inertial'),
+                        help='base-twist coordinates of the linearization A, B (default body)')
+    parser.add_argument('--discrete', type=float, default=None, metavar='DT',
+                        help='discrete-time linearization with step DT [s] (Lie-Euler)')
     parser.add_argument('-o', '--output', required=True, metavar='OUT.npz',
                         help='output file (numpy .npz)')
 
@@ -164,6 +182,66 @@ def parse_state(model, content) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return q, v, np.concatenate([np.zeros(6), effort])
 
 
+def parse_inputs(model, content, tau) -> tuple:
+    """STATE.yaml ``inputs`` block -> (InputSelection, u) with u = [actuated efforts, wrenches]."""
+    from rbd_linearizer.linearization.inputs import InputSelection, WrenchInput
+
+    block = content.get('inputs')
+    if block is None:
+        block = {}
+    _check_keys(block, INPUT_KEYS, "'inputs'")
+    actuated = block.get('actuated')
+    if actuated is not None:
+        if not isinstance(actuated, list) or not all(isinstance(j, str) for j in actuated):
+            raise InputError("inputs 'actuated' must be a list of joint names")
+    wrenches, values = [], []
+    items = block.get('wrenches') or []
+    if not isinstance(items, list):
+        raise InputError("inputs 'wrenches' must be a list of {frame, kind, expressed_in, "
+                         'value}')
+    for k, item in enumerate(items):
+        where = f'inputs wrench {k}'
+        _check_keys(item, WRENCH_KEYS, where)
+        if 'frame' not in item or 'value' not in item:
+            raise InputError(f'{where} needs a frame and a value')
+        w = WrenchInput(str(item['frame']), str(item.get('kind', 'force')),
+                        str(item.get('expressed_in', 'world')))
+        if w.frame not in model.frames:
+            raise InputError(f'{where}: unknown frame {w.frame!r}')
+        wrenches.append(w)
+        values.append(_vector(item['value'], w.size, f'{where} value'))
+    selection = InputSelection(joints=None if actuated is None else tuple(actuated),
+                               wrenches=tuple(wrenches))
+    base = 6 if model.floating_base else 0
+    names = model.joint_names if actuated is None else actuated
+    index = {n: k for k, n in enumerate(model.joint_names)}
+    for name in names:
+        if name not in index:
+            raise InputError(f"inputs 'actuated': unknown joint {name!r}")
+    efforts = np.array([tau[base + index[n]] for n in names], dtype=np.float64)
+    return selection, np.concatenate([efforts, *values])
+
+
+def linearization_outputs(model, q, v, selection, u, representation: str,
+                          dt: float | None) -> dict[str, np.ndarray]:
+    """Return A, B, f, u0 and the state / input layout of the linearization at (q, v, u)."""
+    from rbd_linearizer.linearization import linearize, state_names
+    from rbd_linearizer.model.data import create_data
+
+    if dt is not None and not (math.isfinite(dt) and dt > 0.0):
+        raise InputError(f'--discrete DT must be a positive number, got {dt}')
+    lin = linearize(model, create_data(model), q, v, u, inputs=selection,
+                    representation=representation,
+                    time_model='continuous' if dt is None else 'discrete', dt=dt)
+    return {
+        'A': lin.A, 'B': lin.B, 'f': lin.f, 'u0': lin.u0,
+        'state_names': np.array(state_names(model, lin.velocity_representation), dtype=str),
+        'input_names': np.array(lin.input_names, dtype=str),
+        'velocity_representation': np.array(lin.velocity_representation),
+        'time_model': np.array(lin.time_model), 'dt': np.array(lin.dt),
+    }
+
+
 def compute(model, q, v, tau, rotors: bool) -> dict[str, np.ndarray]:
     """Dynamics terms at (q, v) and forward dynamics with ``tau``; plain or rotor-aware."""
     from rbd_linearizer.algorithm.coriolis import create_coriolis_workspace
@@ -209,7 +287,13 @@ def run(args: argparse.Namespace) -> dict[str, np.ndarray]:
     model = build_model(urdf_text, floating_base=False if args.fixed_base else None,
                         rotors=rotors, mimic='independent', check_triangle_inequality=False)
     q, v, tau = parse_state(model, state)
-    return compute(model, q, v, tau, rotors=bool(rotors))
+    selection, u = parse_inputs(model, state, tau)
+    result = compute(model, q, v, tau, rotors=bool(rotors))
+    if not rotors:
+        result.update(linearization_outputs(model, q, v, selection, u,
+                                            getattr(args, 'velocity_representation', 'body'),
+                                            getattr(args, 'discrete', None)))
+    return result
 
 
 def _one_line(err) -> str:
