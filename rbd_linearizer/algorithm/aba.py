@@ -342,13 +342,28 @@ def minverse_passes(mi, mf, q, ws, do_fk):
         nj = nvj[i]
         lam = parents[i]
         if nj == 1:
-            D = 0.0
-            for r in range(6):
-                x = 0.0
-                for c in range(6):
-                    x += IA[i, r, c] * J[iv, c]
-                U[iv, r] = x
-                D += J[iv, r] * x
+            # scalars: the buffers all live in one array, so the compiler cannot assume they
+            # do not alias and would reload U and J after every store otherwise
+            j0, j1, j2, j3, j4, j5 = J[iv, 0], J[iv, 1], J[iv, 2], J[iv, 3], J[iv, 4], J[iv, 5]
+            u0 = IA[i, 0, 0] * j0 + IA[i, 0, 1] * j1 + IA[i, 0, 2] * j2 + IA[i, 0, 3] * j3
+            u0 += IA[i, 0, 4] * j4 + IA[i, 0, 5] * j5
+            u1 = IA[i, 1, 0] * j0 + IA[i, 1, 1] * j1 + IA[i, 1, 2] * j2 + IA[i, 1, 3] * j3
+            u1 += IA[i, 1, 4] * j4 + IA[i, 1, 5] * j5
+            u2 = IA[i, 2, 0] * j0 + IA[i, 2, 1] * j1 + IA[i, 2, 2] * j2 + IA[i, 2, 3] * j3
+            u2 += IA[i, 2, 4] * j4 + IA[i, 2, 5] * j5
+            u3 = IA[i, 3, 0] * j0 + IA[i, 3, 1] * j1 + IA[i, 3, 2] * j2 + IA[i, 3, 3] * j3
+            u3 += IA[i, 3, 4] * j4 + IA[i, 3, 5] * j5
+            u4 = IA[i, 4, 0] * j0 + IA[i, 4, 1] * j1 + IA[i, 4, 2] * j2 + IA[i, 4, 3] * j3
+            u4 += IA[i, 4, 4] * j4 + IA[i, 4, 5] * j5
+            u5 = IA[i, 5, 0] * j0 + IA[i, 5, 1] * j1 + IA[i, 5, 2] * j2 + IA[i, 5, 3] * j3
+            u5 += IA[i, 5, 4] * j4 + IA[i, 5, 5] * j5
+            U[iv, 0] = u0
+            U[iv, 1] = u1
+            U[iv, 2] = u2
+            U[iv, 3] = u3
+            U[iv, 4] = u4
+            U[iv, 5] = u5
+            D = j0 * u0 + j1 * u1 + j2 * u2 + j3 * u3 + j4 * u4 + j5 * u5
             if not D > 0.0:
                 return NOT_SPD
             dinv = 1.0 / D
@@ -356,20 +371,31 @@ def minverse_passes(mi, mf, q, ws, do_fk):
             Minv[iv, iv] = dinv
             for s in range(subptr[i], subptr[i + 1]):
                 j = subidx[s]
-                y = 0.0
-                for r in range(6):
-                    y += J[iv, r] * Fcrb[j, r]
+                y = (j0 * Fcrb[j, 0] + j1 * Fcrb[j, 1] + j2 * Fcrb[j, 2] + j3 * Fcrb[j, 3]
+                     + j4 * Fcrb[j, 4] + j5 * Fcrb[j, 5])
                 x = -dinv * y
                 Minv[iv, j] = x
-                for r in range(6):
-                    Fcrb[j, r] += U[iv, r] * x
-            for r in range(6):
-                Fcrb[iv, r] = U[iv, r] * dinv
+                Fcrb[j, 0] += u0 * x
+                Fcrb[j, 1] += u1 * x
+                Fcrb[j, 2] += u2 * x
+                Fcrb[j, 3] += u3 * x
+                Fcrb[j, 4] += u4 * x
+                Fcrb[j, 5] += u5 * x
+            Fcrb[iv, 0] = u0 * dinv
+            Fcrb[iv, 1] = u1 * dinv
+            Fcrb[iv, 2] = u2 * dinv
+            Fcrb[iv, 3] = u3 * dinv
+            Fcrb[iv, 4] = u4 * dinv
+            Fcrb[iv, 5] = u5 * dinv
             if lam >= 0:
                 for r in range(6):
                     ur = U[iv, r] * dinv
-                    for c in range(6):
-                        IA[lam, r, c] += IA[i, r, c] - ur * U[iv, c]
+                    IA[lam, r, 0] += IA[i, r, 0] - ur * u0
+                    IA[lam, r, 1] += IA[i, r, 1] - ur * u1
+                    IA[lam, r, 2] += IA[i, r, 2] - ur * u2
+                    IA[lam, r, 3] += IA[i, r, 3] - ur * u3
+                    IA[lam, r, 4] += IA[i, r, 4] - ur * u4
+                    IA[lam, r, 5] += IA[i, r, 5] - ur * u5
             continue
         # general multi-DoF joint (the FREE root)
         for k in range(nj):
