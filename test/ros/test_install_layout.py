@@ -140,3 +140,16 @@ def test_package_xml_is_a_valid_ament_python_interface_package():
         exec_deps | {d.name for d in pkg.build_export_depends})
     import rbd_linearizer
     assert pkg.version == rbd_linearizer.__version__
+
+
+def test_editable_install_imports_the_source_tree():
+    # scripts/bootstrap installs editable: source edits are tested without reinstalling.
+    import importlib.metadata
+    import json
+    direct = importlib.metadata.distribution(PKG).read_text('direct_url.json')
+    if not direct or not json.loads(direct).get('dir_info', {}).get('editable'):
+        pytest.skip('not an editable install (e.g. a wheel or colcon install)')
+    import rbd_linearizer
+    assert Path(rbd_linearizer.__file__).resolve().parent == ROOT / PKG
+    import rbd_linearizer.results
+    assert Path(rbd_linearizer.results.__file__).resolve() == ROOT / PKG / 'results.py'
