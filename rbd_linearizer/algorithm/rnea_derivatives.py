@@ -1,8 +1,9 @@
 """Analytical derivatives of the recursive Newton-Euler algorithm (inverse dynamics).
 
-``dtau_dq`` and ``dtau_dv`` of ``tau = RNEA(q, v, a, f_ext)``, by forward-mode differentiation of
-the two RNEA passes (seeds 000/001 Tables 4.2-4.5 / journal Tables 5-8, in the form of
-Carpentier-Mansard's analytical RNEA derivatives, Pinocchio ``computeRNEADerivatives``):
+``dtau_dq`` and ``dtau_dv`` of ``tau = RNEA(q, v, a, f_ext)``: the derivatives of seeds 000/001
+Tables 4.2-4.5 (journal Tables 5-8), written in the world frame with composite inertias as in
+Carpentier & Mansard's analytical RNEA derivatives (Pinocchio ``computeRNEADerivatives``); the
+formulas are derived in ``rnea_derivatives_passes``:
 
 - the configuration derivative is taken in the tangent space: every joint is perturbed on the
   right, ``Xup_i(q_i (+) e_k eps) = (1 - eps S_k x) Xup_i`` (notes §5.0 / seeds ERRATUM 3: this
@@ -16,8 +17,9 @@ Carpentier-Mansard's analytical RNEA derivatives, Pinocchio ``computeRNEADerivat
 - external wrenches ``f_ext`` are fixed in their body frames (world-fixed wrenches add a term,
   see ``rbd_linearizer.linearization.inputs``).
 
-Cost O(n d): the forward pass touches, for body i, only the columns of its supporting dofs
-(ancestors and itself), the backward pass those and its subtree's dofs.
+Cost O(n d): one pass of 6x6 work per body and per dof, then 12 flops per non-zero entry
+(row i, column of an ancestor-or-self or descendant dof). An earlier body-frame forward-mode
+version (6-vector derivatives per (body, column), commit afd14ea) was 2-4x slower.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ from rbd_linearizer.algorithm._joints import (
     BAD_V,
     W_A,
     W_F,
-    W_LIP,
-    W_LIR,
+    W_OP,
+    W_OR,
     W_V,
     as_fext,
     as_vector,
@@ -46,37 +48,34 @@ from rbd_linearizer.algorithm._joints import (
     ws_field2,
     ws_field3,
 )
+from rbd_linearizer.algorithm.kinematics import fk_pass
 from rbd_linearizer.algorithm.rnea import MODE_RNEA, rnea_passes
-from rbd_linearizer.conventions import JOINT_FREE
 from rbd_linearizer.model.data import check_data
 from rbd_linearizer.spatial.kernels import (
     force_act,
     force_cross,
-    motion_act_inv,
+    motion_act,
     motion_cross,
+    rigid_inertia_act,
     rigid_inertia_motion,
+    rigid_inertia_to_matrix,
 )
 
 __all__ = ['DerivativeWorkspace', 'compute_rnea_derivatives', 'derivative_workspace']
-
-# Slots of DerivativeWorkspace.dW: derivatives of body twists V, accelerations A, forces F
-# w.r.t. q (tangent) and v, one 6-vector per (body, dof) column.
-D_VQ, D_VV, D_AQ, D_AV, D_FQ, D_FV = 0, 1, 2, 3, 4, 5
-
 
 class DerivativeWorkspace:
     """Buffers of the derivative algorithms for one Data (allocated once, reused by every call).
 
     Attributes:
-        dW (6, nb, nv, 6): d(V_i, A_i, F_i)/d(q, v), column k of body i at ``dW[., i, k]``
-            (body frame, linear first); only the supporting / subtree columns are meaningful.
+        dW (15 nb + 8 nv, 6): world-frame 6-vectors and 6x6 blocks of the derivative passes
+            (layout in ``rnea_derivatives_passes``).
         dtau (nv, 2 nv): ``[dtau_dq | dtau_dv]``; ``dtau_dq``, ``dtau_dv`` are views of it.
         tau (nv,): the inverse dynamics at the point. scratch (64,).
         ddq_dx (nv, 2 nv): ``[ddq_dq | ddq_dv]`` (aba_derivatives); ``ddq_dq``, ``ddq_dv`` views.
     """
 
     def __init__(self, nb: int, nv: int):
-        self.dW = np.zeros((6, nb, nv, 6))
+        self.dW = np.zeros((15 * nb + 8 * nv, 6))
         self.dtau = np.zeros((nv, 2 * nv))
         self.dtau_dq = self.dtau[:, :nv]
         self.dtau_dv = self.dtau[:, nv:]
@@ -100,162 +99,197 @@ def derivative_workspace(data) -> DerivativeWorkspace:
 
 
 @jit
-def _dforce(I10, Vi, hi, dV, dA, out, t1, t2):
-    # out = I dA + dV x* (I V) + V x* (I dV): derivative of f = I a + v x* I v (RNEA line 21)
-    rigid_inertia_motion(I10, dA, out)
-    force_cross(dV, hi, t1)
-    rigid_inertia_motion(I10, dV, t2)
+def _dot6(a, b):
+    # a . b for 6-vectors
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+
+
+@jit
+def _matvec6(M, x, out, transpose):
+    # out = M x (or M^T x) for a 6x6 M
     for r in range(6):
-        out[r] += t1[r]
-    force_cross(Vi, t2, t1)
+        s = 0.0
+        for c in range(6):
+            s += (M[c, r] if transpose else M[r, c]) * x[c]
+        out[r] = s
+
+
+@jit
+def _matvec6_add(M, x, out):
+    # out += M x
     for r in range(6):
-        out[r] += t1[r]
+        s = 0.0
+        for c in range(6):
+            s += M[r, c] * x[c]
+        out[r] += s
+
+
+@jit
+def _velocity_variation(I, V, h, out):
+    # out (6x6) = crf(V) I - I crm(V) + X(h): the linear map m -> d(f)/d(...) of the notes'
+    # derivation (Pinocchio's doYcrb): d(I a + V x* I V) along dV = m with a = m x V gives
+    # I (m x V) + m x* h + V x* I m = out m; X(h) m := m x* h.
+    v0, v1, v2, w0, w1, w2 = V[0], V[1], V[2], V[3], V[4], V[5]
+    for c in range(6):
+        # column c of crf(V) I: crf(V) applied to I[:, c] (a force); of I crm(V): I (V x e_c)
+        f0, f1, f2, n0, n1, n2 = I[0, c], I[1, c], I[2, c], I[3, c], I[4, c], I[5, c]
+        out[0, c] = w1 * f2 - w2 * f1
+        out[1, c] = w2 * f0 - w0 * f2
+        out[2, c] = w0 * f1 - w1 * f0
+        out[3, c] = w1 * n2 - w2 * n1 + v1 * f2 - v2 * f1
+        out[4, c] = w2 * n0 - w0 * n2 + v2 * f0 - v0 * f2
+        out[5, c] = w0 * n1 - w1 * n0 + v0 * f1 - v1 * f0
+    # - I crm(V): crm(V) = [[w^, v^], [0, w^]]
+    for r in range(6):
+        a0, a1, a2, b0, b1, b2 = I[r, 0], I[r, 1], I[r, 2], I[r, 3], I[r, 4], I[r, 5]
+        # row r of I times crm(V): (I crm(V))[r, c] = sum_k I[r, k] crm[k, c]
+        # crm columns: c in 0..2 -> [w^ e_c; 0]; c in 3..5 -> [v^ e_c; w^ e_c]
+        out[r, 0] -= a1 * w2 - a2 * w1
+        out[r, 1] -= a2 * w0 - a0 * w2
+        out[r, 2] -= a0 * w1 - a1 * w0
+        out[r, 3] -= a1 * v2 - a2 * v1 + b1 * w2 - b2 * w1
+        out[r, 4] -= a2 * v0 - a0 * v2 + b2 * w0 - b0 * w2
+        out[r, 5] -= a0 * v1 - a1 * v0 + b0 * w1 - b1 * w0
+    # + X(h): m = [mv; mw] -> m x* h = [mw x hf; mw x hn + mv x hf] = [[0, -hf^], [-hf^, -hn^]]
+    f0, f1, f2, n0, n1, n2 = h[0], h[1], h[2], h[3], h[4], h[5]
+    out[0, 4] += f2
+    out[0, 5] -= f1
+    out[1, 3] -= f2
+    out[1, 5] += f0
+    out[2, 3] += f1
+    out[2, 4] -= f0
+    out[3, 1] += f2
+    out[3, 2] -= f1
+    out[4, 0] -= f2
+    out[4, 2] += f0
+    out[5, 0] += f1
+    out[5, 1] -= f0
+    out[3, 4] += n2
+    out[3, 5] -= n1
+    out[4, 3] -= n2
+    out[4, 5] += n0
+    out[5, 3] += n1
+    out[5, 4] -= n0
 
 
 @jit
 def rnea_derivatives_passes(mi, mf, ws, dW, dtau, sc):
-    # (int64[:], float64[:], ws float64[:], dW float64[:,:,:,:], dtau float64[:,:] (nv, 2nv),
-    #  sc float64[:]) -> None. Needs rnea_passes (mode 0) just run on ws: liR, lip, V, A, F.
-    # Seeds 000/001 Tables 4.3-4.5 (journal Tables 6-8), unified in tangent coordinates: the
-    # FREE joint's q-columns are Table 4.2 with dv_0/dH = 0 (ERRATUM 1 corrected).
+    # (int64[:], float64[:], ws float64[:], dW float64[:, :] (15 nb + 8 nv, 6),
+    #  dtau float64[:, :] (nv, 2 nv), sc float64[:]) -> None.
+    # Needs forward kinematics with world poses (oR, op) and rnea_passes (mode 0, body frame:
+    # liR, lip, V, A incl. the gravity offset, F composite incl. f_ext) just run on ws.
+    #
+    # Seeds 000/001 Tables 4.2-4.5 (journal Tables 5-8) in tangent coordinates, evaluated in the
+    # world frame with composite quantities (the form of Carpentier & Mansard 2018 /
+    # Pinocchio computeRNEADerivatives). For dof k of joint j (world axis oS_k, parent body l),
+    # the subtree of j moves by exp(eps oS_k) (right perturbation; FREE root: H exp(eps e_k^),
+    # body twist fixed = ERRATUM 1 corrected) while the inflow (oV_l, oA_l) stays, so
+    #   d(oF_i)/dq_k = oS_k x* oF_i + Yc_i gam_k + Bc_i alp_k          (i in subtree(j))
+    #   d(oF_i)/dv_k = Yc_i g_k + Bc_i oS_k
+    #   alp_k = oV_l x oS_k,  gam_k = oA_l x oS_k + oV_l x alp_k,  g_k = (oV_l + oV_j) x oS_k
+    # with Yc the composite world inertia, Bc = sum (crf(oV) oI - oI crm(oV) + X(oI oV)) over the
+    # subtree and oA including the world acceleration -g (ERRATUM 2). tau_r = oS_r . oF_i, and
+    # d oS_r = oS_k x oS_r cancels the rigid part, so (r a dof of body i):
+    #   k ancestor-or-self:  dtau_r/dq_k = w_r . gam_k + u_r . alp_k,  dv: w_r . g_k + u_r . oS_k
+    #   k strict descendant: dtau_r/dq_k = oS_r . dFq_k,  dv: oS_r . dFv_k  (dF* at k's body)
+    #   with w_r = Yc_i oS_r, u_r = Bc_i^T oS_r. Cost O(n d) entries of 12 flops.
     nb, nv, parents, jtype, idx_q, idx_v, nvj, subptr, subidx, gravity, axis, _, _, I10 = (
         model_views(mi, mf)
     )
-    liR = ws_field3(mi, ws, W_LIR, nb, 3, 3)
-    lip = ws_field2(mi, ws, W_LIP, nb, 3)
+    oR = ws_field3(mi, ws, W_OR, nb, 3, 3)
+    op = ws_field2(mi, ws, W_OP, nb, 3)
     V = ws_field2(mi, ws, W_V, nb, 6)
     A = ws_field2(mi, ws, W_A, nb, 6)
     F = ws_field2(mi, ws, W_F, nb, 6)
-    XV = sc[0:6]
-    XA = sc[6:12]
-    vJ = sc[12:18]
-    hi = sc[18:24]
-    S = sc[24:30]
-    t1 = sc[30:36]
-    t2 = sc[36:42]
-    ag = sc[42:48]
+    oV = dW[0:nb]
+    oA = dW[nb : 2 * nb]
+    oF = dW[2 * nb : 3 * nb]
+    o = 3 * nb
+    oS = dW[o : o + nv]
+    alp = dW[o + nv : o + 2 * nv]
+    gam = dW[o + 2 * nv : o + 3 * nv]
+    gv = dW[o + 3 * nv : o + 4 * nv]
+    uu = dW[o + 4 * nv : o + 5 * nv]
+    ww = dW[o + 5 * nv : o + 6 * nv]
+    dFq = dW[o + 6 * nv : o + 7 * nv]
+    dFv = dW[o + 7 * nv : o + 8 * nv]
+    o = 3 * nb + 8 * nv
+    Yc = dW[o : o + 6 * nb].reshape((nb, 6, 6))
+    Bc = dW[o + 6 * nb : o + 12 * nb].reshape((nb, 6, 6))
+    S = sc[0:6]
+    t1 = sc[6:12]
+    t2 = sc[12:18]
+    h = sc[18:24]
+    ag = sc[24:30]
+    I10w = sc[30:40]
     for r in range(3):
         ag[r] = -gravity[r]
         ag[r + 3] = 0.0
-    # A free root joint (dofs 0..5): its translation columns of d/dq vanish identically
-    # (translation invariance) and its rotation columns have dV = 0; skip that work.
-    n_skip = 0
-    n_zero_v = 0
-    if nb > 0 and parents[0] < 0 and jtype[0] == JOINT_FREE and idx_v[0] == 0:
-        n_skip = 3
-        n_zero_v = 6
-    # --- forward pass: d V_i, d A_i, d f_i (= I a + v x* I v) on the supporting columns
+    # --- world quantities of each body; own (non-composite) Y and B
     for i in range(nb):
-        lam = parents[i]
-        R = liR[i]
-        p = lip[i]
-        if lam >= 0:
-            motion_act_inv(R, p, V[lam], XV)
-            motion_act_inv(R, p, A[lam], XA)
-        else:
-            for r in range(6):
-                XV[r] = 0.0
-            motion_act_inv(R, p, ag, XA)
-        Vi = V[i]
-        for r in range(6):
-            vJ[r] = Vi[r] - XV[r]
-        rigid_inertia_motion(I10[i], Vi, hi)
-        # columns of the ancestors' dofs: transported from the parent (Table 4.3 lines 4, 6)
-        j = lam
-        while j >= 0:
-            for k in range(idx_v[j], idx_v[j] + nvj[j]):
-                for d in range(2):
-                    if d == 0 and k < n_skip:
-                        continue  # translation of a free root: exactly zero
-                    dV = dW[D_VQ + d, i, k]
-                    dA = dW[D_AQ + d, i, k]
-                    motion_act_inv(R, p, dW[D_AQ + d, lam, k], dA)
-                    if d == 0 and k < n_zero_v:
-                        # rotation of a free root: dV = 0 (body twist fixed, ERRATUM 1)
-                        rigid_inertia_motion(I10[i], dA, dW[D_FQ, i, k])
-                        continue
-                    motion_act_inv(R, p, dW[D_VQ + d, lam, k], dV)
-                    motion_cross(dV, vJ, t1)
-                    for r in range(6):
-                        dA[r] += t1[r]
-                    _dforce(I10[i], Vi, hi, dV, dA, dW[D_FQ + d, i, k], t1, t2)
-            j = parents[j]
-        # own dofs: dXup/dq_k = -(S_k x) Xup (Table 4.3 lines 5, 7; Table 4.4/4.5 lines 4, 6)
-        iv = idx_v[i]
+        R = oR[i]
+        p = op[i]
+        motion_act(R, p, V[i], oV[i])
+        motion_act(R, p, A[i], oA[i])
+        force_act(R, p, F[i], oF[i])
+        rigid_inertia_act(R, p, I10[i], I10w)
+        rigid_inertia_to_matrix(I10w, Yc[i])
+        rigid_inertia_motion(I10w, oV[i], h)
+        _velocity_variation(Yc[i], oV[i], h, Bc[i])
         for c in range(nvj[i]):
-            k = iv + c
             s_col(jtype[i], axis[i], c, S)
-            dV = dW[D_VQ, i, k]
-            dA = dW[D_AQ, i, k]
-            motion_cross(XV, S, dV)
-            motion_cross(XA, S, dA)
-            motion_cross(dV, vJ, t1)
+            motion_act(R, p, S, oS[idx_v[i] + c])
+    # --- composites (backward accumulation, no transform in the world frame)
+    for i in range(nb - 1, 0, -1):
+        lam = parents[i]
+        if lam >= 0:
             for r in range(6):
-                dA[r] += t1[r]
-            _dforce(I10[i], Vi, hi, dV, dA, dW[D_FQ, i, k], t1, t2)
-            dV = dW[D_VV, i, k]
-            dA = dW[D_AV, i, k]
-            for r in range(6):
-                dV[r] = S[r]
-            motion_cross(Vi, S, dA)
-            motion_cross(S, vJ, t1)
-            for r in range(6):
-                dA[r] += t1[r]
-            _dforce(I10[i], Vi, hi, dV, dA, dW[D_FV, i, k], t1, t2)
-        # subtree columns start at zero (filled by the backward pass)
-        for e in range(subptr[i], subptr[i + 1]):
-            k = subidx[e]
-            for r in range(6):
-                dW[D_FQ, i, k, r] = 0.0
-                dW[D_FV, i, k, r] = 0.0
-    # --- backward pass: dtau_i = S_i^T dF_i, dF_lam += Xup^T dF_i (+ Xup^T (S_k x* F_i))
+                for c in range(6):
+                    Yc[lam, r, c] += Yc[i, r, c]
+                    Bc[lam, r, c] += Bc[i, r, c]
+    # --- per-dof vectors
+    for j in range(nb):
+        lam = parents[j]
+        for c in range(nvj[j]):
+            k = idx_v[j] + c
+            Sk = oS[k]
+            if lam >= 0:
+                motion_cross(oV[lam], Sk, alp[k])
+                motion_cross(oA[lam], Sk, gam[k])
+                motion_cross(oV[lam], alp[k], t1)
+                for r in range(6):
+                    gam[k, r] += t1[r]
+                    t2[r] = oV[lam, r] + oV[j, r]
+            else:
+                for r in range(6):
+                    alp[k, r] = 0.0
+                    t2[r] = oV[j, r]
+                motion_cross(ag, Sk, gam[k])
+            motion_cross(t2, Sk, gv[k])
+            _matvec6(Bc[j], Sk, uu[k], True)
+            _matvec6(Yc[j], Sk, ww[k], False)
+            force_cross(Sk, oF[j], dFq[k])
+            _matvec6_add(Yc[j], gam[k], dFq[k])
+            _matvec6_add(Bc[j], alp[k], dFq[k])
+            _matvec6(Yc[j], gv[k], dFv[k], False)
+            _matvec6_add(Bc[j], Sk, dFv[k])
+    # --- entries: rows of body i, columns of its supporting dofs and of its subtree's dofs
     for r in range(nv):
         for k in range(2 * nv):
             dtau[r, k] = 0.0
-    for i in range(nb - 1, -1, -1):
-        lam = parents[i]
-        iv = idx_v[i]
-        R = liR[i]
-        p = lip[i]
-        # supporting columns (ancestors and own), then subtree columns
-        j = i
-        e = subptr[i]
-        while True:
-            if j >= 0:
-                k0 = idx_v[j]
-                k1 = k0 + nvj[j]
-            elif e < subptr[i + 1]:
-                k0 = subidx[e]
-                k1 = k0 + 1
-                e += 1
-            else:
-                break
-            for k in range(k0, k1):
-                for d in range(2):
-                    if d == 0 and k < n_skip:
-                        continue
-                    dF = dW[D_FQ + d, i, k]
-                    for c in range(nvj[i]):
-                        s_col(jtype[i], axis[i], c, S)
-                        s = 0.0
-                        for r in range(6):
-                            s += S[r] * dF[r]
-                        dtau[iv + c, d * nv + k] = s
-                    if lam >= 0:
-                        force_act(R, p, dF, t1)
-                        dFl = dW[D_FQ + d, lam, k]
-                        for r in range(6):
-                            dFl[r] += t1[r]
-            if j >= 0:
+    for i in range(nb):
+        for c in range(nvj[i]):
+            r = idx_v[i] + c
+            j = i
+            while j >= 0:
+                for k in range(idx_v[j], idx_v[j] + nvj[j]):
+                    dtau[r, k] = _dot6(ww[r], gam[k]) + _dot6(uu[r], alp[k])
+                    dtau[r, nv + k] = _dot6(ww[r], gv[k]) + _dot6(uu[r], oS[k])
                 j = parents[j]
-        if lam >= 0:
-            for c in range(nvj[i]):
-                s_col(jtype[i], axis[i], c, S)
-                force_cross(S, F[i], t2)
-                force_act(R, p, t2, t1)
-                dFl = dW[D_FQ, lam, iv + c]
-                for r in range(6):
-                    dFl[r] += t1[r]
+            for e in range(subptr[i], subptr[i + 1]):
+                k = subidx[e]
+                dtau[r, k] = _dot6(oS[r], dFq[k])
+                dtau[r, nv + k] = _dot6(oS[r], dFv[k])
 
 
 @jit
@@ -270,7 +304,8 @@ def _rnea_derivatives_kernel(mi, mf, q, v, a, fext, ws, dW, dtau, tau, sc):
         return BAD_A
     if fext.shape[0] > 0 and not check_finite(fext):
         return BAD_FEXT
-    rnea_passes(mi, mf, q, v, a, fext, ws, MODE_RNEA, tau)
+    fk_pass(mi, mf, q, v, ws, True, True)
+    rnea_passes(mi, mf, q, v, a, fext, ws, MODE_RNEA, tau, False)
     rnea_derivatives_passes(mi, mf, ws, dW, dtau, sc)
     return 0
 
