@@ -4,8 +4,9 @@ Seeds 000/001 Prop. 3.3 ((3.42)-(3.53)): the derivatives of the forward dynamics
 ``D_i FD = -M^-1 D_i ID`` where the inverse-dynamics derivatives are evaluated at the
 *consistent* acceleration ``a = FD(q, v, tau)`` (Def. 3.1), and ``D_tau FD = M^-1`` ((3.29)).
 ``M^-1`` comes from the recursive algorithm (``minverse_passes``, seeds IMMAmb / Carpentier),
-never from a dense inverse or solve; the only O(n^3) step is the product ``M^-1 [dtau_dq |
-dtau_dv]`` (one BLAS call, notes §5.10).
+never from a dense inverse or solve; the forward dynamics is ``M^-1 (tau - h)`` with that same
+M^-1 (one O(n^2) product instead of a separate ABA pass); the only O(n^3) step is the product
+``M^-1 [dtau_dq | dtau_dv]`` (one BLAS call, notes §5.10).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from rbd_linearizer.algorithm._joints import (
     ws_field1,
     ws_field2,
 )
-from rbd_linearizer.algorithm.aba import _raise, aba_passes, minverse_passes
-from rbd_linearizer.algorithm.rnea import MODE_RNEA, rnea_passes
+from rbd_linearizer.algorithm.aba import _raise, minverse_passes
+from rbd_linearizer.algorithm.kinematics import fk_pass
+from rbd_linearizer.algorithm.rnea import MODE_NLE, MODE_RNEA, rnea_passes
 from rbd_linearizer.algorithm.rnea_derivatives import (
     derivative_workspace,
     rnea_derivatives_passes,
@@ -41,18 +43,26 @@ __all__ = ['compute_aba_derivatives']
 def aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, ddq_dx):
     # (int64[:], float64[:], q, v, tau, fext, ws, dW, dtau (nv, 2nv), tau_id (nv), sc,
     #  ddq_dx (nv, 2nv) C-contiguous) -> int64 code. Fills data.ddq, data.Minv, dtau, ddq_dx.
-    code = aba_passes(mi, mf, q, v, tau, fext, ws)  # ddq = FD(q, v, tau): Def. 3.1
-    if code != 0:
-        return code
-    code = minverse_passes(mi, mf, q, ws, True)  # world poses + M^-1 (IMMAmb / Carpentier)
+    # one kinematics pass (world poses + body twists) shared by M^-1 and both RNEA passes
+    fk_pass(mi, mf, q, v, ws, True, True)
+    code = minverse_passes(mi, mf, q, ws, False)  # M^-1 (IMMAmb / Carpentier), recursive
     if code != 0:
         return code
     nv = mi[1]
     ddq = ws_field1(mi, ws, W_DDQ, nv)
-    # inverse dynamics at the consistent acceleration (liR, lip, V of the ABA pass are reused)
+    Minv = ws_field2(mi, ws, W_MINV, nv, nv)
+    # forward dynamics ddq = M^-1 (tau - h(q, v, f_ext)) (Def. 3.1: the consistent acceleration)
+    rnea_passes(mi, mf, q, v, v, fext, ws, MODE_NLE, tau_id, False)
+    for r in range(nv):
+        tau_id[r] = tau[r] - tau_id[r]
+    for r in range(nv):
+        s = 0.0
+        for c in range(nv):
+            s += Minv[r, c] * tau_id[c]
+        ddq[r] = s
+    # inverse dynamics at the consistent acceleration (tau_id = tau up to round-off)
     rnea_passes(mi, mf, q, v, ddq, fext, ws, MODE_RNEA, tau_id, False)
     rnea_derivatives_passes(mi, mf, ws, dW, dtau, sc)
-    Minv = ws_field2(mi, ws, W_MINV, nv, nv)
     np.dot(Minv, dtau, ddq_dx)  # Prop. 3.3: D_i FD = -M^-1 D_i ID
     for r in range(nv):
         for c in range(2 * nv):
