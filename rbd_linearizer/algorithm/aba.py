@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rbd_linearizer._jit import jit, jit_inline, register_warmup
+from rbd_linearizer._jit import jit, register_warmup
 from rbd_linearizer.algorithm._joints import (
     _F64,
     _ND,
@@ -61,7 +61,7 @@ __all__ = ['aba', 'compute_minverse']
 NOT_SPD = 10
 
 
-@jit_inline
+@jit
 def aba_passes(mi, mf, q, v, tau, fext, ws):
     # ABA: seed 003 Alg. 3 (Featherstone RBDA Table 7.1), linear first, body frames; floating
     # base = 6-DoF joint with S = 1_6 (seed 003 §3; D = IA there). O(n). Writes data.ddq.
@@ -245,7 +245,7 @@ def _aba_kernel(mi, mf, q, v, tau, fext, ws):
     return aba_passes(mi, mf, q, v, tau, fext, ws)
 
 
-@jit_inline
+@jit
 def minverse_passes(mi, mf, q, ws, do_fk):
     # Recursive M^-1 in O(n^2): Carpentier's algorithm (Pinocchio computeMinverse), the same
     # family as seeds 000/001 IMMA/IMMAmb (thesis Table 4.7 / journal Table 9, errata of the

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rbd_linearizer._jit import jit, jit_inline, register_warmup
+from rbd_linearizer._jit import jit, register_warmup
 from rbd_linearizer.algorithm._joints import (
     _F64,
     _ND,
@@ -32,7 +32,7 @@ from rbd_linearizer.spatial.kernels import rigid_inertia_motion
 __all__ = ['crba']
 
 
-@jit_inline
+@jit
 def crba_passes(mi, mf, q, ws, do_fk):
     # CRBA: seed 003 Alg. 2 (Featherstone RBDA Table 6.2), linear first, body frames,
     # 10-parameter composite inertias; floating base = 6-DoF joint with S = 1_6 (seed 003 §3).

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rbd_linearizer._jit import jit, jit_inline, register_warmup
+from rbd_linearizer._jit import jit, register_warmup
 from rbd_linearizer.algorithm._joints import (
     _EMPTY,
     _F64,
@@ -49,7 +49,7 @@ __all__ = ['compute_generalized_gravity', 'nonlinear_effects', 'rnea']
 MODE_RNEA, MODE_NLE, MODE_GRAVITY = 0, 1, 2
 
 
-@jit_inline
+@jit
 def rnea_passes(mi, mf, q, v, a, fext, ws, mode, out, do_fk=True):
     # RNEA: seed 003 Alg. 1 (Featherstone RBDA Table 5.1), linear-first spatial vectors, body
     # frames; mode 0: tau = ID(q, v, a); 1: a = 0; 2: v = a = 0 (gravity only). Writes out (nv,).
