@@ -226,3 +226,33 @@ def dynamics_terms_from_msg(msg: DynamicsTermsMsg) -> DynamicsTerms:
         stamp=stamp_from_msg(msg.header.stamp),
         **_state_arrays(msg.state),
     )
+
+
+# --- Inputs: sensor_msgs/JointState, nav_msgs/Odometry -> arrays ----------------------------
+# (Added by the node's owner; used by rbd_linearizer/ros/node.py. Duck-typed: no import of
+# sensor_msgs / nav_msgs here.)
+
+def joint_state_arrays(msg) -> tuple[int, list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``(stamp_ns, names, position, velocity, effort)`` of a sensor_msgs/JointState.
+
+    Arrays are float64 copies in the message's name order; absent fields are empty arrays.
+    Reorder with ``rbd_linearizer.model.state.joint_state_to_model_order``.
+    """
+    return (stamp_from_msg(msg.header.stamp), list(msg.name),
+            _f64_from_seq(msg.position), _f64_from_seq(msg.velocity),
+            _f64_from_seq(msg.effort))
+
+
+def odometry_arrays(msg) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``(stamp_ns, position, quaternion_xyzw, twist)`` of a nav_msgs/Odometry.
+
+    ``twist`` is ``[linear, angular]`` (6,) as in the message: by REP-105 expressed in
+    ``child_frame_id`` (the base body frame). The quaternion is not normalized here.
+    """
+    pose, tw = msg.pose.pose, msg.twist.twist
+    p, o = pose.position, pose.orientation
+    return (stamp_from_msg(msg.header.stamp),
+            np.array([p.x, p.y, p.z], dtype=np.float64),
+            np.array([o.x, o.y, o.z, o.w], dtype=np.float64),
+            np.array([tw.linear.x, tw.linear.y, tw.linear.z,
+                      tw.angular.x, tw.angular.y, tw.angular.z], dtype=np.float64))

@@ -1,166 +1,146 @@
-"""The linearizer node: a thin ROS 2 layer over the dynamics core.
+"""The linearizer node: a thin ROS 2 layer over the linearization core (docs/node.md).
+
+Subscribes to ``robot_description`` (std_msgs/String, reliable + transient local),
+``joint_states`` (sensor_msgs/JointState) and, for a floating base, ``odom``
+(nav_msgs/Odometry); publishes ``~/linearization`` (rbd_linearizer/msg/Linearization) and
+optionally ``~/dynamics`` (DynamicsTerms) stamped with the state's stamp; serves
+``~/linearize`` (rbd_linearizer/srv/Linearize); reports on ``/diagnostics`` at ~1 Hz.
+
+Two variants share one implementation (``_LinearizerMixin``):
+
+* ``LinearizerNode`` (``linearizer_node``): configures and activates itself in ``__init__``
+  (model built and kernels warmed up before the first tick);
+* ``LinearizerLifecycleNode`` (``main_lifecycle`` / ``linearizer_node --lifecycle``): a managed
+  node; ``configure`` builds the model and warms up, ``activate`` creates subscriptions,
+  publishers, timer and service, ``deactivate`` / ``cleanup`` undo them.
 
 Parameters: ``rbd_linearizer.ros.params.PARAMETERS`` (mirrored in config/linearizer.yaml).
-Publishes ``~/dynamics`` (rbd_linearizer/msg/DynamicsTerms: M, M^-1, C, g, h in the body
-velocity representation) every tick at ``rate_hz``. Subscribes to ``robot_description``
-(std_msgs/String, reliable + transient local): a new description is parsed off the tick path
-(worker thread) and swapped in atomically if valid; if not, the error is logged and the last
-good model keeps serving.
-
-States come from the built-in source (``state_source: builtin``) for now.
+Pure logic lives elsewhere: state pairing in ``state_sync``, messages in ``conversions``, the
+core in ``rbd_linearizer.linearization``. Library use: ``build_served(urdf, cfg)`` and
+``Served.linearize(q, v, u)`` give the core without ROS; the node classes can be added to any
+executor.
 """
 
 from __future__ import annotations
 
+import collections
+import sys
 import threading
 import time
+from typing import Any
 
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from nav_msgs.msg import Odometry
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    ParameterType,
+    SetParametersResult,
+)
 import rclpy
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from rbd_linearizer._jit import warmup
 from rbd_linearizer.algorithm.aba import compute_minverse
 from rbd_linearizer.algorithm.coriolis import compute_coriolis_matrix, create_coriolis_workspace
 from rbd_linearizer.algorithm.crba import crba
+from rbd_linearizer.algorithm.joint_configuration import neutral
 from rbd_linearizer.algorithm.rnea import compute_generalized_gravity, nonlinear_effects
-from rbd_linearizer.errors import RbdError
+from rbd_linearizer.errors import ConfigError, RbdError, StateError
+from rbd_linearizer.linearization import linearize
+from rbd_linearizer.linearization.inputs import InputSelection, resolve_inputs
+from rbd_linearizer.linearization.representation import base_twist_to_body
 from rbd_linearizer.model import Model, build_model
 from rbd_linearizer.model.data import create_data
 from rbd_linearizer.model.robots import default_robot_urdf
+from rbd_linearizer.model.state import joint_state_to_model_order, normalize_quaternion
+from rbd_linearizer.model.urdf import ParseLimits
 from rbd_linearizer.msg import DynamicsTerms as DynamicsTermsMsg
-from rbd_linearizer.results import DynamicsTerms, MultibodyState
+from rbd_linearizer.msg import Linearization as LinearizationMsg
+from rbd_linearizer.results import DynamicsTerms, Linearization, MultibodyState
 from rbd_linearizer.ros import params as P
 from rbd_linearizer.ros.builtin_source import BuiltinStateSource
-from rbd_linearizer.ros.conversions import dynamics_terms_to_msg
-from rbd_linearizer.ros.qos import latched_qos, result_qos
+from rbd_linearizer.ros.conversions import (
+    dynamics_terms_to_msg,
+    joint_state_arrays,
+    linearization_to_msg,
+    odometry_arrays,
+)
+from rbd_linearizer.ros.qos import latched_qos, qos_from_name, result_qos
+from rbd_linearizer.ros.state_sync import BaseSample, JointSample, StateSync
+from rbd_linearizer.srv import Linearize as LinearizeSrv
+
+#: Robot description: reliable + transient local, depth 1 (as robot_state_publisher).
+ROBOT_DESCRIPTION_QOS = latched_qos()
+#: Outputs: reliable, keep last 10; a slow subscriber loses old messages, never blocks us.
+OUTPUT_QOS = result_qos(10)
+#: Diagnostics: reliable keep-last (as diagnostic_updater).
+DIAGNOSTICS_QOS = result_qos(10)
+
+_NS = 1_000_000_000
 
 
-class _Served:
-    """Everything one model needs per tick, swapped as one object (atomic assignment)."""
+# ---------------------------------------------------------------------------------------------
+# Library layer (no rclpy): the served model and the core calls
 
-    def __init__(self, model: Model):
+
+class Served:
+    """Everything one model needs per tick, swapped as one object (atomic assignment).
+
+    Built (and its kernels compiled or loaded from cache) off the tick path by
+    ``build_served``; the tick only calls ``linearize`` / ``dynamics``.
+    """
+
+    def __init__(self, model: Model, inputs: InputSelection):
+        """Bind ``model`` and ``inputs`` (ConfigError if the inputs do not fit the model)."""
         self.model = model
+        self.inputs = inputs
+        self.resolved = resolve_inputs(model, inputs)  # ConfigError: unknown joint / frame
         self.data = create_data(model)
         self.coriolis = create_coriolis_workspace(model)
         self.source = BuiltinStateSource(model)
-        warmup(model, self.data)  # compile / load kernels now, never inside a tick
+        base = 6 if model.floating_base else 0
+        self.tau_joints = self.resolved.tau_dofs[: self.resolved.n_tau] - base
 
+    def with_inputs(self, inputs: InputSelection) -> Served:
+        """Return a Served of the same model with another input selection."""
+        return Served(self.model, inputs)
 
-class LinearizerNode(Node):
-    """ROS 2 node computing dynamics terms of the served robot model every tick."""
+    def warm_up(self, cfg: dict[str, Any]) -> None:
+        """Compile / load every kernel and run each output path once (never inside a tick)."""
+        warmup(self.model, self.data)
+        q = neutral(self.model)
+        v = np.zeros(self.model.nv)
+        for tm in ('continuous', 'discrete'):
+            self.linearize(q, v, None, cfg, time_model=tm)
+        self.dynamics(q, v, 0)
 
-    def __init__(self, **kwargs):
-        """Declare parameters, load the initial model, create publishers and the timer."""
-        super().__init__('linearizer', **kwargs)
-        for p in P.PARAMETERS:
-            self.declare_parameter(p.name, p.default, ParameterDescriptor(
-                description=p.description, read_only=p.read_only))
-        self._cfg = {p.name: P.validate(p.name, self.get_parameter(p.name).value)
-                     for p in P.PARAMETERS}
-        self._served: _Served | None = None
-        self._pending: str | None = None
-        self._pending_lock = threading.Lock()
-        self._worker: threading.Thread | None = None
-        self._published = 0
-        self._compute_times: list[float] = []
-        self._t0 = self.get_clock().now()
+    def linearize(self, q, v, u, cfg: dict[str, Any], stamp_ns: int = 0,
+                  representation: str | None = None, time_model: str | None = None,
+                  dt: float | None = None) -> Linearization:
+        """Linearization at (q, v, u) with the configuration's representation and time model."""
+        tm = time_model or cfg['time_model']
+        return linearize(self.model, self.data, q, v, u, self.inputs,
+                         representation=representation or cfg['velocity_representation'],
+                         time_model=tm, dt=(dt or cfg['dt']) if tm == 'discrete' else None,
+                         discrete_method=cfg['discrete_method'], stamp=int(stamp_ns))
 
-        urdf = self._initial_description()
-        if urdf is not None:
-            self._install(urdf, origin='parameter')
-        self._dynamics_pub = self.create_publisher(DynamicsTermsMsg, '~/dynamics', result_qos())
-        self.create_subscription(String, 'robot_description', self._on_description,
-                                 latched_qos())
-        self._timer = self.create_timer(1.0 / self._cfg['rate_hz'], self._tick)
-        if self._cfg['status_period_s'] > 0:
-            self.create_timer(self._cfg['status_period_s'], self._status)
-
-    # ---------------------------------------------------------------------------------------
-    # Model handling
-
-    def _initial_description(self) -> str | None:
-        if self._cfg['robot_description']:
-            return self._cfg['robot_description']
-        if self._cfg['robot_description_file']:
-            try:
-                with open(self._cfg['robot_description_file'], encoding='utf-8') as f:
-                    return f.read()
-            except OSError as e:
-                self.get_logger().error(f'cannot read robot_description_file: {e}')
-                return None
-        if self._cfg['use_default_robot']:
-            return default_robot_urdf()
-        self.get_logger().info('waiting for a robot_description message')
-        return None
-
-    def _install(self, urdf: str, origin: str) -> bool:
-        base = self._cfg['base']
-        floating = None if base == 'auto' else base == 'floating'
-        try:
-            served = _Served(build_model(urdf, floating_base=floating))
-        except RbdError as e:
-            self.get_logger().error(f'rejected robot description from {origin}: {e}'
-                                    + (' (keeping the last good model)' if self._served else ''))
-            return False
-        self._served = served  # one assignment: the tick sees the old or the new model
-        m = served.model
-        self.get_logger().info(
-            f"serving model '{m.name}' (hash {m.urdf_hash[:12]}, {m.n_joints} joints, "
-            f"{'floating' if m.floating_base else 'fixed'} base) from {origin}")
-        return True
-
-    def _on_description(self, msg: String) -> None:
-        # Parse off the executor thread; keep only the newest pending description.
-        with self._pending_lock:
-            self._pending = msg.data
-            if self._worker is not None and self._worker.is_alive():
-                return
-            self._worker = threading.Thread(target=self._drain, daemon=True)
-            self._worker.start()
-
-    def _drain(self) -> None:
-        while True:
-            with self._pending_lock:
-                urdf, self._pending = self._pending, None
-                if urdf is None:
-                    return
-            self._install(urdf, origin='topic')
-
-    # ---------------------------------------------------------------------------------------
-    # Tick
-
-    def _tick(self) -> None:
-        served = self._served
-        if served is None or not self._cfg['publish_dynamics']:
-            return
-        stamp = self.get_clock().now()
-        t = (stamp - self._t0).nanoseconds * 1e-9
-        q, v = served.source.state(t)
-        try:
-            terms = self._compute(served, q, v, stamp.nanoseconds)
-        except RbdError as e:
-            self.get_logger().error(f'tick skipped: {e}', throttle_duration_sec=1.0)
-            return
-        self._dynamics_pub.publish(dynamics_terms_to_msg(terms, self._cfg['world_frame']))
-        if self._published == 0:
-            self.get_logger().info(f'publishing {self._dynamics_pub.topic_name} at '
-                                   f"{self._cfg['rate_hz']:g} Hz")
-        self._published += 1
-        self._compute_times.append(terms.compute_time)
-        del self._compute_times[:-1000]
-
-    @staticmethod
-    def _compute(served: _Served, q: np.ndarray, v: np.ndarray, stamp_ns: int) -> DynamicsTerms:
-        m, d = served.model, served.data
+    def dynamics(self, q, v, stamp_ns: int) -> DynamicsTerms:
+        """M, M^-1, C, g, h at (q, v) (body representation)."""
+        m, d = self.model, self.data
         start = time.perf_counter()
         M = crba(m, d, q).copy()
         Minv = compute_minverse(m, d, q).copy()
         g = compute_generalized_gravity(m, d, q).copy()
         h = nonlinear_effects(m, d, q, v).copy()
-        C = compute_coriolis_matrix(m, d, q, v, served.coriolis).copy()
+        C = compute_coriolis_matrix(m, d, q, v, self.coriolis).copy()
         elapsed = time.perf_counter() - start
         x = MultibodyState.from_qv(q, v, m.floating_base)
         return DynamicsTerms(
@@ -169,21 +149,537 @@ class LinearizerNode(Node):
             joint_positions=x.joint_positions, joint_velocities=x.joint_velocities,
             joint_names=m.joint_names, model_name=m.name, model_hash=m.urdf_hash,
             floating_base=m.floating_base, velocity_representation='body',
-            compute_time=elapsed, stamp=stamp_ns)
+            compute_time=elapsed, stamp=int(stamp_ns))
+
+
+def build_served(urdf: str, cfg: dict[str, Any]) -> Served:
+    """Parse ``urdf`` with the configuration's parser options and warm it up (RbdError)."""
+    base = cfg['base']
+    limits = ParseLimits(max_bytes=cfg['max_urdf_bytes'], max_links=cfg['max_links'],
+                         max_joints=cfg['max_joints'], max_depth=cfg['max_depth'])
+    model = build_model(urdf, floating_base=None if base == 'auto' else base == 'floating',
+                        limits=limits, mimic=cfg['mimic'],
+                        check_triangle_inequality=cfg['check_triangle_inequality'])
+    served = Served(model, P.input_selection(cfg))
+    served.warm_up(cfg)
+    return served
+
+
+# ---------------------------------------------------------------------------------------------
+# ROS layer
+
+
+class _Stats:
+    """Counters and compute times read by the diagnostics (bounded)."""
+
+    def __init__(self):
+        self.published = 0
+        self.dropped = 0  # ticks that started too late (executor backlog) or overran
+        self.rejected: collections.Counter = collections.Counter()
+        self.compute_ms: collections.deque = collections.deque(maxlen=2000)
+        self.tick_times: collections.deque = collections.deque(maxlen=2000)  # node clock [s]
+        self.last_error = ''
+        self.model_errors = 0
+
+
+class _LinearizerMixin:
+    """Shared implementation of the plain and the lifecycle node (see the module docstring)."""
+
+    def _setup(self) -> None:
+        for p in P.PARAMETERS:
+            if isinstance(p.default, list):
+                # An empty list would be declared as a byte array: declare the type, then
+                # give the default when no override (command line, YAML) initialized it.
+                self.declare_parameter(p.name, Parameter.Type.STRING_ARRAY, _descriptor(p))
+                try:
+                    self.get_parameter(p.name)
+                except ParameterUninitializedException:
+                    self.set_parameters([Parameter(p.name, Parameter.Type.STRING_ARRAY,
+                                                   list(p.default))])
+            else:
+                self.declare_parameter(p.name, p.default, _descriptor(p))
+        self._cfg = P.validate_config({p.name: P.validate(p.name, self._param_value(p))
+                                       for p in P.PARAMETERS})
+        self._served: Served | None = None
+        self._sync = StateSync(True, int(self._cfg['max_state_skew_s'] * _NS),
+                               int(self._cfg['max_state_age_s'] * _NS))
+        self._stats = _Stats()
+        self._pending_urdf: str | None = None
+        self._pending_lock = threading.Lock()
+        self._worker: threading.Thread | None = None
+        self._handles: list = []
+        self._timer = None
+        self._lin_pub = None
+        self._dyn_pub = None
+        self._t0 = self.get_clock().now()
+        self._due: float | None = None
+        self._active = False
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+    def _param_value(self, p: P.Param):
+        value = self.get_parameter(p.name).value
+        if isinstance(p.default, list) and value is None:
+            return []
+        return list(value) if isinstance(p.default, list) else value
+
+    # --- configure / activate ----------------------------------------------------------------
+
+    def _configure(self) -> bool:
+        urdf = self._initial_description()
+        if urdf is not None:
+            return self._install(urdf, origin='parameter')
+        return True
+
+    def _activate(self) -> None:
+        cfg = self._cfg
+        self._lin_pub = self.create_publisher(LinearizationMsg, '~/linearization', OUTPUT_QOS)
+        self._dyn_pub = self.create_publisher(DynamicsTermsMsg, '~/dynamics', OUTPUT_QOS)
+        self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', DIAGNOSTICS_QOS)
+        h = self._handles
+        h += [('pub', self._lin_pub), ('pub', self._dyn_pub), ('pub', self._diag_pub)]
+        if cfg['robot_description_topic']:
+            h.append(('sub', self.create_subscription(
+                String, cfg['robot_description_topic'], self._on_description,
+                ROBOT_DESCRIPTION_QOS)))
+        if cfg['state_source'] == 'topics':
+            h.append(('sub', self.create_subscription(
+                JointState, cfg['joint_states_topic'], self._on_joint_state,
+                qos_from_name(cfg['joint_states_qos']))))
+            if cfg['base_state_topic']:
+                h.append(('sub', self.create_subscription(
+                    Odometry, cfg['base_state_topic'], self._on_odometry,
+                    qos_from_name(cfg['base_state_qos']))))
+        h.append(('srv', self.create_service(LinearizeSrv, '~/linearize', self._on_linearize)))
+        if cfg['diagnostics_period_s'] > 0:
+            h.append(('timer', self.create_timer(cfg['diagnostics_period_s'],
+                                                 self._publish_diagnostics)))
+        if cfg['status_period_s'] > 0:
+            h.append(('timer', self.create_timer(cfg['status_period_s'], self._status)))
+        self._start_timer()
+        self._active = True
+
+    def _deactivate(self) -> None:
+        self._active = False
+        if self._timer is not None:
+            self.destroy_timer(self._timer)
+            self._timer = None
+        destroy = {'pub': self.destroy_publisher, 'sub': self.destroy_subscription,
+                   'srv': self.destroy_service, 'timer': self.destroy_timer}
+        for kind, handle in self._handles:
+            destroy[kind](handle)
+        self._handles = []
+
+    def _start_timer(self) -> None:
+        if self._timer is not None:
+            self.destroy_timer(self._timer)
+            self._timer = None
+        self._due = None
+        if self._cfg['tick_mode'] == 'timer' or self._cfg['state_source'] == 'builtin':
+            self._timer = self.create_timer(1.0 / self._cfg['rate_hz'], self._tick)
+
+    # --- model ------------------------------------------------------------------------------
+
+    def _initial_description(self) -> str | None:
+        cfg = self._cfg
+        if cfg['robot_description']:
+            return cfg['robot_description']
+        if cfg['robot_description_file']:
+            try:
+                with open(cfg['robot_description_file'], encoding='utf-8') as f:
+                    return f.read()
+            except OSError as e:
+                self._error(f'cannot read robot_description_file: {e}')
+                return None
+        if cfg['use_default_robot']:
+            return default_robot_urdf()
+        self.get_logger().info('waiting for a robot_description message')
+        return None
+
+    def _install(self, urdf: str, origin: str) -> bool:
+        try:
+            served = build_served(urdf, self._cfg)
+        except RbdError as e:
+            self._stats.model_errors += 1
+            self._error(f'rejected robot description from {origin}: {e}'
+                        + (' (keeping the last good model)' if self._served else ''))
+            return False
+        self._served = served  # one assignment: a tick sees the old or the new model
+        self._sync.reset(served.model.floating_base)
+        m = served.model
+        self.get_logger().info(
+            f"serving model '{m.name}' (hash {m.urdf_hash[:12]}, {m.n_joints} joints, "
+            f"{'floating' if m.floating_base else 'fixed'} base, inputs "
+            f'{served.resolved.nu}) from {origin}')
+        return True
+
+    def _on_description(self, msg: String) -> None:
+        # Parse off the executor thread; keep only the newest pending description.
+        with self._pending_lock:
+            self._pending_urdf = msg.data
+            if self._worker is not None and self._worker.is_alive():
+                return
+            self._worker = threading.Thread(target=self._drain, daemon=True)
+            self._worker.start()
+
+    def _drain(self) -> None:
+        while True:
+            with self._pending_lock:
+                urdf, self._pending_urdf = self._pending_urdf, None
+                if urdf is None:
+                    return
+            self._install(urdf, origin='topic')
+
+    # --- state inputs -----------------------------------------------------------------------
+
+    def _reject(self, what: str, reason: str) -> None:
+        self._stats.rejected[what] += 1
+        self._error(f'rejected {what}: {reason}', throttle=True)
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        served = self._served
+        if served is None:
+            return
+        stamp, names, pos, vel, eff = joint_state_arrays(msg)
+        try:
+            s, sdot, tau = joint_state_to_model_order(
+                served.model, names, pos, vel, eff,
+                allow_extra=self._cfg['ignore_extra_joints'])
+            if sdot is None and served.model.n_joints:
+                raise StateError('joint velocities are missing (velocity field empty)')
+        except StateError as e:
+            self._reject('joint_state', str(e))
+            return
+        if sdot is None:
+            sdot = np.zeros(0)
+        if not self._sync.add_joints(JointSample(stamp, s, sdot, tau, served.model.urdf_hash)):
+            self._error(f'dropped out-of-order joint state (stamp {stamp} ns)', throttle=True)
+            return
+        if self._cfg['tick_mode'] == 'on_state':
+            self._tick()
+
+    def _on_odometry(self, msg: Odometry) -> None:
+        served = self._served
+        if served is None or not served.model.floating_base:
+            return
+        stamp, position, quaternion, twist = odometry_arrays(msg)
+        try:
+            if not (np.all(np.isfinite(position)) and np.all(np.isfinite(twist))):
+                raise StateError('non-finite base position or twist')
+            quaternion = normalize_quaternion(quaternion)
+            if self._cfg['base_twist_frame'] == 'world':
+                q = np.concatenate([position, quaternion])
+                twist = base_twist_to_body(q, twist, 'mixed')
+        except StateError as e:
+            self._reject('odometry', str(e))
+            return
+        if not self._sync.add_base(BaseSample(stamp, position, quaternion, twist)):
+            self._error(f'dropped out-of-order odometry (stamp {stamp} ns)', throttle=True)
+            return
+        if self._cfg['tick_mode'] == 'on_state':
+            self._tick()
+
+    # --- tick -------------------------------------------------------------------------------
+
+    def _apply(self, cfg: dict[str, Any]) -> None:
+        # Runs in the executor thread (parameter service), so between two ticks.
+        old = self._cfg
+        self._cfg = cfg
+        self._sync.configure(int(cfg['max_state_skew_s'] * _NS),
+                             int(cfg['max_state_age_s'] * _NS))
+        served = self._served
+        if served is not None and P.input_selection(cfg) != served.inputs:
+            self._served = served.with_inputs(P.input_selection(cfg))
+        if cfg['rate_hz'] != old['rate_hz'] and self._active:
+            self._start_timer()
+        changed = sorted(k for k in cfg if cfg[k] != old[k])
+        self.get_logger().info(f'applied parameter change: {", ".join(changed)}')
+
+    def _tick(self) -> None:
+        served, cfg = self._served, self._cfg
+        if served is None or not self._active:
+            return
+        if self._timer is not None and self._late():
+            return
+        now_ns = self.get_clock().now().nanoseconds
+        if cfg['state_source'] == 'builtin':
+            q, v = served.source.state((now_ns - self._t0.nanoseconds) * 1e-9)
+            stamp, u = now_ns, None
+        else:
+            spacing = int(_NS / cfg['rate_hz']) - 100_000 if cfg['tick_mode'] == 'on_state' else 0
+            got = self._sync.take(now_ns, spacing)
+            if got.status != 'ok':
+                if got.reason and got.status == 'stale':
+                    self._error(f'tick skipped: {got.reason}', throttle=True)
+                return
+            state = got.state
+            if state.joints.model_hash != served.model.urdf_hash:
+                return  # states of the previous model, before the swap
+            q, v, u = self._assemble(served, state, cfg)
+            stamp = state.stamp_ns
+        start = time.perf_counter()
+        try:
+            lin = served.linearize(q, v, u, cfg, stamp) if cfg['publish_linearization'] else None
+            dyn = served.dynamics(q, v, stamp) if cfg['publish_dynamics'] else None
+        except RbdError as e:
+            self._reject('state', f'linearization failed: {e}')
+            return
+        if lin is not None:
+            self._lin_pub.publish(linearization_to_msg(lin, cfg['world_frame']))
+        if dyn is not None:
+            self._dyn_pub.publish(dynamics_terms_to_msg(dyn, cfg['world_frame']))
+        st = self._stats
+        if st.published == 0:
+            self.get_logger().info(
+                f"first output published ({cfg['tick_mode']} tick, "
+                f"{cfg['velocity_representation']}, {cfg['time_model']}): "
+                f'{self._lin_pub.topic_name}')
+        st.published += 1
+        st.compute_ms.append((time.perf_counter() - start) * 1e3)
+        st.tick_times.append(time.monotonic())
+
+    def _late(self) -> bool:
+        # Timer mode: a tick starting more than one period after its due time is dropped
+        # (the executor fell behind); the next one is due a period from now. No backlog.
+        period = 1.0 / self._cfg['rate_hz']
+        now = time.monotonic()
+        if self._due is None:
+            self._due = now
+        late = now - self._due > period
+        self._due = (now if late else self._due) + period
+        if late:
+            self._stats.dropped += 1
+        return late
+
+    @staticmethod
+    def _assemble(served: Served, state, cfg):
+        j, b = state.joints, state.base
+        if b is not None:
+            q = np.concatenate([b.position, b.quaternion, j.s])
+            v = np.concatenate([b.twist_body, j.sdot])
+        else:
+            q, v = j.s, j.sdot
+        u = np.zeros(served.resolved.nu)
+        if cfg['use_measured_efforts'] and j.tau is not None:
+            u[: served.resolved.n_tau] = j.tau[served.tau_joints]
+        return q, v, u
+
+    # --- service ----------------------------------------------------------------------------
+
+    def _on_linearize(self, request, response):
+        served = self._served
+        cfg = self._cfg
+        try:
+            if served is None:
+                raise ConfigError('no robot model loaded yet')
+            m = served.model
+            rep = request.velocity_representation or cfg['velocity_representation']
+            tm = request.time_model or cfg['time_model']
+            if rep not in P.REPRESENTATIONS:
+                raise ConfigError(f'velocity_representation must be one of '
+                                  f'{list(P.REPRESENTATIONS)}, got {rep!r}')
+            if tm not in P.TIME_MODELS:
+                raise ConfigError(f'time_model must be one of {list(P.TIME_MODELS)}, '
+                                  f'got {tm!r}')
+            dt = request.dt if request.dt > 0 else cfg['dt']
+            if not np.isfinite(request.dt) or request.dt < 0:
+                raise ConfigError(f'dt must be >= 0 (0: the node default), got {request.dt}')
+            st = request.state
+            pos = np.asarray(st.joint_positions, dtype=float)
+            vel = np.asarray(st.joint_velocities, dtype=float)
+            names = list(request.joint_names) or list(m.joint_names)
+            if len(vel) == 0:
+                vel = np.zeros(len(names))
+            s, sdot, _ = joint_state_to_model_order(m, names, pos, vel)
+            if m.floating_base:
+                p = st.base_pose.position
+                o = st.base_pose.orientation
+                tw = st.base_twist
+                position = np.array([p.x, p.y, p.z])
+                twist = np.array([tw.linear.x, tw.linear.y, tw.linear.z,
+                                  tw.angular.x, tw.angular.y, tw.angular.z])
+                if not (np.all(np.isfinite(position)) and np.all(np.isfinite(twist))):
+                    raise StateError('non-finite base position or twist')
+                quat = normalize_quaternion([o.x, o.y, o.z, o.w])
+                q = np.concatenate([position, quat, s])
+                v = np.concatenate([base_twist_to_body(q, twist, rep), sdot])
+            else:
+                q, v = s, sdot
+            u = np.asarray(request.input, dtype=float)
+            if u.size == 0:
+                u = None
+            elif u.size != served.resolved.nu:
+                raise StateError(f'input has {u.size} entries, expected nu = '
+                                 f'{served.resolved.nu} ({", ".join(served.resolved.names)})')
+            lin = served.linearize(q, v, u, cfg, self.get_clock().now().nanoseconds,
+                                   representation=rep, time_model=tm, dt=dt)
+        except RbdError as e:
+            response.success = False
+            response.message = str(e)
+            self.get_logger().warning(f'~/linearize request rejected: {e}')
+            return response
+        response.success = True
+        response.message = ''
+        response.linearization = linearization_to_msg(lin, cfg['world_frame'])
+        return response
+
+    # --- parameters -------------------------------------------------------------------------
+
+    def _on_set_parameters(self, parameters) -> SetParametersResult:
+        table = P.by_name()
+        cfg = dict(self._cfg)
+        try:
+            for prm in parameters:
+                if prm.name not in table:
+                    continue  # use_sim_time and other ROS parameters
+                value = prm.value
+                if isinstance(table[prm.name].default, list):
+                    value = [] if value is None else list(value)
+                cfg[prm.name] = P.validate(prm.name, value)
+            P.validate_config(cfg)
+            served = self._served
+            if served is not None:
+                resolve_inputs(served.model, P.input_selection(cfg))
+        except RbdError as e:
+            self.get_logger().warning(f'parameter change rejected: {e}')
+            return SetParametersResult(successful=False, reason=str(e))
+        if cfg != self._cfg:
+            self._apply(cfg)
+        return SetParametersResult(successful=True)
+
+    # --- diagnostics ------------------------------------------------------------------------
+
+    def _error(self, text: str, throttle: bool = False) -> None:
+        self._stats.last_error = text
+        if throttle:
+            self.get_logger().warning(text, throttle_duration_sec=1.0)
+        else:
+            self.get_logger().error(text)
+
+    def diagnostics_status(self) -> DiagnosticStatus:
+        """Return the node's DiagnosticStatus (model, rates, compute times, counters)."""
+        st, sync, served = self._stats, self._sync, self._served
+        now = time.monotonic()
+        recent = [t for t in st.tick_times if now - t <= 5.0]
+        rate = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) > 2 else 0.0
+        times = np.array(st.compute_ms) if st.compute_ms else np.zeros(1)
+        rejected = sum(st.rejected.values())
+        values = {
+            'model_loaded': str(served is not None),
+            'model_name': served.model.name if served else '',
+            'model_hash': served.model.urdf_hash if served else '',
+            'nx': str(2 * served.model.nv) if served else '0',
+            'nu': str(served.resolved.nu) if served else '0',
+            'tick_mode': self._cfg['tick_mode'],
+            'rate_hz_target': f"{self._cfg['rate_hz']:g}",
+            'rate_hz_achieved': f'{rate:.1f}',
+            'compute_ms_p50': f'{np.percentile(times, 50):.3f}',
+            'compute_ms_p99': f'{np.percentile(times, 99):.3f}',
+            'published': str(st.published),
+            'dropped_ticks': str(st.dropped),
+            'stale_ticks': str(sync.stale),
+            'incomplete_ticks': str(sync.incomplete),
+            'out_of_order': str(sync.out_of_order),
+            'rejected_messages': str(rejected),
+            'rejected_joint_state': str(st.rejected['joint_state']),
+            'rejected_odometry': str(st.rejected['odometry']),
+            'rejected_state': str(st.rejected['state']),
+            'model_errors': str(st.model_errors),
+            'last_error': st.last_error,
+        }
+        status = DiagnosticStatus()
+        status.name = f'{self.get_fully_qualified_name()}: linearizer'
+        status.hardware_id = values['model_name']
+        if served is None:
+            status.level, status.message = DiagnosticStatus.ERROR, 'no robot model'
+        elif st.last_error:
+            status.level, status.message = DiagnosticStatus.WARN, st.last_error[:200]
+        else:
+            status.level, status.message = DiagnosticStatus.OK, 'ok'
+        status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
+        return status
+
+    def _publish_diagnostics(self) -> None:
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = [self.diagnostics_status()]
+        self._diag_pub.publish(msg)
 
     def _status(self) -> None:
-        if not self._compute_times:
+        if not self._stats.compute_ms:
             return
-        times = np.array(self._compute_times) * 1e3
+        s = {kv.key: kv.value for kv in self.diagnostics_status().values}
         self.get_logger().info(
-            f'published {self._published} messages; compute p50 {np.percentile(times, 50):.3f}'
-            f' ms, p99 {np.percentile(times, 99):.3f} ms')
+            f"published {s['published']} ({s['rate_hz_achieved']} Hz); compute p50 "
+            f"{s['compute_ms_p50']} ms, p99 {s['compute_ms_p99']} ms; dropped "
+            f"{s['dropped_ticks']}, stale {s['stale_ticks']}, rejected {s['rejected_messages']}")
 
 
-def main(args: list[str] | None = None) -> None:
-    """Entry point of the ``linearizer_node`` executable (``--ros-args`` supported)."""
-    rclpy.init(args=args)
-    node = LinearizerNode()
+def _descriptor(p: P.Param) -> ParameterDescriptor:
+    d = ParameterDescriptor(description=p.description, read_only=p.read_only)
+    if isinstance(p.default, list):
+        d.type = ParameterType.PARAMETER_STRING_ARRAY
+    if p.choices:
+        d.additional_constraints = f'one of {list(p.choices)}'
+    if p.low is not None:
+        if isinstance(p.default, int):
+            d.integer_range = [IntegerRange(from_value=int(p.low), to_value=int(p.high), step=1)]
+        else:
+            d.floating_point_range = [FloatingPointRange(from_value=float(p.low),
+                                                         to_value=float(p.high), step=0.0)]
+    return d
+
+
+class LinearizerNode(_LinearizerMixin, Node):
+    """The linearizer as a plain node: configured, warmed up and active after ``__init__``."""
+
+    def __init__(self, node_name: str = 'linearizer', **kwargs):
+        """Declare parameters, load and warm up the initial model, start serving."""
+        super().__init__(node_name, **kwargs)
+        self._setup()
+        self._configure()
+        self._activate()
+
+
+class LinearizerLifecycleNode(_LinearizerMixin, LifecycleNode):
+    """The linearizer as a managed node (configure: model + warm-up; activate: serve)."""
+
+    def __init__(self, node_name: str = 'linearizer', **kwargs):
+        """Declare parameters; nothing is built before ``configure``."""
+        super().__init__(node_name, **kwargs)
+        self._setup()
+
+    def on_configure(self, state) -> TransitionCallbackReturn:
+        """Build the model from the parameters and warm up the kernels."""
+        cfg = self._cfg
+        if not (cfg['robot_description'] or cfg['robot_description_file']
+                or cfg['use_default_robot'] or cfg['robot_description_topic']):
+            self.get_logger().error('configure: no robot description source')
+            return TransitionCallbackReturn.FAILURE
+        ok = self._configure()
+        return TransitionCallbackReturn.SUCCESS if ok else TransitionCallbackReturn.FAILURE
+
+    def on_activate(self, state) -> TransitionCallbackReturn:
+        """Create subscriptions, publishers, the timer and the service."""
+        self._activate()
+        return super().on_activate(state)
+
+    def on_deactivate(self, state) -> TransitionCallbackReturn:
+        """Stop ticking and serving (the model stays loaded)."""
+        self._deactivate()
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state) -> TransitionCallbackReturn:
+        """Drop the model."""
+        self._served = None
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state) -> TransitionCallbackReturn:
+        """Stop everything."""
+        self._deactivate()
+        return TransitionCallbackReturn.SUCCESS
+
+
+def _spin(node) -> None:
     try:
         rclpy.spin(node)
     except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
@@ -192,6 +688,22 @@ def main(args: list[str] | None = None) -> None:
         node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
+
+
+def main(args: list[str] | None = None) -> None:
+    """Entry point of ``linearizer_node`` (``--ros-args`` supported; ``--lifecycle``)."""
+    argv = list(sys.argv if args is None else args)
+    if '--lifecycle' in argv:
+        argv.remove('--lifecycle')
+        return main_lifecycle(argv)
+    rclpy.init(args=argv)
+    _spin(LinearizerNode())
+
+
+def main_lifecycle(args: list[str] | None = None) -> None:
+    """Entry point of the managed variant (``linearizer_lifecycle_node``)."""
+    rclpy.init(args=args)
+    _spin(LinearizerLifecycleNode())
 
 
 if __name__ == '__main__':

@@ -1,0 +1,355 @@
+"""The linearizer node fed by topics, as a subprocess over real rclpy + Fast DDS.
+
+One node process for the module (default robot: floating base, 6 joints; on_state ticks;
+actuated joints q2..q7 reversed + a local wrench at B7). A test-side node publishes
+``joint_states`` / ``odom`` and listens to ``~/linearization`` and ``/diagnostics``.
+
+Checks: the ``~/linearize`` service works before any state (and rejects bad requests); every
+published A, B, f equals ``linearize`` at the published state with u0 = the measured efforts
+(1e-12); any joint name order; NaN, unknown joint, non-unit quaternion (normalised within
+1e-3, rejected beyond), stale and out-of-order stamps give no output and count in
+/diagnostics; run-time parameter change applied, bad value rejected with a reason; a bad URDF
+keeps the old model, a valid one swaps (new hash); the node never dies.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is not installed')
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rcl_interfaces.msg import Parameter as ParameterMsg  # noqa: E402
+from rcl_interfaces.msg import ParameterType, ParameterValue  # noqa: E402
+from rcl_interfaces.srv import SetParameters  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+
+from rbd_linearizer.linearization import InputSelection, WrenchInput, linearize  # noqa: E402
+from rbd_linearizer.model import build_model  # noqa: E402
+from rbd_linearizer.model.data import create_data  # noqa: E402
+from rbd_linearizer.model.robots import default_robot_urdf  # noqa: E402
+from rbd_linearizer.msg import Linearization  # noqa: E402
+from rbd_linearizer.ros.conversions import linearization_from_msg, stamp_to_msg  # noqa: E402
+from rbd_linearizer.ros.qos import latched_qos, result_qos, sensor_qos  # noqa: E402
+from rbd_linearizer.srv import Linearize  # noqa: E402
+
+NS = '/nt'
+TIMEOUT = 90.0  # first start may compile (or load cached) kernels
+SHORT = 3.0
+JOINTS = ('q7', 'q6', 'q5', 'q4', 'q3', 'q2')
+RESOURCES = os.path.join(os.path.dirname(__file__), '..', 'resources', 'urdf')
+
+
+@pytest.fixture(scope='module')
+def node_process():
+    log = tempfile.TemporaryFile(mode='w+')
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'rbd_linearizer.ros.node', '--ros-args',
+         '-p', 'use_default_robot:=true', '-p', 'tick_mode:=on_state',
+         '-p', 'rate_hz:=5000.0', '-p', 'max_state_age_s:=0.5',
+         '-p', f'actuated_joints:={list(JOINTS)}',
+         '-p', "wrench_input_frames:=['B7']", '-p', "wrench_input_kinds:=['wrench']",
+         '-p', "wrench_input_expressed_in:=['local']",
+         '-p', 'diagnostics_period_s:=0.2', '-r', f'__ns:={NS}'],
+        stdout=log, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
+    try:
+        yield proc, log
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=20)
+        log.close()
+
+
+def _log(log) -> str:
+    log.seek(0)
+    return log.read()
+
+
+class Probe:
+    """Test-side node: publishers of states, subscribers of outputs, service clients."""
+
+    def __init__(self, proc, log):
+        self.proc, self.log = proc, log
+        self.context = rclpy.context.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node('rbd_node_topics_probe', context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.lins: list = []
+        self.diags: list = []
+        n = self.node
+        n.create_subscription(Linearization, f'{NS}/linearizer/linearization', self.lins.append,
+                              result_qos())
+        n.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, result_qos())
+        self.js = n.create_publisher(JointState, f'{NS}/joint_states', result_qos())
+        self.odom = n.create_publisher(Odometry, f'{NS}/odom', result_qos())
+        self.desc = n.create_publisher(String, f'{NS}/robot_description', latched_qos())
+        self.srv = n.create_client(Linearize, f'{NS}/linearizer/linearize')
+        self.params = n.create_client(SetParameters, f'{NS}/linearizer/set_parameters')
+        self.sensor = sensor_qos  # keep the import used: subscribers are best effort
+
+    def _on_diag(self, msg):
+        for st in msg.status:
+            if st.name.startswith(f'{NS}/linearizer'):
+                self.diags.append({kv.key: kv.value for kv in st.values})
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+    def wait(self, predicate, what, timeout=TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.executor.spin_once(timeout_sec=0.02)
+            if predicate():
+                return True
+            assert self.proc.poll() is None, f'node died:\n{_log(self.log)[-4000:]}'
+        if timeout == SHORT:
+            return False
+        pytest.fail(f'timed out waiting for {what}; node log:\n{_log(self.log)[-4000:]}')
+
+    def call(self, client, request):
+        assert client.wait_for_service(timeout_sec=TIMEOUT), 'service not available'
+        future = client.call_async(request)
+        self.wait(future.done, 'the service response')
+        return future.result()
+
+    def now_ns(self) -> int:
+        return self.node.get_clock().now().nanoseconds
+
+    def publish_state(self, stamp_ns, q, v, efforts=None, names=None, quat=None):
+        names = list(names or MODEL.joint_names)
+        order = [MODEL.joint_names.index(n) for n in names]
+        js = JointState()
+        js.header.stamp = stamp_to_msg(stamp_ns)
+        js.name = names
+        js.position = [float(q[7 + k]) for k in order]
+        js.velocity = [float(v[6 + k]) for k in order]
+        if efforts is not None:
+            js.effort = [float(efforts[k]) for k in order]
+        od = Odometry()
+        od.header.stamp = stamp_to_msg(stamp_ns)
+        od.header.frame_id, od.child_frame_id = 'world', 'B1'
+        p, o = od.pose.pose.position, od.pose.pose.orientation
+        p.x, p.y, p.z = (float(x) for x in q[0:3])
+        o.x, o.y, o.z, o.w = (float(x) for x in (q[3:7] if quat is None else quat))
+        t = od.twist.twist
+        t.linear.x, t.linear.y, t.linear.z = (float(x) for x in v[0:3])
+        t.angular.x, t.angular.y, t.angular.z = (float(x) for x in v[3:6])
+        self.odom.publish(od)
+        self.js.publish(js)
+
+    def diag(self):
+        n = len(self.diags)
+        self.wait(lambda: len(self.diags) > n + 1, 'fresh diagnostics')
+        return self.diags[-1]
+
+    def output_for(self, stamp_ns, timeout=TIMEOUT):
+        found = []
+
+        def got():
+            found[:] = [m for m in self.lins
+                        if m.header.stamp.sec * 10**9 + m.header.stamp.nanosec == stamp_ns]
+            return bool(found)
+        self.wait(got, f'the linearization stamped {stamp_ns}', timeout)
+        return found[0] if found else None
+
+
+MODEL = build_model(default_robot_urdf())
+INPUTS = InputSelection(joints=JOINTS, wrenches=(WrenchInput('B7', 'wrench', 'local'),))
+
+
+def _random_state(rng):
+    quat = rng.normal(size=4)
+    quat /= np.linalg.norm(quat)
+    q = np.concatenate([rng.normal(size=3), quat, rng.uniform(-1, 1, MODEL.n_joints)])
+    v = rng.normal(size=MODEL.nv)
+    return q, v
+
+
+@pytest.fixture(scope='module')
+def probe(node_process):
+    p = Probe(*node_process)
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+def _set(probe, **values):
+    req = SetParameters.Request()
+    for name, value in values.items():
+        pv = ParameterValue()
+        if isinstance(value, str):
+            pv.type, pv.string_value = ParameterType.PARAMETER_STRING, value
+        elif isinstance(value, float):
+            pv.type, pv.double_value = ParameterType.PARAMETER_DOUBLE, value
+        req.parameters.append(ParameterMsg(name=name, value=pv))
+    return probe.call(probe.params, req).results
+
+
+def test_service_works_before_any_state_and_rejects_bad_requests(probe):
+    req = Linearize.Request()
+    req.joint_names = list(JOINTS)
+    req.state.joint_positions = [0.1] * 6
+    req.state.base_pose.orientation.w = 1.0
+    res = probe.call(probe.srv, req)
+    assert res.success, res.message
+    lin = linearization_from_msg(res.linearization)
+    q = np.concatenate([[0, 0, 0, 0, 0, 0, 1.0], [0.1] * 6])
+    ref = linearize(MODEL, create_data(MODEL), q, np.zeros(12), None, INPUTS)
+    np.testing.assert_allclose(lin.A, ref.A, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(lin.B, ref.B, rtol=0, atol=1e-12)
+    assert lin.input_names == ref.input_names and len(ref.input_names) == 12
+    req.time_model, req.dt = 'discrete', 0.01
+    res = probe.call(probe.srv, req)
+    assert res.success and res.linearization.time_model == 'discrete'
+    req.state.base_pose.orientation.w = 2.0
+    res = probe.call(probe.srv, req)
+    assert not res.success and 'quaternion norm' in res.message
+    req.state.base_pose.orientation.w = 1.0
+    req.joint_names = ['q2', 'nope', 'q4', 'q5', 'q6', 'q7']
+    res = probe.call(probe.srv, req)
+    assert not res.success and "'q3'" in res.message
+    req.joint_names = []
+    req.input = [1.0, 2.0]
+    res = probe.call(probe.srv, req)
+    assert not res.success and 'nu = 12' in res.message
+    assert probe.lins == []  # no state yet: nothing published
+
+
+def test_outputs_equal_the_core_at_the_published_states(probe):
+    rng = np.random.default_rng(7)
+    data = create_data(MODEL)
+    for k in range(5):
+        q, v = _random_state(rng)
+        tau = rng.normal(size=6)
+        names = list(MODEL.joint_names) if k % 2 else list(rng.permutation(MODEL.joint_names))
+        stamp = probe.now_ns()
+        probe.publish_state(stamp, q, v, efforts=tau, names=names)
+        msg = probe.output_for(stamp)
+        lin = linearization_from_msg(msg)
+        # u0 = measured efforts of the actuated joints (their column order), wrench = 0
+        u0 = np.concatenate([[tau[MODEL.joint_names.index(j)] for j in JOINTS], np.zeros(6)])
+        # The node's point: the published state, quaternion normalised (q / |q|: last bits).
+        np.testing.assert_array_equal(lin.joint_positions, q[7:])
+        np.testing.assert_array_equal(lin.base_twist, v[:6])
+        np.testing.assert_allclose(lin.base_quaternion, q[3:7], rtol=0, atol=1e-15)
+        q_node = np.concatenate([lin.base_position, lin.base_quaternion, lin.joint_positions])
+        ref = linearize(MODEL, data, q_node, v, u0, INPUTS)
+        np.testing.assert_array_equal(lin.u0, u0)
+        np.testing.assert_allclose(lin.A, ref.A, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(lin.B, ref.B, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(lin.f, ref.f, rtol=0, atol=1e-12)
+        assert lin.input_names == ref.input_names
+        assert lin.model_hash == MODEL.urdf_hash and lin.velocity_representation == 'body'
+        assert msg.header.frame_id == 'world'
+
+
+def _counter(probe, key):
+    return int(probe.diag()[key])
+
+
+@pytest.mark.parametrize('case, counter', [
+    ('nan_joint', 'rejected_joint_state'),
+    ('unknown_joint', 'rejected_joint_state'),
+    ('bad_quaternion', 'rejected_odometry'),
+    ('stale', 'stale_ticks'),
+    ('out_of_order', 'out_of_order'),
+])
+def test_bad_states_give_no_output_and_a_diagnostic(probe, case, counter):
+    rng = np.random.default_rng(11)
+    q, v = _random_state(rng)
+    before = _counter(probe, counter)
+    stamp = probe.now_ns()
+    if case == 'nan_joint':
+        q[8] = np.nan
+        probe.publish_state(stamp, q, v)
+    elif case == 'unknown_joint':
+        probe.publish_state(stamp, q, v, names=['q2', 'q3', 'q4', 'q5', 'q6', 'q7'])
+        js = JointState()
+        js.header.stamp = stamp_to_msg(stamp + 1000)
+        js.name = ['q2', 'q3', 'q4', 'q5', 'q6', 'bogus']
+        js.position, js.velocity = [0.0] * 6, [0.0] * 6
+        probe.js.publish(js)
+        stamp += 1000
+    elif case == 'bad_quaternion':
+        probe.publish_state(stamp, q, v, quat=[0.0, 0.0, 0.0, 1.01])
+    elif case == 'stale':
+        stamp -= 2 * 10**9
+        probe.publish_state(stamp, q, v)
+    else:
+        probe.publish_state(stamp, q, v)
+        assert probe.output_for(stamp) is not None
+        stamp -= 10**7
+        probe.publish_state(stamp, q, v)
+    assert probe.output_for(stamp, timeout=SHORT) is None
+    probe.wait(lambda: int(probe.diags[-1][counter]) > before if probe.diags else False,
+               f'{counter} to increase')
+    assert probe.diags[-1]['last_error']
+    assert probe.proc.poll() is None
+
+
+def test_quaternion_within_tolerance_is_normalised(probe):
+    rng = np.random.default_rng(3)
+    q, v = _random_state(rng)
+    q[3:7] = [0.0, 0.0, 0.0, 1.0]
+    stamp = probe.now_ns()
+    probe.publish_state(stamp, q, v, quat=[0.0, 0.0, 0.0, 1.0005])
+    lin = linearization_from_msg(probe.output_for(stamp))
+    np.testing.assert_array_equal(lin.base_quaternion, [0.0, 0.0, 0.0, 1.0])
+    ref = linearize(MODEL, create_data(MODEL), q, v, np.zeros(12), INPUTS)
+    np.testing.assert_allclose(lin.A, ref.A, rtol=0, atol=1e-12)
+
+
+def test_parameter_change_applied_and_bad_value_rejected(probe):
+    bad = _set(probe, velocity_representation='sideways')
+    assert not bad[0].successful and 'velocity_representation' in bad[0].reason
+    bad = _set(probe, dt=-1.0)
+    assert not bad[0].successful
+    ok = _set(probe, velocity_representation='mixed', time_model='discrete', dt=0.004)
+    assert all(r.successful for r in ok)
+    rng = np.random.default_rng(5)
+    q, v = _random_state(rng)
+    stamp = probe.now_ns()
+    probe.publish_state(stamp, q, v)
+    lin = linearization_from_msg(probe.output_for(stamp))
+    ref = linearize(MODEL, create_data(MODEL), q, v, np.zeros(12), INPUTS,
+                    representation='mixed', time_model='discrete', dt=0.004)
+    assert lin.velocity_representation == 'mixed' and lin.time_model == 'discrete'
+    assert lin.dt == 0.004
+    np.testing.assert_allclose(lin.A, ref.A, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(lin.B, ref.B, rtol=0, atol=1e-12)
+    assert all(r.successful for r in _set(probe, velocity_representation='body',
+                                          time_model='continuous'))
+
+
+def test_bad_description_keeps_model_then_valid_one_swaps(probe):
+    with open(os.path.join(RESOURCES, 'bomb.urdf'), encoding='utf-8') as f:
+        probe.desc.publish(String(data=f.read()))
+    probe.wait(lambda: 'rejected robot description' in _log(probe.log), 'the rejection')
+    rng = np.random.default_rng(9)
+    q, v = _random_state(rng)
+    stamp = probe.now_ns()
+    probe.publish_state(stamp, q, v)
+    assert linearization_from_msg(probe.output_for(stamp)).model_hash == MODEL.urdf_hash
+    assert int(probe.diag()['model_errors']) >= 1
+    # The configured inputs (q2..q7, B7) do not exist in the arm: rejected, old model kept.
+    with open(os.path.join(RESOURCES, 'two_link_arm.urdf'), encoding='utf-8') as f:
+        arm = f.read()
+    probe.desc.publish(String(data=arm))
+    probe.wait(lambda: "unknown actuated joint 'q7'" in _log(probe.log),
+               'the rejection of a model the inputs do not fit')
+    assert probe.proc.poll() is None
