@@ -13,8 +13,9 @@ Nodes:
   ``retune_threshold`` rad, or every ``retune_period_s``) and publishes it on ``lqr/gains``
   (``rbd_linearizer/msg/Matrix``, nu x nx, row-major; ``u = u_ref - K z``).
 - ``lqr_controller``: subscribes to ``/odom``, ``/joint_states`` and ``lqr/gains``; on every
-  state publishes ``u = u_hover(ref) - K z`` on ``lqr/command`` (std_msgs/Float64MultiArray,
-  the driver's layout), clipped to the actuator bounds.
+  state publishes ``u = u_hover(ref) - K z`` on ``lqr/command`` (the demo command: a
+  sensor_msgs/JointState stamped with the state's stamp, ``_ros.command_msg``), clipped to the
+  actuator bounds.
 """
 
 from __future__ import annotations
@@ -101,11 +102,12 @@ def lqr_gain(A, B, Q, R) -> np.ndarray:
 
 
 def make_nodes(model, layout: RotorLayout, q_ref, lqr_cfg: dict | None = None,
-               linearization_topic: str = '/linearizer/linearization', **kw):
+               linearization_topic: str = '/linearizer/linearization',
+               torque_limit: float = 10.0, **kw):
     """Create the ``lqr_gains`` and ``lqr_controller`` nodes (rclpy imported here)."""
     gains_cls, ctrl_cls = _node_classes()
     gains = gains_cls(model, layout, lqr_cfg or {}, linearization_topic, **kw)
-    ctrl = ctrl_cls(model, layout, q_ref, **kw)
+    ctrl = ctrl_cls(model, layout, q_ref, torque_limit, **kw)
     return gains, ctrl
 
 
@@ -113,8 +115,8 @@ def _node_classes():
     from nav_msgs.msg import Odometry
     from rclpy.node import Node
     from sensor_msgs.msg import JointState
-    from std_msgs.msg import Float64MultiArray
 
+    from rbd_linearizer.demo._ros import StatePairer, command_msg, ns_to_stamp
     from rbd_linearizer.model.data import create_data
     from rbd_linearizer.msg import Linearization as LinearizationMsg
     from rbd_linearizer.msg import Matrix
@@ -189,39 +191,22 @@ def _node_classes():
             self.lo = np.concatenate([np.full(n, -lim), np.full(N_ROTORS, layout.min_thrust)])
             self.hi = np.concatenate([np.full(n, lim), np.full(N_ROTORS, layout.max_thrust)])
             self.K = None
-            self.odom = None
-            self.pub = self.create_publisher(Float64MultiArray, 'lqr/command', result_qos(5))
+            self.pairer = StatePairer(model.joint_names, self._on_state)
+            self.pub = self.create_publisher(JointState, 'lqr/command', result_qos(10))
             self.create_subscription(Matrix, 'lqr/gains', self._on_gains, latched_qos())
-            self.create_subscription(Odometry, '/odom', self._on_odom, result_qos(5))
-            self.create_subscription(JointState, '/joint_states', self._on_js, result_qos(5))
+            self.create_subscription(Odometry, '/odom', self.pairer.on_odom, result_qos(10))
+            self.create_subscription(JointState, '/joint_states', self.pairer.on_joint_state,
+                                     result_qos(10))
 
         def _on_gains(self, msg) -> None:
             self.K = matrix_from_msg(msg)
 
-        def _on_odom(self, msg) -> None:
-            self.odom = msg
-
-        def _on_js(self, msg) -> None:
-            od = self.odom
-            if self.K is None or od is None or od.header.stamp != msg.header.stamp:
+        def _on_state(self, ns, q, v) -> None:
+            if self.K is None:
                 return
-            q, v = state_from_msgs(od, msg, self.model.joint_names)
             z = error_state(q, v, self.q_ref, self.v_ref)
             u = np.clip(self.u_ref - self.K @ z, self.lo, self.hi)
-            self.pub.publish(Float64MultiArray(data=u.tolist()))
+            self.pub.publish(command_msg(ns_to_stamp(ns), u))
 
     return LqrGainsNode, LqrControllerNode
 
-
-def state_from_msgs(odom, js, joint_names) -> tuple[np.ndarray, np.ndarray]:
-    """Return (q, v) of the package from nav_msgs/Odometry (body twist) + JointState."""
-    p = odom.pose.pose.position
-    o = odom.pose.pose.orientation
-    lin, ang = odom.twist.twist.linear, odom.twist.twist.angular
-    index = {n: k for k, n in enumerate(js.name)}
-    order = [index[n] for n in joint_names]
-    pos = np.asarray(js.position)[order]
-    vel = np.asarray(js.velocity)[order]
-    q = np.concatenate([[p.x, p.y, p.z], [o.x, o.y, o.z, o.w], pos])
-    v = np.concatenate([[lin.x, lin.y, lin.z], [ang.x, ang.y, ang.z], vel])
-    return q, v

@@ -33,7 +33,6 @@ the robot when (a mux: the other controllers run, their commands are ignored).
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 
@@ -178,22 +177,9 @@ class MujocoSim:
         mujoco.mj_step(self.model, self.data, nstep=n)
 
 
-def stamp_of(t: float):
-    """Return a builtin_interfaces/Time for t seconds."""
-    from builtin_interfaces.msg import Time
-    sec = math.floor(t)
-    return Time(sec=int(sec), nanosec=int(round((t - sec) * 1e9)) % 1_000_000_000)
-
-
-def command_from_msg(msg) -> tuple[float, np.ndarray]:
-    """Decode ``~/applied_command``: (sim time of the step start [s], u)."""
-    label = msg.layout.dim[0].label if msg.layout.dim else 't=nan'
-    return float(label.split('=', 1)[1]), np.array(msg.data, dtype=float)
-
-
-def make_node(**kwargs):
+def make_node(urdf: str, layout: RotorLayout, initial_q=None, **kw):
     """Create the ``sim_driver`` node (rclpy imported lazily: MujocoSim works without ROS)."""
-    return _node_class()(**kwargs)
+    return _node_class()(urdf, layout, initial_q, **kw)
 
 
 def _node_class():
@@ -201,137 +187,160 @@ def _node_class():
     from rclpy.node import Node
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import JointState
-    from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
+    from std_msgs.msg import String
 
+    from rbd_linearizer.demo._ros import command_from_msg, command_msg, ns_to_stamp
     from rbd_linearizer.ros.qos import latched_qos, result_qos
 
     class SimDriverNode(Node):
-        """MuJoCo simulation of the demo robot, publishing states and applying commands."""
+        """MuJoCo simulation of the demo robot, in lock-step with the active controller."""
 
         def __init__(self, urdf: str, layout: RotorLayout, initial_q=None, **kw):
-            """Create the sim, publishers, command subscriptions and the stepping timer."""
+            """Create the sim, publishers, command subscriptions and the watchdog timer."""
             super().__init__('sim_driver', **kw)
             p = self.declare_parameter
             p('publish_rate_hz', 250.0)
             p('timestep', 0.002)
-            p('real_time_factor', 1.0)
+            p('max_real_time_factor', 0.0)  # 0: as fast as the loop allows
             p('base_link', 'B1')
             p('world_frame', 'world')
             p('command_topics', ['lqr/command'])
-            p('controller_schedule', [0.0])  # start time [s] of each command topic
+            p('controller_schedule', [0.0])  # sim time [s] from which each topic drives
             p('push_time_s', 2.0)
             p('push_force', [20.0, 0.0, 0.0])
             p('push_duration_s', 0.1)
-            p('command_timeout_s', 0.1)
-            p('duration_s', 0.0)  # stop stepping after this sim time (0: run forever)
+            p('command_timeout_s', 0.5)  # wall time to wait for the answer to a state
+            p('startup_timeout_s', 60.0)  # wall time to wait for the first command
+            p('duration_s', 0.0)  # stop after this sim time (0: run forever)
             g = self.get_parameter
             self.rate = g('publish_rate_hz').value
-            self.rtf = g('real_time_factor').value
+            self.max_rtf = g('max_real_time_factor').value
             self.world = g('world_frame').value
             self.base_link = g('base_link').value
             self.sim = MujocoSim(urdf, layout, self.base_link, g('timestep').value)
-            self.steps_per_pub = max(1, round(1.0 / (self.rate * self.sim.model.opt.timestep)))
+            ts = self.sim.model.opt.timestep
+            self.steps_per_pub = max(1, round(1.0 / (self.rate * ts)))
+            self.dt_ns = round(self.steps_per_pub * ts * 1e9)
             self.push_t = g('push_time_s').value
             self.push_f = np.array(g('push_force').value, dtype=float)
             self.push_d = g('push_duration_s').value
             self.timeout = g('command_timeout_s').value
+            self.startup_timeout = g('startup_timeout_s').value
             self.duration = g('duration_s').value
             if initial_q is not None:
                 self.sim.set_qv(initial_q, np.zeros(self.sim.model.nv))
-            self.hold_u = np.zeros(self.sim.nu)
             topics = list(g('command_topics').value)
             starts = list(g('controller_schedule').value)
             if len(starts) != len(topics):
                 raise ValueError('controller_schedule needs one start time per command topic')
             self.schedule = sorted(zip(starts, topics, strict=True))
-            self.latest: dict[str, tuple[float, np.ndarray]] = {}
+            self.k = 0  # published state index: sim time = k dt_ns
+            self.u = np.zeros(self.sim.nu)  # no command yet: rotors off, torques zero
+            self.got_first = False
+            self.timeouts = 0
+            self.finished = False
+            self.pushes: list[float] = []
+            self.active_topic = None
             for topic in topics:
-                self.create_subscription(
-                    Float64MultiArray, topic,
-                    lambda m, t=topic: self._on_command(t, m), result_qos(5))
+                self.create_subscription(JointState, topic,
+                                         lambda m, t=topic: self._on_command(t, m),
+                                         result_qos(10))
             self.desc_pub = self.create_publisher(String, '/robot_description', latched_qos())
             self.desc_pub.publish(String(data=urdf))
-            self.js_pub = self.create_publisher(JointState, '/joint_states', result_qos(5))
-            self.odom_pub = self.create_publisher(Odometry, '/odom', result_qos(5))
-            self.cmd_pub = self.create_publisher(Float64MultiArray, '~/applied_command',
+            self.js_pub = self.create_publisher(JointState, '/joint_states', result_qos(10))
+            self.odom_pub = self.create_publisher(Odometry, '/odom', result_qos(10))
+            self.cmd_pub = self.create_publisher(JointState, '~/applied_command',
                                                  result_qos(50))
-            self.clock_pub = self.create_publisher(Clock, '/clock', result_qos(5))
+            self.clock_pub = self.create_publisher(Clock, '/clock', result_qos(10))
             self._Odometry, self._JointState, self._Clock = Odometry, JointState, Clock
-            self._F64, self._Dim = Float64MultiArray, MultiArrayDimension
-            self.active_topic = None
-            self.finished = False
-            self.pushes = []
+            self._command_msg, self._command_from_msg = command_msg, command_from_msg
+            self._stamp = ns_to_stamp
+            self.wall_sent = time.monotonic()
             self.wall0 = None
             self._publish_state()
-            self.create_timer(1.0 / self.rate, self._on_timer)
+            self.create_timer(0.02, self._watchdog)
 
-        def _on_command(self, topic: str, msg) -> None:
-            u = np.array(msg.data, dtype=float)
-            if u.shape != (self.sim.nu,) or not np.all(np.isfinite(u)):
-                self.get_logger().error(f'ignored command on {topic}: need {self.sim.nu} '
-                                        'finite values', throttle_duration_sec=1.0)
-                return
-            self.latest[topic] = (time.monotonic(), u)
+        @property
+        def t(self) -> float:
+            """Simulated time of the last published state [s]."""
+            return self.k * self.dt_ns * 1e-9
 
         def _active(self, t: float) -> str | None:
             active = None
             for start, topic in self.schedule:
-                if t >= start:
+                if t >= start - 1e-9:
                     active = topic
             return active
 
-        def _on_timer(self) -> None:
-            now = time.monotonic()
-            if self.wall0 is None:
-                self.wall0 = now - self.sim.time / self.rtf
-            target = (now - self.wall0) * self.rtf
-            dt_pub = self.steps_per_pub * self.sim.model.opt.timestep
-            budget = 25  # at most 0.1 s of simulated time per callback (no spiral of death)
-            while self.sim.time + 0.5 * dt_pub <= target and budget > 0 and not self.finished:
-                budget -= 1
-                self._step_once(now)
-            if budget == 0:
-                self.wall0 = now - self.sim.time / self.rtf  # fell behind: slow down
+        def _on_command(self, topic: str, msg) -> None:
+            try:
+                ns, u = self._command_from_msg(msg)
+            except (KeyError, IndexError, ValueError):
+                self.get_logger().error(f'ignored malformed command on {topic}',
+                                        throttle_duration_sec=1.0)
+                return
+            if topic != self._active(self.t) or ns != self.k * self.dt_ns or self.finished:
+                return  # not the driving controller, or an answer to an older state
+            if not np.all(np.isfinite(u)):
+                self.get_logger().error('ignored non-finite command', throttle_duration_sec=1.0)
+                return
+            self.u = u
+            self.got_first = True
+            self._advance()
 
-        def _step_once(self, now: float) -> None:
+        def _watchdog(self) -> None:
+            if self.finished:
+                return
+            waited = time.monotonic() - self.wall_sent
+            if not self.got_first and waited > 0.25:
+                # starting up (a controller may have no gains yet): offer the state again
+                self.wall_first = getattr(self, 'wall_first', self.wall_sent)
+                if time.monotonic() - self.wall_first < self.startup_timeout:
+                    self._publish_state()
+                    return
+            limit = self.timeout if self.got_first else self.startup_timeout
+            if waited > limit:
+                self.timeouts += 1
+                self.get_logger().warn(f't = {self.t:.3f} s: no command from '
+                                       f'{self._active(self.t)} for {waited:.2f} s, '
+                                       'stepping with the last one', throttle_duration_sec=1.0)
+                self._advance()
+
+        def _advance(self) -> None:
             sim = self.sim
-            t = sim.time
+            t = self.t
             topic = self._active(t)
             if topic != self.active_topic:
-                self.get_logger().info(f't = {t:.2f} s: commands from {topic}')
+                self.get_logger().info(f't = {t:.3f} s: commands from {topic}')
                 self.active_topic = topic
-            got = self.latest.get(topic)
-            if got is not None and now - got[0] <= self.timeout:
-                sim.set_command(got[1])
-            else:
-                sim.set_command(self.hold_u)  # no fresh command: rotors off / torques zero
-            pushing = self.push_t <= t < self.push_t + self.push_d and self.push_d > 0
+            sim.set_command(self.u)
+            pushing = self.push_d > 0 and self.push_t - 1e-9 <= t < self.push_t + self.push_d
             sim.set_push(self.push_f if pushing else np.zeros(3))
             if pushing and not self.pushes:
                 self.pushes.append(t)
-                self.get_logger().info(f't = {t:.2f} s: push {self.push_f.tolist()} N for '
+                self.get_logger().info(f't = {t:.3f} s: push {self.push_f.tolist()} N for '
                                        f'{self.push_d:g} s')
-            u = sim.applied_command()
+            self.cmd_pub.publish(self._command_msg(self._stamp(self.k * self.dt_ns),
+                                                   sim.applied_command()))
             sim.step(self.steps_per_pub)
-            msg = self._F64(data=u.tolist())
-            msg.layout.dim = [self._Dim(label=f't={t:.9f}', size=len(u), stride=len(u))]
-            self.cmd_pub.publish(msg)
+            self.k += 1
+            if self.max_rtf > 0:
+                now = time.monotonic()
+                if self.wall0 is None:
+                    self.wall0 = now - self.t / self.max_rtf
+                ahead = self.wall0 + self.t / self.max_rtf - now
+                if ahead > 0:
+                    time.sleep(ahead)
             self._publish_state()
-            if self.duration > 0 and sim.time >= self.duration - 1e-9:
+            if self.duration > 0 and self.t >= self.duration - 1e-9:
                 self.finished = True
+                self.get_logger().info(f'simulated {self.t:.3f} s ({self.timeouts} timeouts)')
 
         def _publish_state(self) -> None:
             sim = self.sim
             q, v = sim.to_qv()
-            stamp = stamp_of(sim.time)
+            stamp = self._stamp(self.k * self.dt_ns)
             self.clock_pub.publish(self._Clock(clock=stamp))
-            js = self._JointState()
-            js.header.stamp = stamp
-            js.name = list(sim.joint_names)
-            js.position = q[7:].tolist()
-            js.velocity = v[6:].tolist()
-            js.effort = sim.data.ctrl[: len(sim.joint_names)].tolist()
-            self.js_pub.publish(js)
             od = self._Odometry()
             od.header.stamp = stamp
             od.header.frame_id = self.world
@@ -343,6 +352,14 @@ def _node_class():
             tw = od.twist.twist
             tw.linear.x, tw.linear.y, tw.linear.z = (float(x) for x in v[0:3])
             tw.angular.x, tw.angular.y, tw.angular.z = (float(x) for x in v[3:6])
+            js = self._JointState()
+            js.header.stamp = stamp
+            js.name = list(sim.joint_names)
+            js.position = q[7:].tolist()
+            js.velocity = v[6:].tolist()
+            js.effort = self.u[: len(sim.joint_names)].tolist()
+            self.wall_sent = time.monotonic()
             self.odom_pub.publish(od)
+            self.js_pub.publish(js)
 
     return SimDriverNode

@@ -1,0 +1,206 @@
+"""``rbd-demo``: the closed loop on the embedded default robot, in one process.
+
+Nodes (each a real ROS 2 node talking over DDS, spun by one MultiThreadedExecutor):
+``sim_driver`` (MuJoCo), ``linearizer`` (see below), ``lqr_gains``, ``lqr_controller``,
+``mpc`` and ``demo_recorder``. Scenario (config/demo.yaml): LQR hover at the initial pose,
+a push at ``push_time_s``, the MPC takes over at ``mpc.start_time_s`` and moves the base and
+the arms to a new setpoint; at the end the report (PNG + JSON) is written and summarised.
+
+The linearizer is, for now, the documented TEMPORARY fallback
+(``rbd_linearizer.demo.linearizer_fallback``: the core's ``linearize`` behind the same topics
+and message) until ``rbd_linearizer/ros/node.py`` publishes ``~/linearization`` from topics.
+
+Usage: ``rbd-demo [--duration 8] [--out demo_report] [--config config/demo.yaml]
+[--push-time 2] [--mpc-start 4] [--executor multi|single] [--max-rtf 0]``.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Several nodes share one process: BLAS threads would only fight over the cores (set before
+# numpy loads OpenBLAS; an explicit setting in the environment wins).
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+
+import argparse  # noqa: E402
+import math  # noqa: E402
+from pathlib import Path  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import yaml  # noqa: E402
+
+DEFAULT_OUT = 'demo_report'
+
+
+def find_config() -> Path | None:
+    """Return config/demo.yaml: the installed share/ copy, else the source tree's."""
+    candidates = []
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        candidates.append(Path(get_package_share_directory('rbd_linearizer')) / 'config')
+    except Exception:  # noqa: BLE001 - not installed as a ROS package: use the source tree
+        pass
+    candidates.append(Path(__file__).resolve().parents[2] / 'config')
+    for c in candidates:
+        if (c / 'demo.yaml').is_file():
+            return c / 'demo.yaml'
+    return None
+
+
+def load_config(path: str | Path | None = None) -> dict:
+    """Return the demo configuration (config/demo.yaml)."""
+    path = Path(path) if path else find_config()
+    if path is None or not path.is_file():
+        raise FileNotFoundError('config/demo.yaml not found (pass --config)')
+    return yaml.safe_load(path.read_text())
+
+
+def scenario_from_config(cfg: dict) -> dict:
+    """Return references and times of the scenario."""
+    sim = cfg['sim']
+    mpc = cfg['mpc']
+    n = len(cfg['robot']['joints'])
+    p0 = np.asarray(sim['initial_position'], dtype=float)
+    q_lqr = np.concatenate([p0, [0.0, 0.0, 0.0, 1.0], np.zeros(n)])
+    q_mpc = np.concatenate([p0 + np.asarray(mpc['setpoint_offset'], dtype=float),
+                            [0.0, 0.0, 0.0, 1.0], np.asarray(mpc['setpoint_joints'], float)])
+    return {'q_ref_lqr': q_lqr, 'q_ref_mpc': q_mpc, 'mpc_start_s': float(mpc['start_time_s']),
+            'push_time_s': float(sim['push_time_s']), 'push_force': sim['push_force'],
+            'push_duration_s': float(sim['push_duration_s']), 'settle_tol': 0.02,
+            'duration_s': float(sim['duration_s'])}
+
+
+def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
+        max_rtf: float = 0.0, wall_timeout: float = 600.0, log=print,
+        executor: str = 'multi') -> dict:
+    """Run the demo; return the report summary (raises RuntimeError if the loop stalls)."""
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    from rbd_linearizer.demo import lqr_node, mpc_node, report, sim_driver
+    from rbd_linearizer.demo.hexarotor import RotorLayout
+    from rbd_linearizer.demo.linearizer_fallback import FallbackLinearizerNode
+    from rbd_linearizer.model import build_model
+
+    layout = RotorLayout.from_config(cfg['rotors'])
+    from rbd_linearizer.demo.hexarotor import hexarotor_urdf
+    urdf = hexarotor_urdf(layout)
+    model = build_model(urdf)
+    scen = scenario_from_config(cfg)
+    if duration is not None:
+        scen['duration_s'] = float(duration)
+    sim = cfg['sim']
+    lin_cfg = cfg['linearizer']
+    torque_limit = float(cfg['robot']['torque_limit'])
+    sim_time = [Parameter('use_sim_time', value=True)]
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    nodes = []
+    try:
+        driver = sim_driver.make_node(urdf, layout, scen['q_ref_lqr'], context=context,
+                                      parameter_overrides=[
+            Parameter('publish_rate_hz', value=float(sim['publish_rate_hz'])),
+            Parameter('timestep', value=float(sim['timestep'])),
+            Parameter('max_real_time_factor', value=float(max_rtf)),
+            Parameter('base_link', value=cfg['robot']['base_link']),
+            Parameter('command_topics', value=['/lqr/command', '/mpc/command']),
+            Parameter('controller_schedule', value=[0.0, scen['mpc_start_s']]),
+            Parameter('push_time_s', value=scen['push_time_s']),
+            Parameter('push_force', value=[float(x) for x in scen['push_force']]),
+            Parameter('push_duration_s', value=scen['push_duration_s']),
+            Parameter('duration_s', value=scen['duration_s']),
+        ])
+        nodes.append(driver)
+        nodes.append(FallbackLinearizerNode(
+            layout, time_model=lin_cfg['time_model'], dt=float(lin_cfg['dt']),
+            discrete_method=lin_cfg.get('discrete_method', 'lie_euler'),
+            rate_hz=float(lin_cfg['rate_hz']), context=context, parameter_overrides=sim_time))
+        gains, ctrl = lqr_node.make_nodes(model, layout, scen['q_ref_lqr'], cfg['lqr'],
+                                          torque_limit=torque_limit, context=context,
+                                          parameter_overrides=sim_time)
+        nodes += [gains, ctrl]
+        mpc = mpc_node.make_node(model, layout, scen['q_ref_mpc'], cfg['mpc'],
+                                 torque_limit=torque_limit, context=context,
+                                 parameter_overrides=sim_time)
+        nodes.append(mpc)
+        recorder = report.make_node(model, context=context, parameter_overrides=sim_time)
+        nodes.append(recorder)
+        if executor == 'multi':
+            exe = MultiThreadedExecutor(num_threads=2, context=context)
+        else:
+            exe = SingleThreadedExecutor(context=context)
+        for n in nodes:
+            exe.add_node(n)
+        log(f"rbd-demo: simulating {scen['duration_s']:g} s (lock-step MuJoCo, "
+            f"{sim['publish_rate_hz']:g} Hz)...")
+        wall0 = time.monotonic()
+        last = -1.0
+        while not driver.finished:
+            exe.spin_once(timeout_sec=0.05)
+            if time.monotonic() - wall0 > wall_timeout:
+                raise RuntimeError(f'the loop stalled at t = {driver.t:.3f} s')
+            if driver.t - last >= 1.0:
+                last = math.floor(driver.t)
+                q, _ = driver.sim.to_qv()
+                log(f'  t = {driver.t:5.2f} s  base = {np.round(q[:3], 3).tolist()}')
+        # drain the last messages into the recorder
+        end = time.monotonic() + 0.5
+        while time.monotonic() < end:
+            exe.spin_once(timeout_sec=0.02)
+        wall = time.monotonic() - wall0
+        summary = report.build_report(recorder.states, recorder.applied, recorder.lins, scen,
+                                      out, layout)
+        summary['wall_time_s'] = wall
+        summary['real_time_factor'] = summary['simulated_s'] / wall if wall > 0 else 0.0
+        summary['driver_timeouts'] = driver.timeouts
+        summary['lqr_retunes'] = len(gains.history)
+        summary['lqr_spectral_radius_max'] = (max(r for _, r in gains.history)
+                                              if gains.history else float('nan'))
+        if mpc.stats:
+            st = np.array([s[1] for s in mpc.stats])
+            summary['mpc_solves'] = len(mpc.stats)
+            summary['mpc_solve_ms_median'] = float(np.median(st) * 1e3)
+            summary['mpc_statuses'] = sorted({s[2] for s in mpc.stats})
+        Path(out).with_suffix('.json').write_text(__import__('json').dumps(summary, indent=2))
+        return summary
+    finally:
+        for n in nodes:
+            n.destroy_node()
+        rclpy.shutdown(context=context)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point ``rbd-demo``."""
+    ap = argparse.ArgumentParser(prog='rbd-demo', description=__doc__.split('\n')[0])
+    ap.add_argument('--config', help='demo YAML (default: config/demo.yaml)')
+    ap.add_argument('--duration', type=float, help='simulated seconds (default: config)')
+    ap.add_argument('--out', default=DEFAULT_OUT,
+                    help='report path without suffix (.png and .json are written)')
+    ap.add_argument('--executor', choices=('multi', 'single'), default='multi',
+                    help='rclpy executor spinning the nodes (default: multi-threaded)')
+    ap.add_argument('--push-time', type=float, help='time of the push [s] (default: config)')
+    ap.add_argument('--mpc-start', type=float,
+                    help='time the MPC takes over [s] (default: config)')
+    ap.add_argument('--max-rtf', type=float, default=0.0,
+                    help='cap the real-time factor (1.0 = real time; 0 = as fast as possible)')
+    args = ap.parse_args(argv)
+    from rbd_linearizer.demo.report import format_summary
+    cfg = load_config(args.config)
+    if args.push_time is not None:
+        cfg['sim']['push_time_s'] = args.push_time
+    if args.mpc_start is not None:
+        cfg['mpc']['start_time_s'] = args.mpc_start
+    summary = run(cfg, args.duration, args.out, args.max_rtf, executor=args.executor)
+    print(format_summary(summary))
+    print(f"wall time {summary['wall_time_s']:.1f} s (real-time factor "
+          f"{summary['real_time_factor']:.2f}), driver timeouts {summary['driver_timeouts']}, "
+          f"MPC median solve {summary.get('mpc_solve_ms_median', float('nan')):.2f} ms")
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

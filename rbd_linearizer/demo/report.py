@@ -1,0 +1,248 @@
+"""The demo's recorder node and report: a PNG (matplotlib, Agg) and a short summary.
+
+The ``demo_recorder`` node records, from the topics only: the states (``/odom`` +
+``/joint_states``), the inputs the driver applied (``/sim_driver/applied_command``, stamped
+with the start of the step they were applied over) and the linearizations
+(``/linearizer/linearization``). ``build_report`` then computes
+
+- hover error of the LQR phase before the push, and the settling time after the push (position
+  error back below ``settle_tol`` m and attitude error below 10 x that in rad, for good);
+- the MPC phase: final distance to its setpoint and the time to reach it within ``settle_tol``;
+- the one-step prediction error of the published linear model against MuJoCo: for each
+  linearization at state x0 (stamp t) with the input u applied over [t, t + dt],
+  ``x_pred = x0 (+) (f + B (P u - u0))`` against MuJoCo's state at t + dt, measured on the
+  manifold (``log(H_pred^-1 H)``, joint and velocity differences); it is compared with the
+  change of the state over the step (what a model that predicts "nothing moves" would miss);
+
+writes ``<out>.png`` and ``<out>.json`` and returns the summary dict.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from rbd_linearizer.demo.hexarotor import RotorLayout, command_names, input_map
+from rbd_linearizer.demo.lqr_node import attitude_error, error_state, pose_matrix
+from rbd_linearizer.spatial import se3
+from rbd_linearizer.spatial.so3 import matrix_to_quat
+
+
+def _oplus(q0, v0, z, nv):
+    """Return x0 (+) z in the package convention: H0 exp(z_H), s0 + z_s, v0 + z_v."""
+    H = pose_matrix(q0) @ se3.exp(z[0:6])
+    q = np.concatenate([H[:3, 3], matrix_to_quat(H[:3, :3]), q0[7:] + z[6:nv]])
+    return q, v0 + z[nv:]
+
+
+def prediction_errors(states: dict, applied: dict, lins: list, layout: RotorLayout):
+    """Return the one-step prediction errors, one row per linearization.
+
+    Columns: t, then the norms of the position, attitude, joint, linear velocity, angular
+    velocity and joint velocity errors, then the same six for the state change over the step.
+    """
+    rows = []
+    for lin in lins:
+        ns = lin['stamp']
+        nxt = ns + int(round(lin['dt'] * 1e9))
+        if ns not in states or nxt not in states or ns not in applied:
+            continue
+        q0, v0 = states[ns]
+        q1, v1 = states[nxt]
+        nv = v0.shape[0]
+        P = input_map(lin['input_names'], layout)
+        w = P @ applied[ns] - lin['u0']
+        z = lin['f'] + lin['B'] @ w
+        qp, vp = _oplus(q0, v0, z, nv)
+        e = error_state(q1, v1, qp, vp)
+        d = error_state(q1, v1, q0, v0)
+        rows.append([ns * 1e-9, *_parts(e, nv), *_parts(d, nv)])
+    return np.array(rows).reshape(-1, 13)
+
+
+def _parts(e, nv):
+    n = nv - 6
+    return (np.linalg.norm(e[0:3]), np.linalg.norm(e[3:6]), np.linalg.norm(e[6:6 + n]),
+            np.linalg.norm(e[nv:nv + 3]), np.linalg.norm(e[nv + 3:nv + 6]),
+            np.linalg.norm(e[nv + 6:]))
+
+
+def _settling_time(t, err, t_from, t_to, tol):
+    """First time in [t_from, t_to) after which err stays below tol (NaN if never)."""
+    sel = (t >= t_from) & (t < t_to)
+    ts, es = t[sel], err[sel]
+    if ts.size == 0:
+        return float('nan')
+    above = np.nonzero(es >= tol)[0]
+    if above.size == 0:
+        return float(ts[0])
+    if above[-1] + 1 >= ts.size:
+        return float('nan')
+    return float(ts[above[-1] + 1])
+
+
+def build_report(states: dict, applied: dict, lins: list, scenario: dict, out: str | Path,
+                 layout: RotorLayout | None = None) -> dict:
+    """Compute the summary, write ``out``.png and ``out``.json; return the summary."""
+    layout = layout or RotorLayout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    keys = sorted(states)
+    t = np.array(keys) * 1e-9
+    Q = np.array([states[k][0] for k in keys])
+    q_lqr = np.asarray(scenario['q_ref_lqr'])
+    q_mpc = np.asarray(scenario['q_ref_mpc'])
+    t_mpc = float(scenario['mpc_start_s'])
+    t_push = float(scenario['push_time_s'])
+    tol = float(scenario.get('settle_tol', 0.02))
+    in_mpc = t >= t_mpc
+    ref = np.where(in_mpc[:, None], q_mpc[None, :], q_lqr[None, :])
+    pos_err = np.linalg.norm(Q[:, 0:3] - ref[:, 0:3], axis=1)
+    att_err = np.array([attitude_error(Q[i], ref[i]) for i in range(len(keys))])
+    comb = np.maximum(pos_err, att_err / 10.0)
+    summary: dict = {'simulated_s': float(t[-1]) if t.size else 0.0, 'states': len(keys),
+                     'linearizations': len(lins), 'applied_commands': len(applied)}
+    pre = (t >= min(1.0, 0.5 * t_push)) & (t < t_push)
+    summary['hover_error_m'] = float(pos_err[pre].max()) if pre.any() else float('nan')
+    summary['hover_attitude_error_rad'] = float(att_err[pre].max()) if pre.any() else float('nan')
+    lqr_after = (t >= t_push) & (t < t_mpc)
+    summary['push_peak_error_m'] = (float(pos_err[lqr_after].max()) if lqr_after.any()
+                                    else float('nan'))
+    settle = _settling_time(t, comb, t_push, t_mpc, tol)
+    summary['settling_time_after_push_s'] = settle - t_push
+    reach = _settling_time(t, comb, t_mpc, np.inf, tol)
+    summary['mpc_reach_time_s'] = reach - t_mpc
+    summary['mpc_final_error_m'] = float(pos_err[-1]) if in_mpc.any() else float('nan')
+    summary['mpc_final_attitude_error_rad'] = float(att_err[-1]) if in_mpc.any() else float('nan')
+    summary['min_altitude_m'] = float(Q[:, 2].min()) if t.size else float('nan')
+    pe = prediction_errors(states, applied, lins, layout)
+    # the push is a disturbance the model does not know: leave its steps out
+    push_end = t_push + float(scenario.get('push_duration_s', 0.0))
+    pe = pe[(pe[:, 0] < t_push - 0.004 - 1e-9) | (pe[:, 0] >= push_end - 1e-9)]
+    summary['prediction_samples'] = int(pe.shape[0])
+    names = ['position_m', 'attitude_rad', 'joints_rad', 'linear_velocity_mps',
+             'angular_velocity_radps', 'joint_velocity_radps']
+    if pe.shape[0]:
+        summary['prediction_error_max'] = {n: float(pe[:, 1 + i].max())
+                                           for i, n in enumerate(names)}
+        summary['prediction_error_median'] = {n: float(np.median(pe[:, 1 + i]))
+                                              for i, n in enumerate(names)}
+        summary['state_change_median'] = {n: float(np.median(pe[:, 7 + i]))
+                                          for i, n in enumerate(names)}
+    summary['scenario'] = {k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v)
+                           for k, v in scenario.items()}
+    _plot(out.with_suffix('.png'), t, Q, ref, att_err, applied, t_push, t_mpc, pe)
+    summary['png'] = str(out.with_suffix('.png'))
+    out.with_suffix('.json').write_text(json.dumps(summary, indent=2) + '\n')
+    return summary
+
+
+def _plot(path, t, Q, ref, att_err, applied, t_push, t_mpc, pe) -> None:
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(5, 1, figsize=(10, 13), sharex=True)
+    for i, c in enumerate('xyz'):
+        line, = ax[0].plot(t, Q[:, i], label=f'{c}')
+        ax[0].plot(t, ref[:, i], '--', color=line.get_color(), lw=0.8)
+    ax[0].set_ylabel('base position [m]')
+    ax[0].legend(loc='upper left', ncol=3)
+    ax[1].semilogy(t, np.maximum(att_err, 1e-7))
+    ax[1].set_ylabel('attitude error [rad]')
+    for j in range(Q.shape[1] - 7):
+        ax[2].plot(t, Q[:, 7 + j], label=f'q{j + 2}')
+    ax[2].set_ylabel('joint angles [rad]')
+    ax[2].legend(loc='upper left', ncol=6)
+    ka = sorted(applied)
+    ta = np.array(ka) * 1e-9
+    U = np.array([applied[k] for k in ka]).reshape(len(ka), -1)
+    names = command_names()
+    for i in range(U.shape[1]):
+        axis = ax[3] if names[i].startswith('thrust') else ax[4]
+        axis.plot(ta, U[:, i], lw=0.8, label=names[i].split('/')[1])
+    ax[3].set_ylabel('thrusts [N]')
+    ax[3].legend(loc='upper left', ncol=6, fontsize=7)
+    ax[4].set_ylabel('joint torques [N m]')
+    ax[4].legend(loc='upper left', ncol=6, fontsize=7)
+    ax[4].set_xlabel('simulated time [s]')
+    for a in ax:
+        a.axvline(t_push, color='r', lw=0.8, ls=':')
+        a.axvline(t_mpc, color='k', lw=0.8, ls=':')
+        a.grid(alpha=0.3)
+    ax[0].set_title('rbd_linearizer demo: LQR hover, push at '
+                    f'{t_push:g} s (red), MPC setpoint from {t_mpc:g} s (black)')
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def format_summary(s: dict) -> str:
+    """Return the printed summary."""
+    lines = [
+        f"simulated {s['simulated_s']:.2f} s: {s['states']} states, "
+        f"{s['linearizations']} linearizations",
+        f"hover error (LQR, before the push): {s['hover_error_m'] * 1e3:.2f} mm, "
+        f"attitude {s['hover_attitude_error_rad']:.2e} rad",
+        f"push: peak error {s['push_peak_error_m'] * 1e3:.1f} mm, settling time "
+        f"{s['settling_time_after_push_s']:.2f} s",
+        f"MPC: setpoint reached in {s['mpc_reach_time_s']:.2f} s, final error "
+        f"{s['mpc_final_error_m'] * 1e3:.2f} mm, attitude "
+        f"{s['mpc_final_attitude_error_rad']:.2e} rad",
+    ]
+    if s.get('prediction_samples'):
+        mx, md, ch = (s['prediction_error_max'], s['prediction_error_median'],
+                      s['state_change_median'])
+        lines.append(
+            f"one-step prediction vs MuJoCo ({s['prediction_samples']} steps): max position "
+            f"{mx['position_m']:.2e} m, attitude {mx['attitude_rad']:.2e} rad, velocity "
+            f"{mx['linear_velocity_mps']:.2e} m/s (median {md['linear_velocity_mps']:.1e}; "
+            f"median change per step {ch['linear_velocity_mps']:.1e})")
+    lines.append(f"report: {s['png']}")
+    return '\n'.join(lines)
+
+
+def make_node(model, **kw):
+    """Create the ``demo_recorder`` node (rclpy imported here)."""
+    from nav_msgs.msg import Odometry
+    from rclpy.node import Node
+    from sensor_msgs.msg import JointState
+
+    from rbd_linearizer.demo._ros import StatePairer, command_from_msg, stamp_ns
+    from rbd_linearizer.msg import Linearization as LinearizationMsg
+    from rbd_linearizer.ros.conversions import matrix_from_msg
+    from rbd_linearizer.ros.qos import result_qos
+
+    class RecorderNode(Node):
+        """Record states, applied inputs and linearizations for the report."""
+
+        def __init__(self):
+            super().__init__('demo_recorder', **kw)
+            self.states: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+            self.applied: dict[int, np.ndarray] = {}
+            self.lins: list[dict] = []
+            self.pairer = StatePairer(model.joint_names, self._on_state)
+            q = result_qos(200)
+            self.create_subscription(Odometry, '/odom', self.pairer.on_odom, q)
+            self.create_subscription(JointState, '/joint_states', self.pairer.on_joint_state, q)
+            self.create_subscription(JointState, '/sim_driver/applied_command', self._on_cmd, q)
+            self.create_subscription(LinearizationMsg, '/linearizer/linearization',
+                                     self._on_lin, q)
+
+        def _on_state(self, ns, q, v) -> None:
+            self.states[ns] = (q, v)
+
+        def _on_cmd(self, msg) -> None:
+            ns, u = command_from_msg(msg)
+            self.applied[ns] = u
+
+        def _on_lin(self, msg) -> None:
+            if msg.time_model != 'discrete' or msg.velocity_representation != 'body':
+                return
+            self.lins.append({
+                'stamp': stamp_ns(msg.header.stamp), 'dt': msg.dt,
+                'input_names': tuple(msg.input_names), 'u0': np.array(msg.input),
+                'f': np.array(msg.f), 'B': matrix_from_msg(msg.b)})
+
+    return RecorderNode()
