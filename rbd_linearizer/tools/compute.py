@@ -19,14 +19,15 @@ STATE.yaml::
         # kind: force (3 values) | wrench (6: force, torque); expressed_in: world (default,
         # contacts) | local (turns with the body: thrusts); acts at the frame origin
 
-ROTORS.yaml: ``{joint_name: {inertia: J [kg m^2], gear_ratio: n}}``; the rotor-aware
-algorithms (rotor.py, seed 003 Ch. 4 corrected) are used then.
+ROTORS.yaml: ``{joint_name: {inertia: J [kg m^2], gear_ratio: n}}``: geared motor rotors
+(coaxial, on the parent body), handled exactly by the rotor-aware algorithms (rotor.py, seed 003
+Ch. 4 corrected); without it the model has no rotor and the results are the plain dynamics.
 
 OUT.npz: ``joint_names``; ``q`` (nq,), ``v`` (nv,) in Pinocchio's layout (base twist linear
 first, then joints in ``joint_names`` order); ``tau`` (nv,) the applied generalized force (zero
 base wrench, joint efforts); ``M``, ``Minv``, ``C``, ``Mdot`` (nv, nv); ``g`` (gravity
 generalized force), ``h`` (bias C v + g), ``tau_id`` (RNEA at qdd = 0, = h), ``qdd`` (forward
-dynamics with ``tau``) (nv,); ``floating_base``, ``rotors`` (bool).
+dynamics with ``tau``) (nv,); ``floating_base``, ``rotors`` (bool: any nonzero rotor).
 Linearization (without ``--rotors``; docs/linearization.md): ``A`` (nx, nx), ``B`` (nx, nu),
 ``f`` (nx,) the drift at the point (``x+ = x (+) f`` with ``--discrete``), ``u0`` (nu,) the inputs
 (actuated efforts, then wrench values), ``state_names`` (nx), ``input_names`` (nu),
@@ -242,38 +243,33 @@ def linearization_outputs(model, q, v, selection, u, representation: str,
     }
 
 
-def compute(model, q, v, tau, rotors: bool) -> dict[str, np.ndarray]:
-    """Dynamics terms at (q, v) and forward dynamics with ``tau``; plain or rotor-aware."""
+def compute(model, q, v, tau) -> dict[str, np.ndarray]:
+    """Dynamics terms at (q, v) and forward dynamics with ``tau``.
+
+    One code path: the rotor-aware algorithms (algorithm/rotor.py), which are the plain ones
+    when the model has no rotor (tested to 1e-10 against crba, aba, rnea and Pinocchio); four
+    compiled kernels, so a cold start (no numba cache yet) compiles less.
+    """
+    from rbd_linearizer.algorithm import rotor
     from rbd_linearizer.algorithm.coriolis import create_coriolis_workspace
     from rbd_linearizer.model.data import create_data
 
     data = create_data(model)
     ws = create_coriolis_workspace(model)
     zero = np.zeros(model.nv)
-    if rotors:
-        from rbd_linearizer.algorithm import rotor
-
-        C = rotor.compute_coriolis_matrix_rotor(model, data, q, v, ws).copy()
-        M, Mdot = ws.M.copy(), ws.Mdot.copy()
-        Minv = rotor.compute_minverse_rotor(model, data, q, ws).copy()
-        g = rotor.rnea_rotor(model, data, q, zero, zero, ws).copy()
-        h = rotor.rnea_rotor(model, data, q, v, zero, ws).copy()
-        qdd = rotor.aba_rotor(model, data, q, v, tau, ws).copy()
-    else:
-        from rbd_linearizer.algorithm.aba import aba
-        from rbd_linearizer.algorithm.compute_all_terms import compute_all_terms
-        from rbd_linearizer.algorithm.coriolis import compute_coriolis_matrix
-
-        M, Minv, g, h = (x.copy() for x in compute_all_terms(model, data, q, v))
-        C = compute_coriolis_matrix(model, data, q, v, ws).copy()
-        Mdot = ws.Mdot.copy()
-        qdd = aba(model, data, q, v, tau).copy()
+    C = rotor.compute_coriolis_matrix_rotor(model, data, q, v, ws).copy()
+    M, Mdot = ws.M.copy(), ws.Mdot.copy()
+    Minv = rotor.compute_minverse_rotor(model, data, q, ws).copy()
+    g = rotor.rnea_rotor(model, data, q, zero, zero, ws).copy()
+    h = rotor.rnea_rotor(model, data, q, v, zero, ws).copy()
+    qdd = rotor.aba_rotor(model, data, q, v, tau, ws).copy()
     return {
         'joint_names': np.array(model.joint_names, dtype=str),
         'q': q, 'v': v, 'tau': tau,
         'M': M, 'Minv': Minv, 'C': C, 'Mdot': Mdot, 'g': g, 'h': h,
         'tau_id': h.copy(), 'qdd': qdd,
-        'floating_base': np.array(model.floating_base), 'rotors': np.array(rotors),
+        'floating_base': np.array(model.floating_base),
+        'rotors': np.array(bool(np.any(model.rotor_inertia))),
     }
 
 
@@ -288,7 +284,7 @@ def run(args: argparse.Namespace) -> dict[str, np.ndarray]:
                         rotors=rotors, mimic='independent', check_triangle_inequality=False)
     q, v, tau = parse_state(model, state)
     selection, u = parse_inputs(model, state, tau)
-    result = compute(model, q, v, tau, rotors=bool(rotors))
+    result = compute(model, q, v, tau)
     if not rotors:
         result.update(linearization_outputs(model, q, v, selection, u,
                                             getattr(args, 'velocity_representation', 'body'),
