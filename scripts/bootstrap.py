@@ -1,4 +1,4 @@
-"""Set up everything rbd_linearizer needs, from nothing but Python 3.11 (+ cmake and a compiler).
+"""Set up everything rbd_linearizer needs, from nothing but Python 3.11 and a C/C++ compiler.
 
 Run by scripts/run and scripts/test (and usable alone: ``python3.11 scripts/bootstrap.py``).
 Standard library only: it runs before the venv exists. Steps, each skipped when done:
@@ -142,10 +142,12 @@ def pip_env() -> dict[str, str]:
 
 
 def check_toolchain() -> None:
-    missing = [t for t in ('cmake', 'cc', 'c++') if not shutil.which(t)]
+    # CMake itself comes pinned from PyPI (constraints.txt, group build) into the venv; only a
+    # C/C++ compiler must exist on the machine.
+    missing = [t for t in ('cc', 'c++') if not shutil.which(t)]
     if missing:
         die(f'missing build tools: {", ".join(missing)} (Debian/Ubuntu: '
-            'apt-get install cmake build-essential); they compile the ROS 2 interfaces')
+            'apt-get install build-essential); they compile the ROS 2 interfaces')
 
 
 def setup() -> None:
@@ -164,6 +166,8 @@ def setup() -> None:
     run([*pip, 'install', '-qq', '-r', CONSTRAINTS], env=env)
     # Editable: the source tree is the package (like colcon --symlink-install). No build
     # isolation: the rosidl generators and CMake packages come from the pinned wheels above.
+    # The venv's bin/ first on PATH: setup.py then runs the pinned cmake from PyPI.
+    env['PATH'] = f'{VENV / "bin"}{os.pathsep}{env.get("PATH", "")}'
     run([*pip, 'install', '--no-build-isolation', '--no-deps', '-e', ROOT], quiet=True, env=env)
     if not outputs_present():
         missing = [p for p in REQUIRED_OUTPUTS if not (ROOT / p).is_file()]
