@@ -106,6 +106,13 @@ def linearizer_input_names() -> tuple[str, ...]:
     return tuple(names)
 
 
+def demo_inputs():
+    """Return the linearizer's InputSelection: arm torques + a local wrench per rotor frame."""
+    from rbd_linearizer.linearization import InputSelection, WrenchInput
+    return InputSelection(joints=ARM_JOINTS, wrenches=tuple(
+        WrenchInput(r, 'wrench', 'local') for r in rotor_names()))
+
+
 def input_map(input_names, layout: RotorLayout) -> np.ndarray:
     """Return P (len(input_names), 12) with ``w = P u`` for the demo input vector u.
 

@@ -1,14 +1,11 @@
 """``rbd-demo``: the closed loop on the embedded default robot, in one process.
 
 Nodes (each a real ROS 2 node talking over DDS, spun by one MultiThreadedExecutor):
-``sim_driver`` (MuJoCo), ``linearizer`` (see below), ``lqr_gains``, ``lqr_controller``,
-``mpc`` and ``demo_recorder``. Scenario (config/demo.yaml): LQR hover at the initial pose,
+``sim_driver`` (MuJoCo), ``linearizer`` (the product's node, ``rbd_linearizer.ros.node``,
+configured by ``linearizer_parameters``), ``lqr_gains``, ``lqr_controller``, ``mpc`` and
+``demo_recorder``. Scenario (config/demo.yaml): LQR hover at the initial pose,
 a push at ``push_time_s``, the MPC takes over at ``mpc.start_time_s`` and moves the base and
 the arms to a new setpoint; at the end the report (PNG + JSON) is written and summarised.
-
-The linearizer is, for now, the documented TEMPORARY fallback
-(``rbd_linearizer.demo.linearizer_fallback``: the core's ``linearize`` behind the same topics
-and message) until ``rbd_linearizer/ros/node.py`` publishes ``~/linearization`` from topics.
 
 Usage: ``rbd-demo [--duration 8] [--out demo_report] [--config config/demo.yaml]
 [--push-time 2] [--mpc-start 4] [--executor multi|single] [--max-rtf 0]``.
@@ -72,6 +69,37 @@ def scenario_from_config(cfg: dict) -> dict:
             'duration_s': float(sim['duration_s'])}
 
 
+def linearizer_parameters(cfg: dict) -> dict:
+    """Return the linearizer node's parameters for the demo (config/demo.yaml ``linearizer``).
+
+    States from /joint_states + /odom (twist in the child frame), one linearization per state
+    (``tick_mode: on_state``), discrete time, inputs = the arm torques + a body-fixed wrench
+    at each rotor frame (``hexarotor.linearizer_input_names``), sim time from the driver.
+    """
+    from rbd_linearizer.demo.hexarotor import rotor_names
+    lin = cfg['linearizer']
+    rotors = list(rotor_names())
+    return {
+        'state_source': 'topics', 'tick_mode': 'on_state', 'rate_hz': float(lin['rate_hz']),
+        'base_twist_frame': 'child', 'time_model': lin['time_model'], 'dt': float(lin['dt']),
+        'discrete_method': lin.get('discrete_method', 'lie_euler'),
+        'velocity_representation': 'body', 'use_measured_efforts': True,
+        'actuated_joints': list(cfg['robot']['joints']),
+        'wrench_input_frames': rotors, 'wrench_input_kinds': ['wrench'] * len(rotors),
+        'wrench_input_expressed_in': ['local'] * len(rotors), 'publish_linearization': True,
+        'publish_dynamics': False, 'status_period_s': 0.0, 'use_sim_time': True,
+    }
+
+
+def make_linearizer_node(cfg: dict, context):
+    """Create the product's linearizer node (rbd_linearizer.ros.node) set up for the demo."""
+    from rclpy.parameter import Parameter
+
+    from rbd_linearizer.ros.node import LinearizerNode
+    params = [Parameter(k, value=v) for k, v in linearizer_parameters(cfg).items()]
+    return LinearizerNode(context=context, parameter_overrides=params)
+
+
 def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
         max_rtf: float = 0.0, wall_timeout: float = 600.0, log=print,
         executor: str = 'multi') -> dict:
@@ -82,7 +110,6 @@ def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
 
     from rbd_linearizer.demo import lqr_node, mpc_node, report, sim_driver
     from rbd_linearizer.demo.hexarotor import RotorLayout
-    from rbd_linearizer.demo.linearizer_fallback import FallbackLinearizerNode
     from rbd_linearizer.model import build_model
 
     layout = RotorLayout.from_config(cfg['rotors'])
@@ -93,7 +120,6 @@ def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
     if duration is not None:
         scen['duration_s'] = float(duration)
     sim = cfg['sim']
-    lin_cfg = cfg['linearizer']
     torque_limit = float(cfg['robot']['torque_limit'])
     sim_time = [Parameter('use_sim_time', value=True)]
 
@@ -115,10 +141,7 @@ def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
             Parameter('duration_s', value=scen['duration_s']),
         ])
         nodes.append(driver)
-        nodes.append(FallbackLinearizerNode(
-            layout, time_model=lin_cfg['time_model'], dt=float(lin_cfg['dt']),
-            discrete_method=lin_cfg.get('discrete_method', 'lie_euler'),
-            rate_hz=float(lin_cfg['rate_hz']), context=context, parameter_overrides=sim_time))
+        nodes.append(make_linearizer_node(cfg, context))
         gains, ctrl = lqr_node.make_nodes(model, layout, scen['q_ref_lqr'], cfg['lqr'],
                                           torque_limit=torque_limit, context=context,
                                           parameter_overrides=sim_time)

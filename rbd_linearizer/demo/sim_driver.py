@@ -16,19 +16,26 @@ linear velocity of the base origin, body-frame angular velocity]``; the package 
 (docs/conventions.md §5) is ``q = [p, quat (x y z w), s]``, ``v = [R^T p_dot, omega_B, s_dot]``:
 ``to_qv`` / ``set_qv`` convert.
 
-Time: the driver runs the simulation **in real time** (``real_time_factor`` 1.0 by default) on
-a wall-clock timer, and publishes ``/clock`` with the simulated time; every message it sends is
-stamped with the simulated time. The other demo nodes run with ``use_sim_time``.
+Time (sim time, lock-step): the driver publishes ``/clock`` and stamps every message with the
+simulated time; the other demo nodes run with ``use_sim_time``. After publishing the state at
+time t it waits for the active controller's command answering that state (a command stamped
+t), applies it for one period (``1/publish_rate_hz`` = 2 RK4 steps of 2 ms) and publishes the
+state at t + dt. The simulated behaviour is therefore independent of the machine's speed; the
+real-time factor is whatever the loop achieves (``max_real_time_factor`` caps it, e.g. 1.0 to
+watch it in real time). A controller silent for ``command_timeout_s`` (wall) is stepped over
+with the last command (counted as a timeout).
 
 Node ``sim_driver`` publishes ``/robot_description`` (std_msgs/String, reliable + transient
-local), ``/joint_states`` (sensor_msgs/JointState), ``/odom`` (nav_msgs/Odometry: pose of the
-base link in ``world``, twist in the base frame, ``child_frame_id`` = base link), all at
-``publish_rate_hz`` (250 Hz), ``~/applied_command`` (std_msgs/Float64MultiArray: the u that was
-applied during the step that ended at the stamp of the following state; stamp in
-``layout.dim[0].label``, see ``command_from_msg``) and ``/clock``. It subscribes to command
-topics (std_msgs/Float64MultiArray, ``data`` = u, 12 entries: 6 joint torques q2..q7 [N m],
-then 6 rotor thrusts rotor_1..rotor_6 [N]); ``controller_schedule`` chooses which topic drives
-the robot when (a mux: the other controllers run, their commands are ignored).
+local), ``/odom`` (nav_msgs/Odometry: pose of the base link in ``world``, twist in the base
+frame, ``child_frame_id`` = base link) and ``/joint_states`` (sensor_msgs/JointState, effort =
+the applied torques) at ``publish_rate_hz`` (250 Hz), ``/clock``, and
+``~/applied_command`` (the input applied over [t, t + dt], stamped t).
+
+Command message (``_ros.command_msg``): sensor_msgs/JointState, ``header.stamp`` = the stamp
+of the state it answers, ``name`` = ``tau/q2 .. tau/q7, thrust/rotor_1 .. thrust/rotor_6``
+(any order), ``effort`` = the values [N m, N]. ``command_topics`` + ``controller_schedule``
+(start time of each topic) choose which controller drives the robot when (a mux: the others
+keep running, their commands are ignored).
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ pytest.importorskip('osqp')
 from rbd_linearizer.demo.hexarotor import (  # noqa: E402
     RotorLayout,
     default_hexarotor_urdf,
+    demo_inputs,
     input_map,
     linearizer_input_names,
 )
-from rbd_linearizer.demo.linearizer_fallback import demo_inputs  # noqa: E402
 from rbd_linearizer.demo.lqr_node import (  # noqa: E402
     demo_pair,
     error_state,
