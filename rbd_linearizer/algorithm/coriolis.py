@@ -548,6 +548,7 @@ def compute_christoffel(model: Model, data, q, workspace: CoriolisWorkspace | No
     Returns ``workspace.Gamma`` (valid until the next call with it). Reference: seed 003
     Alg. 5 (Eqs. 3.27-3.41, k >= j reading of Eq. 3.33) for 1-DoF joints, general multi-DoF
     formula of notes §2.5.3, evaluated in world coordinates. Cost O(N d^2) (nv^3 storage).
+    Rotors are ignored (Gamma of the rigid links only).
     """
     ws, q, _ = _check(model, data, workspace, q)
     _christoffel_kernel(data._mi, data._mf, q, ws.R, ws.p, ws.oR, ws.op, ws.S, ws.IC, ws.Sw,
