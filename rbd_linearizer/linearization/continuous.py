@@ -117,8 +117,13 @@ def linearize_body(model, data, q, v, u=None, inputs: InputSelection | None = No
     q = as_vector(q, model.nq, 'q')
     v = as_vector(v, model.nv, 'v')
     u = np.zeros(res.nu) if u is None else as_vector(u, res.nu, 'u')
-    if not np.all(np.isfinite(u)):
+    if not np.isfinite(u).all():
         raise StateError('u contains NaN or inf')
+    return _linearize_body(model, data, q, v, u, res)
+
+
+def _linearize_body(model, data, q, v, u, res: ResolvedInputs) -> LinearizationPoint:
+    # linearize_body after the checks (q, v, u contiguous float64 of the right sizes)
     nv = model.nv
     nx = 2 * nv
     tau, fext, maps = _generalized_inputs(model, data, q, u, res)
@@ -129,13 +134,13 @@ def linearize_body(model, data, q, v, u=None, inputs: InputSelection | None = No
     if code:
         _raise(code)
     # kinematic rows: z_q_dot = -ad(v_b) z_q + z_v (seeds (3.20), ad_lambda of (3.12))
-    A[:nv, nv:] = np.eye(nv)
+    A.reshape(-1)[nv : nv * nx : nx + 1] = 1.0  # A[:nv, nv:] = 1
     if model.floating_base:
         w = v[3:6]
         A[0:3, 0:3] = -_hat(w)
         A[0:3, 3:6] = -_hat(v[0:3])
         A[3:6, 3:6] = -_hat(w)
-    Minv = data.Minv.copy()
+    Minv = data.Minv
     B = np.zeros((nx, res.nu))
     B[nv:, : res.n_tau] = Minv[:, res.tau_dofs]
     if maps is not None:
@@ -157,9 +162,8 @@ def linearize_body(model, data, q, v, u=None, inputs: InputSelection | None = No
                 Om[0:3] = _hat(fb)
                 Om[3:6] = _hat(nb_) + _hat(res.w_translation[k]) @ _hat(fb)
                 A[nv:, :nv] += Minv @ (J.T @ (Om @ J[3:6]))
-    ddq = data.ddq.copy()
-    f = np.concatenate([v, ddq])
-    return LinearizationPoint(A, B, f, ddq, Minv)
+    f = np.concatenate([v, data.ddq])
+    return LinearizationPoint(A, B, f, f[nv:], Minv.copy())
 
 
 def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
@@ -201,10 +205,14 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
                               f'got {discrete_method!r}')
     if not model.floating_base:
         rep = 'body'
+    check_data(model, data)
     res = resolve_inputs(model, inputs)
-    pt = linearize_body(model, data, q, v, u, inputs)
     q = as_vector(q, model.nq, 'q')
     v = as_vector(v, model.nv, 'v')
+    u = np.zeros(res.nu) if u is None else as_vector(u, res.nu, 'u')
+    if not np.isfinite(u).all():
+        raise StateError('u contains NaN or inf')
+    pt = _linearize_body(model, data, q, v, u, res)
     nv = model.nv
     A, B, f = pt.A, pt.B, pt.f
     dt_out = 0.0
@@ -223,15 +231,14 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
             f[nv : nv + 6] = (base_twist_from_body(q1, v1[0:6], rep)
                               - base_twist_from_body(q, v[0:6], rep))
         dt_out = float(dt)
-    u0 = np.zeros(res.nu) if u is None else np.asarray(u, dtype=np.float64)
     if model.floating_base:
-        base = dict(base_position=q[0:3], base_quaternion=q[3:7],
-                    base_twist=base_twist_from_body(q, v[0:6], rep),
+        twist = v[0:6] if rep == 'body' else base_twist_from_body(q, v[0:6], rep)
+        base = dict(base_position=q[0:3], base_quaternion=q[3:7], base_twist=twist,
                     joint_positions=q[7:], joint_velocities=v[6:])
     else:
         base = dict(joint_positions=q, joint_velocities=v)
     return Linearization(
-        A=A, B=B, f=f, u0=u0, joint_names=model.joint_names, input_names=res.names,
+        A=A, B=B, f=f, u0=u, joint_names=model.joint_names, input_names=res.names,
         velocity_representation=rep, time_model=tm, dt=dt_out, model_name=model.name,
         model_hash=model.urdf_hash, floating_base=model.floating_base,
         compute_time=time.perf_counter() - t0, stamp=stamp, **base)
