@@ -8,7 +8,8 @@ a push at ``push_time_s``, the MPC takes over at ``mpc.start_time_s`` and moves 
 the arms to a new setpoint; at the end the report (PNG + JSON) is written and summarised.
 
 Usage: ``rbd-demo [--duration 8] [--out demo_report] [--config config/demo.yaml]
-[--push-time 2] [--mpc-start 4] [--executor multi|single] [--max-rtf 0]``.
+[--push-time 2] [--mpc-start 4] [--executor multi|single] [--max-rtf 0]
+[--node NAME [--ros-args ...]]``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import math  # noqa: E402
 from pathlib import Path  # noqa: E402
 import sys  # noqa: E402
@@ -100,66 +102,107 @@ def make_linearizer_node(cfg: dict, context):
     return LinearizerNode(context=context, parameter_overrides=params)
 
 
+NODE_NAMES = ('sim_driver', 'linearizer', 'lqr_gains', 'lqr_controller', 'mpc',
+              'demo_recorder')
+
+
+def create_nodes(cfg: dict, scen: dict, names, context, max_rtf: float = 0.0) -> dict:
+    """Create the demo's nodes named in ``names`` (subset of NODE_NAMES) in ``context``."""
+    from rclpy.parameter import Parameter
+
+    from rbd_linearizer.demo import lqr_node, mpc_node, report, sim_driver
+    from rbd_linearizer.demo.hexarotor import RotorLayout, hexarotor_urdf
+    from rbd_linearizer.model import build_model
+
+    layout = RotorLayout.from_config(cfg['rotors'])
+    urdf = hexarotor_urdf(layout)
+    model = build_model(urdf)
+    sim = cfg['sim']
+    torque_limit = float(cfg['robot']['torque_limit'])
+    sim_time = [Parameter('use_sim_time', value=True)]
+    nodes = {}
+    if 'sim_driver' in names:
+        nodes['sim_driver'] = sim_driver.make_node(
+            urdf, layout, scen['q_ref_lqr'], context=context, parameter_overrides=[
+                Parameter('publish_rate_hz', value=float(sim['publish_rate_hz'])),
+                Parameter('timestep', value=float(sim['timestep'])),
+                Parameter('max_real_time_factor', value=float(max_rtf)),
+                Parameter('base_link', value=cfg['robot']['base_link']),
+                Parameter('command_topics', value=['/lqr/command', '/mpc/command']),
+                Parameter('controller_schedule', value=[0.0, scen['mpc_start_s']]),
+                Parameter('push_time_s', value=scen['push_time_s']),
+                Parameter('push_force', value=[float(x) for x in scen['push_force']]),
+                Parameter('push_duration_s', value=scen['push_duration_s']),
+                Parameter('duration_s', value=scen['duration_s'])])
+    if 'linearizer' in names:
+        nodes['linearizer'] = make_linearizer_node(cfg, context)
+    if 'lqr_gains' in names or 'lqr_controller' in names:
+        gains, ctrl = lqr_node.make_nodes(model, layout, scen['q_ref_lqr'], cfg['lqr'],
+                                          torque_limit=torque_limit, context=context,
+                                          parameter_overrides=sim_time)
+        for name, node in (('lqr_gains', gains), ('lqr_controller', ctrl)):
+            if name in names:
+                nodes[name] = node
+            else:
+                node.destroy_node()
+    if 'mpc' in names:
+        nodes['mpc'] = mpc_node.make_node(model, layout, scen['q_ref_mpc'], cfg['mpc'],
+                                          torque_limit=torque_limit, context=context,
+                                          parameter_overrides=sim_time)
+    if 'demo_recorder' in names:
+        nodes['demo_recorder'] = report.make_node(model, context=context,
+                                                  parameter_overrides=sim_time)
+    return nodes
+
+
+def _summarize(nodes: dict, scen: dict, cfg: dict, out, wall: float) -> dict:
+    from rbd_linearizer.demo import report
+    from rbd_linearizer.demo.hexarotor import RotorLayout
+    rec = nodes['demo_recorder']
+    summary = report.build_report(rec.states, rec.applied, rec.lins, scen, out,
+                                  RotorLayout.from_config(cfg['rotors']))
+    summary['wall_time_s'] = wall
+    summary['real_time_factor'] = summary['simulated_s'] / wall if wall > 0 else 0.0
+    if 'sim_driver' in nodes:
+        summary['driver_timeouts'] = nodes['sim_driver'].timeouts
+    if 'lqr_gains' in nodes:
+        hist = nodes['lqr_gains'].history
+        summary['lqr_retunes'] = len(hist)
+        summary['lqr_spectral_radius_max'] = max(r for _, r in hist) if hist else float('nan')
+    mpc = nodes.get('mpc')
+    if mpc is not None and mpc.stats:
+        st = np.array([s[1] for s in mpc.stats])
+        summary['mpc_solves'] = len(mpc.stats)
+        summary['mpc_solve_ms_median'] = float(np.median(st) * 1e3)
+        summary['mpc_statuses'] = sorted({s[2] for s in mpc.stats})
+    Path(out).with_suffix('.json').write_text(json.dumps(summary, indent=2) + '\n')
+    return summary
+
+
 def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
         max_rtf: float = 0.0, wall_timeout: float = 600.0, log=print,
         executor: str = 'multi') -> dict:
     """Run the demo; return the report summary (raises RuntimeError if the loop stalls)."""
     import rclpy
     from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
-    from rclpy.parameter import Parameter
 
-    from rbd_linearizer.demo import lqr_node, mpc_node, report, sim_driver
-    from rbd_linearizer.demo.hexarotor import RotorLayout
-    from rbd_linearizer.model import build_model
-
-    layout = RotorLayout.from_config(cfg['rotors'])
-    from rbd_linearizer.demo.hexarotor import hexarotor_urdf
-    urdf = hexarotor_urdf(layout)
-    model = build_model(urdf)
     scen = scenario_from_config(cfg)
     if duration is not None:
         scen['duration_s'] = float(duration)
-    sim = cfg['sim']
-    torque_limit = float(cfg['robot']['torque_limit'])
-    sim_time = [Parameter('use_sim_time', value=True)]
-
     context = rclpy.Context()
     rclpy.init(context=context)
-    nodes = []
+    nodes = {}
     try:
-        driver = sim_driver.make_node(urdf, layout, scen['q_ref_lqr'], context=context,
-                                      parameter_overrides=[
-            Parameter('publish_rate_hz', value=float(sim['publish_rate_hz'])),
-            Parameter('timestep', value=float(sim['timestep'])),
-            Parameter('max_real_time_factor', value=float(max_rtf)),
-            Parameter('base_link', value=cfg['robot']['base_link']),
-            Parameter('command_topics', value=['/lqr/command', '/mpc/command']),
-            Parameter('controller_schedule', value=[0.0, scen['mpc_start_s']]),
-            Parameter('push_time_s', value=scen['push_time_s']),
-            Parameter('push_force', value=[float(x) for x in scen['push_force']]),
-            Parameter('push_duration_s', value=scen['push_duration_s']),
-            Parameter('duration_s', value=scen['duration_s']),
-        ])
-        nodes.append(driver)
-        nodes.append(make_linearizer_node(cfg, context))
-        gains, ctrl = lqr_node.make_nodes(model, layout, scen['q_ref_lqr'], cfg['lqr'],
-                                          torque_limit=torque_limit, context=context,
-                                          parameter_overrides=sim_time)
-        nodes += [gains, ctrl]
-        mpc = mpc_node.make_node(model, layout, scen['q_ref_mpc'], cfg['mpc'],
-                                 torque_limit=torque_limit, context=context,
-                                 parameter_overrides=sim_time)
-        nodes.append(mpc)
-        recorder = report.make_node(model, context=context, parameter_overrides=sim_time)
-        nodes.append(recorder)
+        nodes = create_nodes(cfg, scen, NODE_NAMES, context, max_rtf)
+        driver = nodes['sim_driver']
         if executor == 'multi':
             exe = MultiThreadedExecutor(num_threads=2, context=context)
         else:
             exe = SingleThreadedExecutor(context=context)
-        for n in nodes:
+        for n in nodes.values():
             exe.add_node(n)
         log(f"rbd-demo: simulating {scen['duration_s']:g} s (lock-step MuJoCo, "
-            f"{sim['publish_rate_hz']:g} Hz)...")
+            f"{cfg['sim']['publish_rate_hz']:g} Hz)...")
         wall0 = time.monotonic()
         last = -1.0
         while not driver.finished:
@@ -174,26 +217,55 @@ def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
         end = time.monotonic() + 0.5
         while time.monotonic() < end:
             exe.spin_once(timeout_sec=0.02)
-        wall = time.monotonic() - wall0
-        summary = report.build_report(recorder.states, recorder.applied, recorder.lins, scen,
-                                      out, layout)
-        summary['wall_time_s'] = wall
-        summary['real_time_factor'] = summary['simulated_s'] / wall if wall > 0 else 0.0
-        summary['driver_timeouts'] = driver.timeouts
-        summary['lqr_retunes'] = len(gains.history)
-        summary['lqr_spectral_radius_max'] = (max(r for _, r in gains.history)
-                                              if gains.history else float('nan'))
-        if mpc.stats:
-            st = np.array([s[1] for s in mpc.stats])
-            summary['mpc_solves'] = len(mpc.stats)
-            summary['mpc_solve_ms_median'] = float(np.median(st) * 1e3)
-            summary['mpc_statuses'] = sorted({s[2] for s in mpc.stats})
-        Path(out).with_suffix('.json').write_text(__import__('json').dumps(summary, indent=2))
-        return summary
+        return _summarize(nodes, scen, cfg, out, time.monotonic() - wall0)
     finally:
-        for n in nodes:
+        for n in nodes.values():
             n.destroy_node()
         rclpy.shutdown(context=context)
+
+
+def run_node(cfg: dict, name: str, duration: float | None, out, ros_args) -> int:
+    """Run one demo node alone (launch/demo.launch.py starts each in its own process).
+
+    ``sim_driver`` exits when the simulation is over, ``demo_recorder`` after writing the
+    report (launch shuts the rest down then); the others spin until shut down.
+    """
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+
+    from rbd_linearizer.demo.report import format_summary
+    scen = scenario_from_config(cfg)
+    if duration is not None:
+        scen['duration_s'] = float(duration)
+    context = rclpy.Context()
+    rclpy.init(args=ros_args, context=context)
+    nodes = {}
+    try:
+        nodes = create_nodes(cfg, scen, (name,), context)
+        node = nodes[name]
+        exe = SingleThreadedExecutor(context=context)
+        exe.add_node(node)
+        end_ns = int(round(scen['duration_s'] * 1e9))
+        wall0 = time.monotonic()
+        while context.ok():
+            exe.spin_once(timeout_sec=0.1)
+            if name == 'sim_driver' and node.finished:
+                break
+            if name == 'demo_recorder' and node.states and max(node.states) >= end_ns:
+                stop = time.monotonic() + 0.5
+                while time.monotonic() < stop:
+                    exe.spin_once(timeout_sec=0.05)
+                print(format_summary(_summarize(nodes, scen, cfg, out,
+                                                time.monotonic() - wall0)), flush=True)
+                break
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        for n in nodes.values():
+            n.destroy_node()
+        if context.ok():
+            rclpy.shutdown(context=context)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,13 +282,19 @@ def main(argv: list[str] | None = None) -> int:
                     help='time the MPC takes over [s] (default: config)')
     ap.add_argument('--max-rtf', type=float, default=0.0,
                     help='cap the real-time factor (1.0 = real time; 0 = as fast as possible)')
-    args = ap.parse_args(argv)
+    ap.add_argument('--node', choices=NODE_NAMES,
+                    help='run only this node (one process per node: launch/demo.launch.py)')
+    from rclpy.utilities import remove_ros_args
+    full = list(sys.argv[1:] if argv is None else argv)
+    args = ap.parse_args(remove_ros_args(['rbd-demo', *full])[1:])
     from rbd_linearizer.demo.report import format_summary
     cfg = load_config(args.config)
     if args.push_time is not None:
         cfg['sim']['push_time_s'] = args.push_time
     if args.mpc_start is not None:
         cfg['mpc']['start_time_s'] = args.mpc_start
+    if args.node:
+        return run_node(cfg, args.node, args.duration, args.out, ['rbd-demo', *full])
     summary = run(cfg, args.duration, args.out, args.max_rtf, executor=args.executor)
     print(format_summary(summary))
     print(f"wall time {summary['wall_time_s']:.1f} s (real-time factor "
