@@ -1,4 +1,9 @@
-"""compute_all_terms: equals the separate algorithms (bit-for-bit-ish) and Pinocchio (1e-9)."""
+"""compute_all_terms: equals the separate algorithms and Pinocchio.
+
+Fused vs separate calls: the same operations, but compiled in different kernels (LLVM may
+contract to FMA differently): 1e-12 relative (M^-1 of a cond ~1e4 M shows ~2e-14).
+Pinocchio: 1e-9 relative.
+"""
 
 import numpy as np
 import pytest
@@ -15,6 +20,7 @@ from rbd_linearizer.errors import StateError
 from rbd_linearizer.model.data import create_data
 
 pin = pytest.importorskip('pinocchio')
+SAME = 1e-12
 
 
 def test_equals_separate_calls(sample):
@@ -22,10 +28,10 @@ def test_equals_separate_calls(sample):
     q, v, _, _ = random_state(model, 0)
     M, Minv, g, h = (x.copy() for x in compute_all_terms(model, data, q, v))
     other = create_data(model)
-    assert rel(M, crba(model, other, q)) < 1e-14
-    assert rel(Minv, compute_minverse(model, other, q)) < 1e-14
-    assert rel(g, compute_generalized_gravity(model, other, q)) < 1e-14
-    assert rel(h, nonlinear_effects(model, other, q, v)) < 1e-14
+    assert rel(M, crba(model, other, q)) < SAME
+    assert rel(Minv, compute_minverse(model, other, q)) < SAME
+    assert rel(g, compute_generalized_gravity(model, other, q)) < SAME
+    assert rel(h, nonlinear_effects(model, other, q, v)) < SAME
 
 
 def test_vs_pinocchio(robot):

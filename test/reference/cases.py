@@ -35,6 +35,7 @@ ROBOTS = [
     ('panda', False),
     ('panda', True),
     ('hextilt', True),
+    ('hextilt', False),
     ('seed002', True),
     ('seed002', False),
 ]
