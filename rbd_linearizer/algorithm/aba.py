@@ -427,19 +427,20 @@ def minverse_passes(mi, mf, q, ws, do_fk):
                 for kk in range(nj):
                     x -= Dinv[iv + k, kk] * t10[kk]
                 Minv[iv + k, j] = x
-            for r in range(6):
-                x = Fcrb[j, r]
-                for k in range(nj):
-                    x += U[iv + k, r] * Minv[iv + k, j]
-                Fcrb[j, r] = x
-        for k in range(nj):
-            for r in range(6):
-                x = 0.0
-                for kk in range(nj):
-                    x += U[iv + kk, r] * Dinv[iv + kk, k]
-                UD[k, r] = x
-                Fcrb[iv + k, r] = x
+            if lam >= 0:  # the root's pa is never used
+                for r in range(6):
+                    x = Fcrb[j, r]
+                    for k in range(nj):
+                        x += U[iv + k, r] * Minv[iv + k, j]
+                    Fcrb[j, r] = x
         if lam >= 0:
+            for k in range(nj):
+                for r in range(6):
+                    x = 0.0
+                    for kk in range(nj):
+                        x += U[iv + kk, r] * Dinv[iv + kk, k]
+                    UD[k, r] = x
+                    Fcrb[iv + k, r] = x
             for r in range(6):
                 for c in range(6):
                     x = IA[i, r, c]
