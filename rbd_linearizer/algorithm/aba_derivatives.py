@@ -40,6 +40,25 @@ __all__ = ['compute_aba_derivatives']
 
 
 @jit
+def _neg_matmul(M, D, out):
+    # out = -M D for M (n, n), D (n, m): row-major i-k-j loops, contiguous inner loop (SIMD).
+    # Written out instead of np.dot: BLAS may start threads for these small products, which
+    # costs more than the product on a busy machine and oversubscribes numba's parallel batch.
+    n = M.shape[0]
+    m = D.shape[1]
+    for r in range(n):
+        o = out[r]
+        for c in range(m):
+            o[c] = 0.0
+        for k in range(n):
+            mk = -M[r, k]
+            if mk != 0.0:
+                d = D[k]
+                for c in range(m):
+                    o[c] += mk * d[c]
+
+
+@jit
 def aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, ddq_dx):
     # (int64[:], float64[:], q, v, tau, fext, ws, dW, dtau (nv, 2nv), tau_id (nv), sc,
     #  ddq_dx (nv, 2nv) C-contiguous) -> int64 code. Fills data.ddq, data.Minv, dtau, ddq_dx.
@@ -63,10 +82,7 @@ def aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, dd
     # inverse dynamics at the consistent acceleration (tau_id = tau up to round-off)
     rnea_passes(mi, mf, q, v, ddq, fext, ws, MODE_RNEA, tau_id, False)
     rnea_derivatives_passes(mi, mf, ws, dW, dtau, sc)
-    np.dot(Minv, dtau, ddq_dx)  # Prop. 3.3: D_i FD = -M^-1 D_i ID
-    for r in range(nv):
-        for c in range(2 * nv):
-            ddq_dx[r, c] = -ddq_dx[r, c]
+    _neg_matmul(Minv, dtau, ddq_dx)  # Prop. 3.3: D_i FD = -M^-1 D_i ID
     return 0
 
 
