@@ -679,29 +679,49 @@ class LinearizerLifecycleNode(_LinearizerMixin, LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
 
+def _pop_option(argv: list[str], name: str, default: str | None) -> str | None:
+    # Options of ours come before --ros-args: '--name value', '--name=value' or a bare flag.
+    end = argv.index('--ros-args') if '--ros-args' in argv else len(argv)
+    for k in range(end):
+        if argv[k] == f'--{name}':
+            if default is None:
+                del argv[k]
+                return 'true'
+            value = argv[k + 1]
+            del argv[k:k + 2]
+            return value
+        if argv[k].startswith(f'--{name}='):
+            return argv.pop(k).split('=', 1)[1]
+    return default
+
+
 def _spin(node) -> None:
+    executor = rclpy.executors.SingleThreadedExecutor()
     try:
-        rclpy.spin(node)
+        executor.add_node(node)
+        executor.spin()
     except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
         pass
     finally:
+        executor.shutdown()
         node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
 
 
 def main(args: list[str] | None = None) -> None:
-    """Entry point of ``linearizer_node`` (``--ros-args`` supported; ``--lifecycle``)."""
+    """Entry point of ``linearizer_node``: ``linearizer_node [--lifecycle] [--ros-args ...]``.
+
+    ``--lifecycle`` starts the managed variant (as ``main_lifecycle``).
+    """
     argv = list(sys.argv if args is None else args)
-    if '--lifecycle' in argv:
-        argv.remove('--lifecycle')
-        return main_lifecycle(argv)
+    lifecycle = _pop_option(argv, 'lifecycle', None)
     rclpy.init(args=argv)
-    _spin(LinearizerNode())
+    _spin(LinearizerLifecycleNode() if lifecycle else LinearizerNode())
 
 
 def main_lifecycle(args: list[str] | None = None) -> None:
-    """Entry point of the managed variant (``linearizer_lifecycle_node``)."""
+    """Entry point of the managed variant (``linearizer_lifecycle_node``): starts unconfigured."""
     rclpy.init(args=args)
     _spin(LinearizerLifecycleNode())
 
