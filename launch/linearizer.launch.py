@@ -2,52 +2,78 @@
 
     ros2 launch rbd_linearizer linearizer.launch.py \
         [params_file:=/path/to.yaml] [namespace:=robot1] [use_sim_time:=false] \
-        [use_default_robot:=false] [log_level:=info]
+        [robot_description_file:=/path/robot.urdf] \
+        [robot_description_topic:=robot_description] [use_default_robot:=false] \
+        [rate_hz:=100.0] [tick_mode:=timer] [velocity_representation:=body] \
+        [time_model:=continuous] [dt:=0.01] [lifecycle:=false] [log_level:=info]
 
-The parameter file defaults to share/rbd_linearizer/config/linearizer.yaml.
+The parameter file defaults to share/rbd_linearizer/config/linearizer.yaml; the arguments
+override its values. Topics (joint_states, odom, robot_description) resolve in the namespace;
+remap them with the usual ``remappings`` when including this file. ``lifecycle:=true`` starts
+the managed variant (unconfigured: drive it with ``ros2 lifecycle set``).
 """
 
 from launch.actions import DeclareLaunchArgument
+from launch.conditions import IfCondition, UnlessCondition
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
-from launch_ros.actions import Node
+from launch_ros.actions import LifecycleNode, Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 from launch import LaunchDescription
+
+ARGUMENTS = (
+    # name, default, description
+    ('namespace', '', 'Namespace of the node (and of its relative topics)'),
+    ('use_sim_time', 'false', 'Use /clock (simulation or bag replay) time'),
+    ('robot_description_file', '', 'URDF file of the robot (else the topic)'),
+    ('robot_description_topic', 'robot_description', 'URDF topic (transient local)'),
+    ('use_default_robot', 'false', 'Serve the embedded default robot (demo)'),
+    ('rate_hz', '100.0', 'Tick rate [Hz] (timer mode; output rate limit in on_state mode)'),
+    ('tick_mode', 'timer', "'timer' or 'on_state'"),
+    ('velocity_representation', 'body', "'body', 'mixed' or 'inertial'"),
+    ('time_model', 'continuous', "'continuous' or 'discrete'"),
+    ('dt', '0.01', 'Time step of the discrete time model [s]'),
+    ('lifecycle', 'false', 'Start the managed (lifecycle) variant'),
+    ('log_level', 'info', 'Logging level (debug, info, warn, error)'),
+)
 
 
 def generate_launch_description():
     """Return the launch description: arguments and the linearizer node."""
     default_params = PathJoinSubstitution(
         [FindPackageShare('rbd_linearizer'), 'config', 'linearizer.yaml'])
-    arguments = [
-        DeclareLaunchArgument('params_file', default_value=default_params,
-                              description='YAML parameter file of the node'),
-        DeclareLaunchArgument('namespace', default_value='',
-                              description='Namespace of the node'),
-        DeclareLaunchArgument('use_sim_time', default_value='false',
-                              description='Use /clock (simulation) time'),
-        DeclareLaunchArgument('use_default_robot', default_value='false',
-                              description='Serve the embedded default robot (demo)'),
-        DeclareLaunchArgument('log_level', default_value='info',
-                              description='Logging level (debug, info, warn, error)'),
-    ]
-    node = Node(
+    arguments = [DeclareLaunchArgument('params_file', default_value=default_params,
+                                       description='YAML parameter file of the node')]
+    arguments += [DeclareLaunchArgument(name, default_value=default, description=text)
+                  for name, default, text in ARGUMENTS]
+
+    def arg(name, value_type=str):
+        return ParameterValue(LaunchConfiguration(name), value_type=value_type)
+
+    overrides = {
+        'use_sim_time': arg('use_sim_time', bool),
+        'robot_description_file': arg('robot_description_file'),
+        'robot_description_topic': arg('robot_description_topic'),
+        'use_default_robot': arg('use_default_robot', bool),
+        'rate_hz': arg('rate_hz', float),
+        'tick_mode': arg('tick_mode'),
+        'velocity_representation': arg('velocity_representation'),
+        'time_model': arg('time_model'),
+        'dt': arg('dt', float),
+    }
+    common = dict(
         package='rbd_linearizer',
         executable='linearizer_node',
         name='linearizer',
         namespace=LaunchConfiguration('namespace'),
         output='screen',
         emulate_tty=True,
-        parameters=[
-            LaunchConfiguration('params_file'),
-            {
-                'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'),
-                                               value_type=bool),
-                'use_default_robot': ParameterValue(LaunchConfiguration('use_default_robot'),
-                                                    value_type=bool),
-            },
-        ],
-        arguments=['--ros-args', '--log-level', LaunchConfiguration('log_level')],
+        parameters=[LaunchConfiguration('params_file'), overrides],
     )
-    return LaunchDescription([*arguments, node])
+    log_args = ['--ros-args', '--log-level', LaunchConfiguration('log_level')]
+    plain = Node(**common, arguments=log_args,
+                 condition=UnlessCondition(LaunchConfiguration('lifecycle')))
+    managed = LifecycleNode(**common, arguments=['--lifecycle', *log_args],
+                            condition=IfCondition(LaunchConfiguration('lifecycle')))
+    return LaunchDescription([*arguments, plain, managed])
