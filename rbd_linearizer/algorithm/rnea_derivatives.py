@@ -72,7 +72,11 @@ class DerivativeWorkspace:
         dtau (nv, 2 nv): ``[dtau_dq | dtau_dv]``; ``dtau_dq``, ``dtau_dv`` are views of it.
         tau (nv,): the inverse dynamics at the point. scratch (64,).
         ddq_dx (nv, 2 nv): ``[ddq_dq | ddq_dv]`` (aba_derivatives); ``ddq_dq``, ``ddq_dv`` views.
+        minv_offset, ddq_offset: where ``data.Minv`` and ``data.ddq`` start in ``data._ws``.
     """
+
+    minv_offset = 0
+    ddq_offset = 0
 
     def __init__(self, nb: int, nv: int):
         self.dW = np.zeros((15 * nb + 8 * nv, 6))
@@ -94,6 +98,10 @@ def derivative_workspace(data) -> DerivativeWorkspace:
     ws = _WORKSPACES.get(data)
     if ws is None:
         ws = DerivativeWorkspace(int(data.model.nb), int(data.model.nv))
+        base = data._ws.__array_interface__['data'][0]
+        # offsets (float64 entries) of data.Minv and data.ddq in data._ws, for flat kernels
+        ws.minv_offset = (data.Minv.__array_interface__['data'][0] - base) // 8
+        ws.ddq_offset = (data.ddq.__array_interface__['data'][0] - base) // 8
         _WORKSPACES[data] = ws
     return ws
 

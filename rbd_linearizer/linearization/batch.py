@@ -18,15 +18,14 @@ import numba
 import numpy as np
 
 from rbd_linearizer._jit import jit, register_warmup
-from rbd_linearizer.algorithm._joints import BAD_A, BAD_V, check_config, check_finite
 from rbd_linearizer.algorithm.aba import _raise
-from rbd_linearizer.algorithm.aba_derivatives import aba_derivatives_passes
 from rbd_linearizer.algorithm.joint_configuration import integrate
 from rbd_linearizer.algorithm.rnea_derivatives import DerivativeWorkspace, derivative_workspace
 from rbd_linearizer.conventions import TimeModel
 from rbd_linearizer.errors import ConfigError, StateError
 from rbd_linearizer.linearization.continuous import (
     DISCRETE_METHODS,
+    _one_state,
     linearize_body,
     state_names,
 )
@@ -63,50 +62,6 @@ class LinearizationBatch:
 
     def __len__(self) -> int:
         return int(self.A.shape[0])
-
-
-@jit
-def _one_state(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, A, B, f, ddq, tau_dofs,
-               Minv_off, ddq_off, floating):
-    # One state of the batch: aba_derivatives_passes into A[nv:], then the kinematic rows,
-    # B = [0; M^-1 S_u], f = [v; ddq]. Returns an error code (0 = fine).
-    code = check_config(mi, q)
-    if code != 0:
-        return code
-    if not check_finite(v):
-        return BAD_V
-    if not check_finite(tau):
-        return BAD_A
-    nv = mi[1]
-    code = aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, A[nv:])
-    if code != 0:
-        return code
-    for r in range(nv):
-        for c in range(nv):
-            A[r, c] = 0.0
-            A[r, nv + c] = 0.0
-        A[r, nv + r] = 1.0
-    if floating:
-        # -ad(v_b): [[w^, v^], [0, w^]] negated
-        for blk in range(3):
-            w = v[3:6] if blk != 1 else v[0:3]
-            r0 = 0 if blk < 2 else 3
-            c0 = 0 if blk == 0 else 3
-            A[r0 + 0, c0 + 1] = w[2]
-            A[r0 + 0, c0 + 2] = -w[1]
-            A[r0 + 1, c0 + 0] = -w[2]
-            A[r0 + 1, c0 + 2] = w[0]
-            A[r0 + 2, c0 + 0] = w[1]
-            A[r0 + 2, c0 + 1] = -w[0]
-    nu = tau_dofs.shape[0]
-    for r in range(nv):
-        for c in range(nu):
-            B[r, c] = 0.0
-            B[nv + r, c] = ws[Minv_off + r * nv + tau_dofs[c]]
-        f[r] = v[r]
-        f[nv + r] = ws[ddq_off + r]
-        ddq[r] = ws[ddq_off + r]
-    return 0
 
 
 @jit
@@ -147,12 +102,6 @@ class _ParallelWorkspaces:
 
 
 _PARALLEL: dict = {}
-
-
-def _field_offset(data, name: str) -> int:
-    arr = getattr(data, name)
-    return int((arr.__array_interface__['data'][0] - data._ws.__array_interface__['data'][0])
-               // 8)
 
 
 def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = None,
@@ -207,7 +156,8 @@ def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = N
         TAU[:, res.tau_dofs] = U[:, : res.n_tau]
         codes = np.zeros(N, dtype=np.int64)
         fext = np.zeros(0)
-        args = (res.tau_dofs, _field_offset(data, 'Minv'), _field_offset(data, 'ddq'),
+        dws = derivative_workspace(data)
+        args = (res.tau_dofs, dws.minv_offset, dws.ddq_offset,
                 bool(model.floating_base), codes)
         if parallel and N > 1:
             nchunk = min(N, numba.get_num_threads())
@@ -218,7 +168,6 @@ def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = N
             _batch_kernel_parallel(data._mi, data._mf, Q, V, TAU, fext, pw.WS, pw.DW, pw.DTAU,
                                    pw.TAUID, pw.SC, A, B, f, ddq, *args)
         else:
-            dws = derivative_workspace(data)
             _batch_kernel(data._mi, data._mf, Q, V, TAU, fext, data._ws, dws.dW, dws.dtau,
                           dws.tau, dws.scratch, A, B, f, ddq, *args)
         bad = np.flatnonzero(codes)

@@ -25,9 +25,20 @@ import time
 
 import numpy as np
 
-from rbd_linearizer.algorithm._joints import _EMPTY, as_vector
+from rbd_linearizer._jit import jit
+from rbd_linearizer.algorithm._joints import (
+    _EMPTY,
+    BAD_A,
+    BAD_V,
+    as_vector,
+    check_config,
+    check_finite,
+)
 from rbd_linearizer.algorithm.aba import _raise
-from rbd_linearizer.algorithm.aba_derivatives import _aba_derivatives_kernel
+from rbd_linearizer.algorithm.aba_derivatives import (
+    _aba_derivatives_kernel,
+    aba_derivatives_passes,
+)
 from rbd_linearizer.algorithm.joint_configuration import integrate
 from rbd_linearizer.algorithm.kinematics import forward_kinematics
 from rbd_linearizer.algorithm.rnea_derivatives import derivative_workspace
@@ -102,6 +113,50 @@ def _generalized_inputs(model, data, q, u, res: ResolvedInputs):
     return tau, fext.reshape(-1), maps
 
 
+@jit
+def _one_state(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, A, B, f, ddq, tau_dofs,
+               Minv_off, ddq_off, floating):
+    # One state of the batch: aba_derivatives_passes into A[nv:], then the kinematic rows,
+    # B = [0; M^-1 S_u], f = [v; ddq]. Returns an error code (0 = fine).
+    code = check_config(mi, q)
+    if code != 0:
+        return code
+    if not check_finite(v):
+        return BAD_V
+    if not check_finite(tau):
+        return BAD_A
+    nv = mi[1]
+    code = aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, A[nv:])
+    if code != 0:
+        return code
+    for r in range(nv):
+        for c in range(nv):
+            A[r, c] = 0.0
+            A[r, nv + c] = 0.0
+        A[r, nv + r] = 1.0
+    if floating:
+        # -ad(v_b): [[w^, v^], [0, w^]] negated
+        for blk in range(3):
+            w = v[3:6] if blk != 1 else v[0:3]
+            r0 = 0 if blk < 2 else 3
+            c0 = 0 if blk == 0 else 3
+            A[r0 + 0, c0 + 1] = w[2]
+            A[r0 + 0, c0 + 2] = -w[1]
+            A[r0 + 1, c0 + 0] = -w[2]
+            A[r0 + 1, c0 + 2] = w[0]
+            A[r0 + 2, c0 + 0] = w[1]
+            A[r0 + 2, c0 + 1] = -w[0]
+    nu = tau_dofs.shape[0]
+    for r in range(nv):
+        for c in range(nu):
+            B[r, c] = 0.0
+            B[nv + r, c] = ws[Minv_off + r * nv + tau_dofs[c]]
+        f[r] = v[r]
+        f[nv + r] = ws[ddq_off + r]
+        ddq[r] = ws[ddq_off + r]
+    return 0
+
+
 def _hat(a) -> np.ndarray:
     return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
 
@@ -128,6 +183,18 @@ def _linearize_body(model, data, q, v, u, res: ResolvedInputs) -> LinearizationP
     nx = 2 * nv
     tau, fext, maps = _generalized_inputs(model, data, q, u, res)
     dws = derivative_workspace(data)
+    if maps is None:
+        # torque inputs only: one compiled call fills A, B, f (as the batch does per state)
+        A = np.empty((nx, nx))
+        B = np.empty((nx, res.nu))
+        f = np.empty(nx)
+        code = _one_state(data._mi, data._mf, q, v, tau, fext, data._ws, dws.dW, dws.dtau,
+                          dws.tau, dws.scratch, A, B, f, f[nv:], res.tau_dofs,
+                          dws.minv_offset, dws.ddq_offset,
+                          bool(model.floating_base))
+        if code:
+            _raise(code)
+        return LinearizationPoint(A, B, f, f[nv:], data.Minv.copy())
     A = np.zeros((nx, nx))
     code = _aba_derivatives_kernel(data._mi, data._mf, q, v, tau, fext, data._ws, dws.dW,
                                    dws.dtau, dws.tau, dws.scratch, A[nv:])
