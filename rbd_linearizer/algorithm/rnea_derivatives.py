@@ -28,7 +28,7 @@ import weakref
 
 import numpy as np
 
-from rbd_linearizer._jit import jit, register_warmup
+from rbd_linearizer._jit import jit, jit_inline, register_warmup
 from rbd_linearizer.algorithm._joints import (
     BAD_A,
     BAD_FEXT,
@@ -106,13 +106,13 @@ def derivative_workspace(data) -> DerivativeWorkspace:
     return ws
 
 
-@jit
+@jit_inline
 def _dot6(a, b):
     # a . b for 6-vectors
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
 
 
-@jit
+@jit_inline
 def _matvec6(M, x, out, transpose):
     # out = M x (or M^T x) for a 6x6 M
     for r in range(6):
@@ -122,7 +122,7 @@ def _matvec6(M, x, out, transpose):
         out[r] = s
 
 
-@jit
+@jit_inline
 def _matvec6_add(M, x, out):
     # out += M x
     for r in range(6):
