@@ -4,6 +4,7 @@
         [params_file:=/path/to.yaml] [namespace:=robot1] [use_sim_time:=false] \
         [robot_description_file:=/path/robot.urdf] \
         [robot_description_topic:=robot_description] [use_default_robot:=false] \
+        [base:=auto] \
         [rate_hz:=100.0] [tick_mode:=timer] [velocity_representation:=body] \
         [time_model:=continuous] [dt:=0.01] [lifecycle:=false] [log_level:=info]
 
@@ -29,6 +30,7 @@ ARGUMENTS = (
     ('robot_description_file', '', 'URDF file of the robot (else the topic)'),
     ('robot_description_topic', 'robot_description', 'URDF topic (transient local)'),
     ('use_default_robot', 'false', 'Serve the embedded default robot (demo)'),
+    ('base', 'auto', "'auto' (floating unless the root link is 'world'), 'floating', 'fixed'"),
     ('rate_hz', '100.0', 'Tick rate [Hz] (timer mode; output rate limit in on_state mode)'),
     ('tick_mode', 'timer', "'timer' or 'on_state'"),
     ('velocity_representation', 'body', "'body', 'mixed' or 'inertial'"),
@@ -56,6 +58,7 @@ def generate_launch_description():
         'robot_description_file': arg('robot_description_file'),
         'robot_description_topic': arg('robot_description_topic'),
         'use_default_robot': arg('use_default_robot', bool),
+        'base': arg('base'),
         'rate_hz': arg('rate_hz', float),
         'tick_mode': arg('tick_mode'),
         'velocity_representation': arg('velocity_representation'),

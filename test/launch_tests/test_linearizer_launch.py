@@ -1,7 +1,7 @@
 """launch_testing test of launch/linearizer.launch.py: URDF file in, states in, outputs checked.
 
 Starts the node from the launch file (two_link_arm.urdf given as ``robot_description_file``,
-fixed base, on_state ticks), publishes JointState messages and asserts that each published
+``base:=fixed``, on_state ticks), publishes JointState messages and asserts that each published
 ``~/linearization`` equals ``linearize`` at the published state (1e-12), that the
 ``~/linearize`` service answers, that a NaN state gives no output, and that the process exits
 cleanly.
@@ -60,6 +60,7 @@ def generate_test_description():
             launch_arguments={
                 'namespace': NS.strip('/'),
                 'robot_description_file': os.path.abspath(URDF),
+                'base': 'fixed',
                 'tick_mode': 'on_state',
                 'rate_hz': '1000.0',
                 'log_level': 'info',
@@ -79,7 +80,7 @@ class TestLinearizerFromLaunch(unittest.TestCase):
         cls.node.create_subscription(Linearization, f'{NS}/linearizer/linearization',
                                      cls.got.append, result_qos())
         cls.pub = cls.node.create_publisher(JointState, f'{NS}/joint_states', result_qos())
-        cls.model = build_model(URDF)
+        cls.model = build_model(URDF, floating_base=False)
 
     @classmethod
     def tearDownClass(cls):

@@ -1,0 +1,231 @@
+"""The launch scenarios as plain pytest: the node started as launch/linearizer.launch.py does.
+
+launch / launch_testing are not installable here, so this module starts the same command line
+the launch file produces (``linearizer_node [--lifecycle] --ros-args --params-file
+config/linearizer.yaml -p <argument overrides> -r __ns:=...``) over real rclpy + Fast DDS:
+
+* plain node, URDF file (fixed-base arm), on_state ticks: outputs equal ``linearize`` at the
+  published state (1e-12); NaN state: no output;
+* lifecycle variant: nothing served before configure/activate, outputs after, none after
+  deactivate;
+* ``use_sim_time``: ages come from /clock: a state one (simulated) second old is stale, a
+  fresh one is linearized and stamped with its (simulated) stamp.
+
+Also checks statically that every launch argument that sets a node parameter names a row of
+the parameter table.
+"""
+
+import ast
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is not installed')
+from lifecycle_msgs.msg import Transition  # noqa: E402
+from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+from rbd_linearizer.linearization import linearize  # noqa: E402
+from rbd_linearizer.model import build_model  # noqa: E402
+from rbd_linearizer.model.data import create_data  # noqa: E402
+from rbd_linearizer.msg import Linearization  # noqa: E402
+from rbd_linearizer.ros import params as P  # noqa: E402
+from rbd_linearizer.ros.conversions import linearization_from_msg, stamp_to_msg  # noqa: E402
+from rbd_linearizer.ros.qos import result_qos  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+URDF = ROOT / 'test' / 'resources' / 'urdf' / 'two_link_arm.urdf'
+CONFIG = ROOT / 'config' / 'linearizer.yaml'
+TIMEOUT = 90.0
+MODEL = build_model(str(URDF), floating_base=False)
+
+
+def _start(ns, *extra, lifecycle=False):
+    log = tempfile.TemporaryFile(mode='w+')
+    cmd = [sys.executable, '-m', 'rbd_linearizer.ros.node']
+    if lifecycle:
+        cmd.append('--lifecycle')
+    cmd += ['--ros-args', '--params-file', str(CONFIG),
+            '-p', f'robot_description_file:={URDF}', '-p', 'base:=fixed',
+            '-p', 'tick_mode:=on_state',
+            '-p', 'rate_hz:=1000.0', '-p', 'diagnostics_period_s:=0.5', *extra,
+            '-r', f'__ns:={ns}']
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ))
+    return proc, log
+
+
+def _stop(proc, log):
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=20)
+    log.close()
+
+
+class Probe:
+    def __init__(self, ns, proc, log):
+        self.ns, self.proc, self.log = ns, proc, log
+        self.context = rclpy.context.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node('launch_equivalent_probe', context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.got = []
+        self.node.create_subscription(Linearization, f'{ns}/linearizer/linearization',
+                                      self.got.append, result_qos())
+        self.pub = self.node.create_publisher(JointState, f'{ns}/joint_states', result_qos())
+        self.clock = self.node.create_publisher(Clock, '/clock', result_qos())
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+    def text(self):
+        self.log.seek(0)
+        return self.log.read()
+
+    def spin(self, seconds, predicate=lambda: False):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.02)
+            if predicate():
+                return True
+            assert self.proc.poll() is None, f'node died:\n{self.text()[-4000:]}'
+        return False
+
+    def publish(self, stamp_ns, s, sdot):
+        js = JointState()
+        js.header.stamp = stamp_to_msg(stamp_ns)
+        js.name = list(MODEL.joint_names)
+        js.position = [float(x) for x in s]
+        js.velocity = [float(x) for x in sdot]
+        self.pub.publish(js)
+
+    def output_for(self, stamp_ns):
+        for m in self.got:
+            if m.header.stamp.sec * 10**9 + m.header.stamp.nanosec == stamp_ns:
+                return m
+        return None
+
+    def feed_until_output(self, stamp_fn, s, sdot, timeout=TIMEOUT):
+        """Publish (re-stamped) until an output for it arrives (the node may be warming up)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            stamp = stamp_fn()
+            self.publish(stamp, s, sdot)
+            if self.spin(0.5, lambda st=stamp: self.output_for(st) is not None):
+                return self.output_for(stamp)
+        pytest.fail(f'no output; node log:\n{self.text()[-4000:]}')
+
+    def call(self, client, req):
+        assert client.wait_for_service(timeout_sec=TIMEOUT)
+        future = client.call_async(req)
+        assert self.spin(TIMEOUT, future.done)
+        return future.result()
+
+
+@pytest.fixture
+def run_node(request):
+    made = []
+
+    def start(ns, *extra, lifecycle=False):
+        proc, log = _start(ns, *extra, lifecycle=lifecycle)
+        probe = Probe(ns, proc, log)
+        made.append(probe)
+        return probe
+
+    yield start
+    for probe in made:
+        probe.close()
+        _stop(probe.proc, probe.log)
+
+
+def test_plain_node_from_the_params_file_equals_the_core(run_node):
+    probe = run_node('/le_plain')
+    data = create_data(MODEL)
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        s, sdot = rng.uniform(-1, 1, 2), rng.normal(size=2)
+        msg = probe.feed_until_output(lambda: probe.node.get_clock().now().nanoseconds, s, sdot)
+        lin = linearization_from_msg(msg)
+        ref = linearize(MODEL, data, s, sdot)
+        for a, b in ((lin.A, ref.A), (lin.B, ref.B), (lin.f, ref.f)):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+        assert lin.model_hash == MODEL.urdf_hash and not lin.floating_base
+    stamp = probe.node.get_clock().now().nanoseconds
+    probe.publish(stamp, [np.nan, 0.0], [0.0, 0.0])
+    assert not probe.spin(1.5, lambda: probe.output_for(stamp) is not None)
+    assert 'rejected joint_state' in probe.text()
+
+
+def test_lifecycle_variant_serves_only_when_active(run_node):
+    probe = run_node('/le_lc', lifecycle=True)
+    get = probe.node.create_client(GetState, '/le_lc/linearizer/get_state')
+    change = probe.node.create_client(ChangeState, '/le_lc/linearizer/change_state')
+    assert probe.call(get, GetState.Request()).current_state.label == 'unconfigured'
+    now = probe.node.get_clock().now
+    probe.publish(now().nanoseconds, [0.1, 0.2], [0.0, 0.0])
+    assert not probe.spin(1.0, lambda: bool(probe.got))
+    for tid in (Transition.TRANSITION_CONFIGURE, Transition.TRANSITION_ACTIVATE):
+        assert probe.call(change, ChangeState.Request(transition=Transition(id=tid))).success
+    assert probe.call(get, GetState.Request()).current_state.label == 'active'
+    assert 'serving model' in probe.text()  # built (and warmed up) in configure
+    probe.feed_until_output(lambda: now().nanoseconds, np.array([0.1, 0.2]), np.zeros(2),
+                            timeout=30.0)
+    req = ChangeState.Request(transition=Transition(id=Transition.TRANSITION_DEACTIVATE))
+    assert probe.call(change, req).success
+    probe.spin(0.5)
+    n = len(probe.got)
+    probe.publish(now().nanoseconds, [0.3, 0.2], [0.0, 0.0])
+    assert not probe.spin(1.0, lambda: len(probe.got) > n)
+
+
+def test_use_sim_time_ages_states_on_the_clock_topic(run_node):
+    probe = run_node('/le_sim', '-p', 'use_sim_time:=true', '-p', 'max_state_age_s:=0.5')
+    sim = [1000 * 10**9]
+
+    def tick_clock():
+        sim[0] += 10**7
+        probe.clock.publish(Clock(clock=stamp_to_msg(sim[0])))
+        return sim[0]
+
+    s, sdot = np.array([0.2, -0.1]), np.zeros(2)
+    msg = probe.feed_until_output(tick_clock, s, sdot)
+    assert msg.header.stamp.sec >= 1000 and msg.header.stamp.sec < 2000  # simulated time
+    # jump the simulated clock 2 s ahead: a state newer than the last used one but 2 s old
+    # (on /clock; in wall-clock time it would be decades old anyway) is stale
+    last = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+    sim[0] = last + 2 * 10**9
+    for _ in range(20):
+        tick_clock()
+        probe.spin(0.02)
+    old = last + 10**7
+    probe.publish(old, s, sdot)
+    assert not probe.spin(1.0, lambda: probe.output_for(old) is not None)
+    assert probe.spin(5.0, lambda: 'old (max_state_age 0.5 s)' in probe.text())
+    # and a fresh one (on the simulated clock) is linearized again
+    msg = probe.feed_until_output(tick_clock, s, sdot, timeout=10.0)
+    assert msg.header.stamp.sec >= 1002
+
+
+def test_launch_arguments_name_parameters_of_the_table():
+    tree = ast.parse((ROOT / 'launch' / 'linearizer.launch.py').read_text(encoding='utf-8'))
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], 'id', '') == 'ARGUMENTS':
+            names = [ast.literal_eval(elt)[0] for elt in node.value.elts]
+    assert names, 'ARGUMENTS not found in the launch file'
+    launch_only = {'namespace', 'use_sim_time', 'lifecycle', 'log_level'}
+    assert set(names) - launch_only <= set(P.by_name())
