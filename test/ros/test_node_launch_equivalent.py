@@ -5,7 +5,8 @@ the launch file produces (``linearizer_node [--lifecycle] --ros-args --params-fi
 config/linearizer.yaml -p <argument overrides> -r __ns:=...``) over real rclpy + Fast DDS:
 
 * plain node, URDF file (fixed-base arm), on_state ticks: outputs equal ``linearize`` at the
-  published state (1e-12); NaN state: no output;
+  published state (1e-12); NaN state: no output; model swap on robot_description (new hash,
+  new model's results), then a bad description keeps the new model;
 * lifecycle variant: nothing served before configure/activate, outputs after, none after
   deactivate;
 * ``use_sim_time``: ages come from /clock: a state one (simulated) second old is stale, a
@@ -32,6 +33,7 @@ from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
 
 from rbd_linearizer.linearization import linearize  # noqa: E402
 from rbd_linearizer.model import build_model  # noqa: E402
@@ -39,7 +41,7 @@ from rbd_linearizer.model.data import create_data  # noqa: E402
 from rbd_linearizer.msg import Linearization  # noqa: E402
 from rbd_linearizer.ros import params as P  # noqa: E402
 from rbd_linearizer.ros.conversions import linearization_from_msg, stamp_to_msg  # noqa: E402
-from rbd_linearizer.ros.qos import result_qos  # noqa: E402
+from rbd_linearizer.ros.qos import latched_qos, result_qos  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 URDF = ROOT / 'test' / 'resources' / 'urdf' / 'two_link_arm.urdf'
@@ -86,6 +88,7 @@ class Probe:
                                       self.got.append, result_qos())
         self.pub = self.node.create_publisher(JointState, f'{ns}/joint_states', result_qos())
         self.clock = self.node.create_publisher(Clock, '/clock', result_qos())
+        self.desc = self.node.create_publisher(String, f'{ns}/robot_description', latched_qos())
 
     def close(self):
         self.executor.shutdown()
@@ -168,6 +171,27 @@ def test_plain_node_from_the_params_file_equals_the_core(run_node):
     probe.publish(stamp, [np.nan, 0.0], [0.0, 0.0])
     assert not probe.spin(1.5, lambda: probe.output_for(stamp) is not None)
     assert 'rejected joint_state' in probe.text()
+
+    # model swap at run time: a heavier arm on robot_description; outputs carry its hash and
+    # equal the core of the new model; a bad description afterwards keeps it serving
+    heavy = URDF.read_text(encoding='utf-8').replace('<mass value="', '<mass value="2')
+    new = build_model(heavy, floating_base=False)
+    assert new.urdf_hash != MODEL.urdf_hash
+    probe.desc.publish(String(data=heavy))
+    s, sdot = np.array([0.3, -0.7]), np.array([0.5, 0.1])
+    end = time.monotonic() + TIMEOUT
+    lin = None
+    while time.monotonic() < end and (lin is None or lin.model_hash != new.urdf_hash):
+        lin = linearization_from_msg(probe.feed_until_output(
+            lambda: probe.node.get_clock().now().nanoseconds, s, sdot))
+    assert lin.model_hash == new.urdf_hash
+    ref = linearize(new, create_data(new), s, sdot)
+    np.testing.assert_allclose(lin.A, ref.A, rtol=0, atol=1e-12)
+    probe.desc.publish(String(data='<robot name="broken">'))
+    assert probe.spin(TIMEOUT, lambda: 'rejected robot description from topic' in probe.text())
+    lin = linearization_from_msg(probe.feed_until_output(
+        lambda: probe.node.get_clock().now().nanoseconds, s, sdot))
+    assert lin.model_hash == new.urdf_hash
 
 
 def test_lifecycle_variant_serves_only_when_active(run_node):
