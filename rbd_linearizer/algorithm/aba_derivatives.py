@@ -59,9 +59,10 @@ def _neg_matmul(M, D, out):
 
 
 @jit
-def aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, ddq_dx):
-    # (int64[:], float64[:], q, v, tau, fext, ws, dW, dtau (nv, 2nv), tau_id (nv), sc,
-    #  ddq_dx (nv, 2nv) C-contiguous) -> int64 code. Fills data.ddq, data.Minv, dtau, ddq_dx.
+def aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc, ddq_dx):
+    # (int64[:], float64[:], q, v, tau, fext, ws, dW, dtau (nv, 2nv), Cm (nv, nv), tau_id (nv),
+    #  sc, ddq_dx (nv, 2nv) C-contiguous) -> int64 code. Fills data.ddq, data.Minv, dtau, Cm
+    #  (the Coriolis matrix, a by-product), ddq_dx.
     # one kinematics pass (world poses + body twists) shared by M^-1 and both RNEA passes
     fk_pass(mi, mf, q, v, ws, True, True)
     code = minverse_passes(mi, mf, q, ws, False)  # M^-1 (IMMAmb / Carpentier), recursive
@@ -81,13 +82,13 @@ def aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, dd
         ddq[r] = s
     # inverse dynamics at the consistent acceleration (tau_id = tau up to round-off)
     rnea_passes(mi, mf, q, v, ddq, fext, ws, MODE_RNEA, tau_id, False)
-    rnea_derivatives_passes(mi, mf, ws, dW, dtau, sc)
+    rnea_derivatives_passes(mi, mf, ws, dW, dtau, Cm, sc)
     _neg_matmul(Minv, dtau, ddq_dx)  # Prop. 3.3: D_i FD = -M^-1 D_i ID
     return 0
 
 
 @jit
-def _aba_derivatives_kernel(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, ddq_dx):
+def _aba_derivatives_kernel(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc, ddq_dx):
     # Input checks, then aba_derivatives_passes; returns an error code (0 = fine).
     code = check_config(mi, q)
     if code != 0:
@@ -98,7 +99,8 @@ def _aba_derivatives_kernel(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, d
         return BAD_A
     if fext.shape[0] > 0 and not check_finite(fext):
         return BAD_FEXT
-    return aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, ddq_dx)
+    return aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc,
+                                  ddq_dx)
 
 
 def compute_aba_derivatives(model, data, q, v, tau, f_ext=None):
@@ -127,7 +129,7 @@ def compute_aba_derivatives(model, data, q, v, tau, f_ext=None):
     fext = as_fext(f_ext, model.nb)
     dws = derivative_workspace(data)
     code = _aba_derivatives_kernel(data._mi, data._mf, q, v, tau, fext, data._ws, dws.dW,
-                                   dws.dtau, dws.tau, dws.scratch, dws.ddq_dx)
+                                   dws.dtau, dws.C, dws.tau, dws.scratch, dws.ddq_dx)
     if code:
         _raise(code)
     return dws.ddq_dq, dws.ddq_dv, data.Minv

@@ -67,9 +67,11 @@ class DerivativeWorkspace:
     """Buffers of the derivative algorithms for one Data (allocated once, reused by every call).
 
     Attributes:
-        dW (15 nb + 8 nv, 6): world-frame 6-vectors and 6x6 blocks of the derivative passes
+        dW (15 nb + 10 nv, 6): world-frame 6-vectors and 6x6 blocks of the derivative passes
             (layout in ``rnea_derivatives_passes``).
         dtau (nv, 2 nv): ``[dtau_dq | dtau_dv]``; ``dtau_dq``, ``dtau_dv`` are views of it.
+        C (nv, nv): the Coriolis matrix at (q, v), a by-product (``C v = h - g``; equal to
+            ``compute_coriolis_matrix`` / Pinocchio's ``computeCoriolisMatrix``).
         tau (nv,): the inverse dynamics at the point. scratch (64,).
         ddq_dx (nv, 2 nv): ``[ddq_dq | ddq_dv]`` (aba_derivatives); ``ddq_dq``, ``ddq_dv`` views.
         minv_offset, ddq_offset: where ``data.Minv`` and ``data.ddq`` start in ``data._ws``.
@@ -79,10 +81,11 @@ class DerivativeWorkspace:
     ddq_offset = 0
 
     def __init__(self, nb: int, nv: int):
-        self.dW = np.zeros((15 * nb + 8 * nv, 6))
+        self.dW = np.zeros((15 * nb + 10 * nv, 6))
         self.dtau = np.zeros((nv, 2 * nv))
         self.dtau_dq = self.dtau[:, :nv]
         self.dtau_dv = self.dtau[:, nv:]
+        self.C = np.zeros((nv, nv))
         self.tau = np.zeros(nv)
         self.scratch = np.zeros(64)
         self.ddq_dx = np.zeros((nv, 2 * nv))
@@ -181,9 +184,9 @@ def _velocity_variation(I, V, h, out):
 
 
 @jit
-def rnea_derivatives_passes(mi, mf, ws, dW, dtau, sc):
-    # (int64[:], float64[:], ws float64[:], dW float64[:, :] (15 nb + 8 nv, 6),
-    #  dtau float64[:, :] (nv, 2 nv), sc float64[:]) -> None.
+def rnea_derivatives_passes(mi, mf, ws, dW, dtau, Cm, sc):
+    # (int64[:], float64[:], ws float64[:], dW float64[:, :] (15 nb + 10 nv, 6),
+    #  dtau float64[:, :] (nv, 2 nv), Cm float64[:, :] (nv, nv), sc float64[:]) -> None.
     # Needs forward kinematics with world poses (oR, op) and rnea_passes (mode 0, body frame:
     # liR, lip, V, A incl. the gravity offset, F composite incl. f_ext) just run on ws.
     #
@@ -201,6 +204,9 @@ def rnea_derivatives_passes(mi, mf, ws, dW, dtau, sc):
     #   k ancestor-or-self:  dtau_r/dq_k = w_r . gam_k + u_r . alp_k,  dv: w_r . g_k + u_r . oS_k
     #   k strict descendant: dtau_r/dq_k = oS_r . dFq_k,  dv: oS_r . dFv_k  (dF* at k's body)
     #   with w_r = Yc_i oS_r, u_r = Bc_i^T oS_r. Cost O(n d) entries of 12 flops.
+    # By-product, the Coriolis matrix (same structure, dJ_k = oV_j x oS_k, Pinocchio's form):
+    #   k ancestor-or-self: C[r, k] = w_r . dJ_k + u_r . oS_k / 2
+    #   k strict descendant: C[r, k] = oS_r . (Yc_j dJ_k + Bc_j oS_k / 2)
     nb, nv, parents, jtype, idx_q, idx_v, nvj, subptr, subidx, gravity, axis, _, _, I10 = (
         model_views(mi, mf)
     )
@@ -221,7 +227,9 @@ def rnea_derivatives_passes(mi, mf, ws, dW, dtau, sc):
     ww = dW[o + 5 * nv : o + 6 * nv]
     dFq = dW[o + 6 * nv : o + 7 * nv]
     dFv = dW[o + 7 * nv : o + 8 * nv]
-    o = 3 * nb + 8 * nv
+    dJ = dW[o + 8 * nv : o + 9 * nv]
+    cF = dW[o + 9 * nv : o + 10 * nv]
+    o = 3 * nb + 10 * nv
     Yc = dW[o : o + 6 * nb].reshape((nb, 6, 6))
     Bc = dW[o + 6 * nb : o + 12 * nb].reshape((nb, 6, 6))
     S = sc[0:6]
@@ -280,29 +288,40 @@ def rnea_derivatives_passes(mi, mf, ws, dW, dtau, sc):
             _matvec6_add(Yc[j], gam[k], dFq[k])
             _matvec6_add(Bc[j], alp[k], dFq[k])
             _matvec6(Yc[j], gv[k], dFv[k], False)
-            _matvec6_add(Bc[j], Sk, dFv[k])
+            _matvec6(Bc[j], Sk, t1, False)
+            for r in range(6):
+                dFv[k, r] += t1[r]
+            motion_cross(oV[j], Sk, dJ[k])
+            _matvec6(Yc[j], dJ[k], cF[k], False)
+            for r in range(6):
+                cF[k, r] += 0.5 * t1[r]
     # --- entries: rows of body i, columns of its supporting dofs and of its subtree's dofs
     for r in range(nv):
         for k in range(2 * nv):
             dtau[r, k] = 0.0
+        for k in range(nv):
+            Cm[r, k] = 0.0
     for i in range(nb):
         for c in range(nvj[i]):
             r = idx_v[i] + c
             j = i
             while j >= 0:
                 for k in range(idx_v[j], idx_v[j] + nvj[j]):
+                    us = _dot6(uu[r], oS[k])
                     dtau[r, k] = _dot6(ww[r], gam[k]) + _dot6(uu[r], alp[k])
-                    dtau[r, nv + k] = _dot6(ww[r], gv[k]) + _dot6(uu[r], oS[k])
+                    dtau[r, nv + k] = _dot6(ww[r], gv[k]) + us
+                    Cm[r, k] = _dot6(ww[r], dJ[k]) + 0.5 * us
                 j = parents[j]
             for e in range(subptr[i], subptr[i + 1]):
                 k = subidx[e]
                 dtau[r, k] = _dot6(oS[r], dFq[k])
                 dtau[r, nv + k] = _dot6(oS[r], dFv[k])
+                Cm[r, k] = _dot6(oS[r], cF[k])
 
 
 @jit
-def _rnea_derivatives_kernel(mi, mf, q, v, a, fext, ws, dW, dtau, tau, sc):
-    # (int64[:], float64[:], q, v, a, fext float64[:], ws, dW, dtau, tau, sc) -> int64 code
+def _rnea_derivatives_kernel(mi, mf, q, v, a, fext, ws, dW, dtau, Cm, tau, sc):
+    # (int64[:], float64[:], q, v, a, fext float64[:], ws, dW, dtau, Cm, tau, sc) -> int64 code
     code = check_config(mi, q)
     if code != 0:
         return code
@@ -314,7 +333,7 @@ def _rnea_derivatives_kernel(mi, mf, q, v, a, fext, ws, dW, dtau, tau, sc):
         return BAD_FEXT
     fk_pass(mi, mf, q, v, ws, True, True)
     rnea_passes(mi, mf, q, v, a, fext, ws, MODE_RNEA, tau, False)
-    rnea_derivatives_passes(mi, mf, ws, dW, dtau, sc)
+    rnea_derivatives_passes(mi, mf, ws, dW, dtau, Cm, sc)
     return 0
 
 
@@ -345,7 +364,7 @@ def compute_rnea_derivatives(model, data, q, v, a, f_ext=None):
     fext = as_fext(f_ext, model.nb)
     dws = derivative_workspace(data)
     code = _rnea_derivatives_kernel(data._mi, data._mf, q, v, a, fext, data._ws, dws.dW,
-                                    dws.dtau, dws.tau, dws.scratch)
+                                    dws.dtau, dws.C, dws.tau, dws.scratch)
     if code:
         raise_code(code)
     return dws.dtau_dq, dws.dtau_dv

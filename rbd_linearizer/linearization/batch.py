@@ -65,17 +65,18 @@ class LinearizationBatch:
 
 
 @jit
-def _batch_kernel(mi, mf, Q, V, TAU, fext, ws, dW, dtau, tau_id, sc, A, B, f, ddq, tau_dofs,
+def _batch_kernel(mi, mf, Q, V, TAU, fext, ws, dW, dtau, Cm, tau_id, sc, A, B, f, ddq, tau_dofs,
                   Minv_off, ddq_off, floating, codes):
     # (int64[:], float64[:], Q (N, nq), V (N, nv), TAU (N, nv), fext (0,), workspaces, outputs
     #  A (N, nx, nx), B (N, nx, nu), f (N, nx), ddq (N, nv), ..., codes (N,) int64) -> None
     for k in range(Q.shape[0]):
-        codes[k] = _one_state(mi, mf, Q[k], V[k], TAU[k], fext, ws, dW, dtau, tau_id, sc, A[k],
+        codes[k] = _one_state(mi, mf, Q[k], V[k], TAU[k], fext, ws, dW, dtau, Cm, tau_id, sc,
+                              A[k],
                               B[k], f[k], ddq[k], tau_dofs, Minv_off, ddq_off, floating)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _batch_kernel_parallel(mi, mf, Q, V, TAU, fext, WS, DW, DTAU, TAUID, SC, A, B, f, ddq,
+def _batch_kernel_parallel(mi, mf, Q, V, TAU, fext, WS, DW, DTAU, CM, TAUID, SC, A, B, f, ddq,
                            tau_dofs, Minv_off, ddq_off, floating, codes):
     # Same as _batch_kernel, states split into WS.shape[0] chunks, one workspace per chunk.
     nchunk = WS.shape[0]
@@ -85,7 +86,7 @@ def _batch_kernel_parallel(mi, mf, Q, V, TAU, fext, WS, DW, DTAU, TAUID, SC, A, 
         k1 = (N * (c + 1)) // nchunk
         for k in range(k0, k1):
             codes[k] = _one_state(mi, mf, Q[k], V[k], TAU[k], fext, WS[c], DW[c], DTAU[c],
-                                  TAUID[c], SC[c], A[k], B[k], f[k], ddq[k], tau_dofs,
+                                  CM[c], TAUID[c], SC[c], A[k], B[k], f[k], ddq[k], tau_dofs,
                                   Minv_off, ddq_off, floating)
 
 
@@ -97,6 +98,7 @@ class _ParallelWorkspaces:
         d = DerivativeWorkspace(nb, nv)
         self.DW = np.zeros((nchunk,) + d.dW.shape)
         self.DTAU = np.zeros((nchunk,) + d.dtau.shape)
+        self.CM = np.zeros((nchunk, nv, nv))
         self.TAUID = np.zeros((nchunk, nv))
         self.SC = np.zeros((nchunk, d.scratch.shape[0]))
 
@@ -166,10 +168,10 @@ def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = N
             if pw is None or pw.WS.shape[1] != data._ws.shape[0]:
                 pw = _PARALLEL[key] = _ParallelWorkspaces(data, nchunk)
             _batch_kernel_parallel(data._mi, data._mf, Q, V, TAU, fext, pw.WS, pw.DW, pw.DTAU,
-                                   pw.TAUID, pw.SC, A, B, f, ddq, *args)
+                                   pw.CM, pw.TAUID, pw.SC, A, B, f, ddq, *args)
         else:
             _batch_kernel(data._mi, data._mf, Q, V, TAU, fext, data._ws, dws.dW, dws.dtau,
-                          dws.tau, dws.scratch, A, B, f, ddq, *args)
+                          dws.C, dws.tau, dws.scratch, A, B, f, ddq, *args)
         bad = np.flatnonzero(codes)
         if bad.size:
             k = int(bad[0])

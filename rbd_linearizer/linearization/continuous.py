@@ -76,6 +76,7 @@ class LinearizationPoint:
     f: np.ndarray  # (nx,)
     ddq: np.ndarray  # (nv,) forward dynamics at the point
     Minv: np.ndarray  # (nv, nv)
+    C: np.ndarray  # (nv, nv) Coriolis matrix at (q, v) (by-product of the derivative pass)
 
 
 def state_names(model, representation='body') -> tuple[str, ...]:
@@ -114,7 +115,7 @@ def _generalized_inputs(model, data, q, u, res: ResolvedInputs):
 
 
 @jit
-def _one_state(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, A, B, f, ddq, tau_dofs,
+def _one_state(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc, A, B, f, ddq, tau_dofs,
                Minv_off, ddq_off, floating):
     # One state of the batch: aba_derivatives_passes into A[nv:], then the kinematic rows,
     # B = [0; M^-1 S_u], f = [v; ddq]. Returns an error code (0 = fine).
@@ -126,7 +127,8 @@ def _one_state(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, A, B, f, ddq, 
     if not check_finite(tau):
         return BAD_A
     nv = mi[1]
-    code = aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, tau_id, sc, A[nv:])
+    code = aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc,
+                                  A[nv:])
     if code != 0:
         return code
     for r in range(nv):
@@ -165,7 +167,9 @@ def linearize_body(model, data, q, v, u=None, inputs: InputSelection | None = No
                    ) -> LinearizationPoint:
     """Continuous-time linearization in the body representation (the core of ``linearize``).
 
-    Same arguments as ``linearize``; returns fresh arrays (A, B, f, ddq, Minv).
+    Same arguments as ``linearize``; returns fresh arrays (A, B, f, ddq, Minv and the Coriolis
+    matrix C, which the derivative pass yields at no extra recursion, equal to
+    ``compute_coriolis_matrix``).
     """
     check_data(model, data)
     res = resolve_inputs(model, inputs)
@@ -189,15 +193,15 @@ def _linearize_body(model, data, q, v, u, res: ResolvedInputs) -> LinearizationP
         B = np.empty((nx, res.nu))
         f = np.empty(nx)
         code = _one_state(data._mi, data._mf, q, v, tau, fext, data._ws, dws.dW, dws.dtau,
-                          dws.tau, dws.scratch, A, B, f, f[nv:], res.tau_dofs,
+                          dws.C, dws.tau, dws.scratch, A, B, f, f[nv:], res.tau_dofs,
                           dws.minv_offset, dws.ddq_offset,
                           bool(model.floating_base))
         if code:
             _raise(code)
-        return LinearizationPoint(A, B, f, f[nv:], data.Minv.copy())
+        return LinearizationPoint(A, B, f, f[nv:], data.Minv.copy(), dws.C.copy())
     A = np.zeros((nx, nx))
     code = _aba_derivatives_kernel(data._mi, data._mf, q, v, tau, fext, data._ws, dws.dW,
-                                   dws.dtau, dws.tau, dws.scratch, A[nv:])
+                                   dws.dtau, dws.C, dws.tau, dws.scratch, A[nv:])
     if code:
         _raise(code)
     # kinematic rows: z_q_dot = -ad(v_b) z_q + z_v (seeds (3.20), ad_lambda of (3.12))
@@ -230,7 +234,7 @@ def _linearize_body(model, data, q, v, u, res: ResolvedInputs) -> LinearizationP
                 Om[3:6] = _hat(nb_) + _hat(res.w_translation[k]) @ _hat(fb)
                 A[nv:, :nv] += Minv @ (J.T @ (Om @ J[3:6]))
     f = np.concatenate([v, data.ddq])
-    return LinearizationPoint(A, B, f, f[nv:], Minv.copy())
+    return LinearizationPoint(A, B, f, f[nv:], Minv.copy(), dws.C.copy())
 
 
 def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,

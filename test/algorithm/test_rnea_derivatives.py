@@ -103,3 +103,31 @@ def test_bad_input():
         compute_rnea_derivatives(model, data, q, v, bad)
     with pytest.raises(StateError):
         compute_rnea_derivatives(model, data, q, v, a, np.zeros((model.nb, 5)))
+
+
+def test_coriolis_by_product(sample):
+    # C(q, v) from the same pass (Pinocchio's form): equals compute_coriolis_matrix, C v = h - g
+    from rbd_linearizer.algorithm import compute_generalized_gravity, nonlinear_effects
+    from rbd_linearizer.algorithm.rnea_derivatives import derivative_workspace
+
+    model, data = sample
+    q, v, a, _ = random_state(model, 9)
+    compute_rnea_derivatives(model, data, q, v, a)
+    C = derivative_workspace(data).C.copy()
+    assert rel(C, compute_coriolis_matrix(model, data, q, v)) < REL
+    hg = nonlinear_effects(model, data, q, v).copy() - compute_generalized_gravity(
+        model, data, q).copy()
+    assert rel(C @ v, hg) < REL
+
+
+def test_coriolis_by_product_vs_pinocchio(robot):
+    pin = pytest.importorskip('pinocchio')
+    from rbd_linearizer.algorithm.rnea_derivatives import derivative_workspace
+
+    model, data = robot
+    if not is_dfs(model):
+        pytest.skip('Pinocchio needs depth-first body order')
+    pm, pd = get_pin(model)
+    q, v, a, _ = random_state(model, 10)
+    compute_rnea_derivatives(model, data, q, v, a)
+    assert rel(derivative_workspace(data).C, pin.computeCoriolisMatrix(pm, pd, q, v)) < REL

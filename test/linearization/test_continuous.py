@@ -14,7 +14,7 @@ import pytest
 from reference.cases import get_pin, get_sample, is_dfs, random_state, robot_or_skip
 
 from rbd_linearizer.errors import ConfigError, StateError
-from rbd_linearizer.linearization import linearize, state_names
+from rbd_linearizer.linearization import linearize, linearize_body, state_names
 from rbd_linearizer.spatial import so3
 
 #: Central differences with eps = 1e-6: truncation ~eps^2 |f'''| ~ 1e-12, round-off
@@ -185,6 +185,10 @@ def test_blocks_equal_pinocchio_aba_derivatives(robot):
         assert rel(lin.B[nv:], Minv[:, b:]) < PIN_REL
         assert np.array_equal(lin.B[:nv], np.zeros((nv, model.n_joints)))
         assert rel(lin.f[nv:], pin.aba(pm, pm.createData(), q, v, tau)) < PIN_REL
+        pt = linearize_body(model, data, q, v, u)
+        assert rel(pt.C, pin.computeCoriolisMatrix(pm, pd, q, v)) < PIN_REL
+        assert rel(pt.Minv, Minv) < PIN_REL
+        assert np.array_equal(pt.A, lin.A) and np.array_equal(pt.B, lin.B)
 
 
 def _quat(axis, angle):
