@@ -2,11 +2,14 @@
 
 Usage: python benchmarks/bench_linearization.py [--robots go2 g1] [--number 300] [--repeat 21]
 
-Ours: ``linearize(model, data, q, v, u)`` (A, B with M^-1, f, as a frozen Linearization) +
-``compute_coriolis_matrix`` (C); also the core ``linearize_body`` (arrays, no result object)
-and ``linearize_batch`` of 50 states (per state). Pinocchio (Python bindings):
+Ours: ``linearize(model, data, q, v, u)`` (A, B with M^-1, f, as a frozen Linearization; the
+Coriolis matrix C is a by-product left in ``derivative_workspace(data).C``, copied out); the
+core ``linearize_body`` (A, B, f, M^-1, C as arrays, no result object); for reference the
+separate ``compute_coriolis_matrix``; ``linearize_batch`` of 50 states (per state).
+Pinocchio (Python bindings):
 ``computeABADerivatives + computeMinverse + computeCoriolisMatrix``. Same process, same
-state, timed alternately (median over repeats, warm-up excluded). One run measures all ratios.
+state, timed alternately (median over repeats, warm-up excluded; the minimum too, which is less
+sensitive to other processes on a busy machine). One run measures all ratios.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from rbd_linearizer.algorithm.coriolis import (  # noqa: E402
     compute_coriolis_matrix,
     create_coriolis_workspace,
 )
+from rbd_linearizer.algorithm.rnea_derivatives import derivative_workspace  # noqa: E402
 from rbd_linearizer.linearization import linearize, linearize_body  # noqa: E402
 from rbd_linearizer.linearization.batch import linearize_batch  # noqa: E402
 from rbd_linearizer.model.data import create_data  # noqa: E402
@@ -69,13 +73,14 @@ def bench(name: str, number: int, repeat: int) -> dict:
     V = rng.normal(size=(N_BATCH, model.nv))
     U = rng.normal(size=(N_BATCH, model.n_joints))
 
+    dws = derivative_workspace(data)
+
     def ours():
         linearize(model, data, q, v, u)
-        compute_coriolis_matrix(model, data, q, v, cw)
+        return dws.C.copy()
 
     def ours_core():
-        linearize_body(model, data, q, v, u)
-        compute_coriolis_matrix(model, data, q, v, cw)
+        return linearize_body(model, data, q, v, u)
 
     def theirs():
         pin.computeABADerivatives(pm, pd, q, v, tau)
@@ -91,6 +96,9 @@ def bench(name: str, number: int, repeat: int) -> dict:
     out['ours'] = float(np.median(t_o))
     out['core'] = float(np.median(t_c))
     out['pin'] = float(np.median(t_p))
+    out['ours_min'] = float(np.min(t_o))
+    out['core_min'] = float(np.min(t_c))
+    out['pin_min'] = float(np.min(t_p))
     out['linearize'] = timed(lambda: linearize(model, data, q, v, u), number, repeat)
     out['coriolis'] = timed(lambda: compute_coriolis_matrix(model, data, q, v, cw), number,
                             repeat)
@@ -112,16 +120,20 @@ def main(argv=None) -> int:
     print(f'# {platform.processor() or platform.machine()}, Python {platform.python_version()}, '
           f'pinocchio {pin.__version__}, numpy {np.__version__}, numba {numba.__version__} '
           f'({numba.get_num_threads()} threads)')
-    print('| robot (nv) | ours: linearize + C [us] | ours: core + C [us] | pinocchio: '
-          'ABA derivatives + Minv + C [us] | ratio | ratio (core) | linearize [us] | C [us] '
-          '| pin ABA derivatives [us] | batch per state [us] | batch parallel per state [us] |')
-    print('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+    print('| robot (nv) | ours: linearize (+ C) [us] | ours: linearize_body (A, B, Minv, C) '
+          '[us] | pinocchio: ABA derivatives + Minv + C [us] | ratio | ratio (core) '
+          '| linearize [us] | compute_coriolis_matrix [us] '
+          '| pin ABA derivatives [us] | batch per state [us] | batch parallel per state [us] '
+          '| min: ours / core / pin [us] | ratio of min (core) |')
+    print('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|')
     for name in args.robots:
         r = bench(name, args.number, args.repeat)
         print(f"| {r['robot']} | {r['ours']:.1f} | {r['core']:.1f} | {r['pin']:.1f} "
               f"| {r['ours'] / r['pin']:.2f} | {r['core'] / r['pin']:.2f} "
               f"| {r['linearize']:.1f} | {r['coriolis']:.1f} | {r['pin_abader']:.1f} "
-              f"| {r['batch']:.1f} | {r['batch_par']:.1f} |")
+              f"| {r['batch']:.1f} | {r['batch_par']:.1f} "
+              f"| {r['ours_min']:.1f} / {r['core_min']:.1f} / {r['pin_min']:.1f} "
+              f"| {r['ours_min'] / r['pin_min']:.2f} ({r['core_min'] / r['pin_min']:.2f}) |")
     return 0
 
 
