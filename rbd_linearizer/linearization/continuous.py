@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from rbd_linearizer._jit import jit
+from rbd_linearizer._jit import jit, register_warmup
 from rbd_linearizer.algorithm._joints import (
     _EMPTY,
     BAD_A,
@@ -48,6 +48,7 @@ from rbd_linearizer.linearization.discrete import lie_euler, zero_order_hold
 from rbd_linearizer.linearization.inputs import (
     InputSelection,
     ResolvedInputs,
+    WrenchInput,
     body_jacobian,
     resolve_inputs,
     wrench_map,
@@ -313,3 +314,16 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
         velocity_representation=rep, time_model=tm, dt=dt_out, model_name=model.name,
         model_hash=model.urdf_hash, floating_base=model.floating_base,
         compute_time=time.perf_counter() - t0, stamp=stamp, **base)
+
+
+@register_warmup('linearize')
+def _warmup(model, data):
+    from rbd_linearizer.algorithm.joint_configuration import neutral
+
+    q = neutral(model)
+    v = np.zeros(model.nv)
+    linearize(model, data, q, v)
+    root = next((name for name, fr in model.frames.items() if fr.body >= 0), None)
+    if root is not None:  # the wrench-input path (body Jacobian kernel)
+        sel = InputSelection(wrenches=(WrenchInput(root, 'wrench', 'world'),))
+        linearize(model, data, q, v, inputs=sel)
