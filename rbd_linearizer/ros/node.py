@@ -579,6 +579,7 @@ class _LinearizerMixin:
             'stale_ticks': str(sync.stale),
             'incomplete_ticks': str(sync.incomplete),
             'out_of_order': str(sync.out_of_order),
+            'superseded_states': str(sync.superseded),
             'rejected_messages': str(rejected),
             'rejected_joint_state': str(st.rejected['joint_state']),
             'rejected_odometry': str(st.rejected['odometry']),

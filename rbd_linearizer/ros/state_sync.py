@@ -10,7 +10,9 @@ its header stamp; each tick asks for the newest consistent state at the node's c
   state used by a tick, is *out of order*: dropped and counted (``out_of_order``);
 * no pair at all (a stream missing, or no stamps within the skew) is *incomplete*;
 * a pair older than ``max_age_ns`` at ``now`` is *stale*;
-* a pair already used by an earlier tick is *no new state* (not an error: the tick is idle).
+* a pair already used by an earlier tick is *no new state* (not an error: the tick is idle);
+* joint samples newer than the last used state but older than the chosen one were never
+  linearized: counted as ``superseded`` (the tick rate is below the state rate).
 
 Counters are plain ints read by the diagnostics. Buffers are bounded (``depth`` per stream).
 Thread-safe: the node may feed from one thread and tick from another.
@@ -82,6 +84,7 @@ class StateSync:
         self.stale = 0
         self.incomplete = 0
         self.used = 0
+        self.superseded = 0
 
     def configure(self, max_skew_ns: int, max_age_ns: int) -> None:
         """Change the skew and age limits (applied from the next ``take``)."""
@@ -167,6 +170,9 @@ class StateSync:
                 self.stale += 1
                 return TakeResult('stale', reason=f'newest state is {age * 1e-9:.3f} s old '
                                                   f'(max_state_age {self.max_age_ns * 1e-9:g} s)')
+            last = -1 if self._last_used_ns is None else self._last_used_ns
+            self.superseded += sum(1 for j in self._joints
+                                   if last < j.stamp_ns < pair.joints.stamp_ns)
             self._last_used_ns = pair.stamp_ns
             self.used += 1
             return TakeResult('ok', pair)

@@ -253,3 +253,29 @@ def test_launch_arguments_name_parameters_of_the_table():
     assert names, 'ARGUMENTS not found in the launch file'
     launch_only = {'namespace', 'use_sim_time', 'lifecycle', 'log_level'}
     assert set(names) - launch_only <= set(P.by_name())
+
+
+def test_timer_mode_linearizes_the_newest_state_at_the_rate(run_node):
+    probe = run_node('/le_timer', '-p', 'tick_mode:=timer', '-p', 'rate_hz:=20.0')
+    now = probe.node.get_clock().now
+    probe.feed_until_output(lambda: now().nanoseconds, np.array([0.1, 0.1]), np.zeros(2))
+    probe.got.clear()
+    published = {}
+    t_end = time.monotonic() + 2.0
+    k = 0
+    while time.monotonic() < t_end:  # states at up to 200 Hz (60+ here), 20 Hz ticks
+        stamp = now().nanoseconds
+        s = np.array([0.001 * k, -0.002 * k])
+        probe.publish(stamp, s, np.zeros(2))
+        published[stamp] = s
+        k += 1
+        probe.spin(0.005)
+    probe.spin(0.2)
+    stamps = [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for m in probe.got]
+    assert 25 <= len(stamps) <= 45, len(stamps)  # ~40 ticks in 2 s (one tick late at most)
+    assert stamps == sorted(set(stamps))
+    for m, stamp in zip(probe.got, stamps, strict=True):
+        assert stamp in published  # each output is one of the published states
+        np.testing.assert_array_equal(linearization_from_msg(m).joint_positions,
+                                      published[stamp])
+    assert len(published) > 2 * len(stamps)  # most states superseded, none queued

@@ -336,6 +336,27 @@ def test_parameter_change_applied_and_bad_value_rejected(probe):
                                           time_model='continuous'))
 
 
+def test_world_frame_twist_source(probe):
+    from rbd_linearizer.linearization.representation import base_twist_from_body
+
+    assert _set(probe, base_twist_frame='world')[0].successful
+    try:
+        rng = np.random.default_rng(8)
+        q, v = _random_state(rng)
+        v_world = v.copy()
+        v_world[:6] = base_twist_from_body(q, v[:6], 'mixed')  # world axes at the base origin
+        stamp = probe.now_ns()
+        probe.publish_state(stamp, q, v_world)
+        lin = linearization_from_msg(probe.output_for(stamp))
+        np.testing.assert_allclose(lin.base_twist, v[:6], rtol=0, atol=1e-12)  # body twist
+        q_node = np.concatenate([lin.base_position, lin.base_quaternion, lin.joint_positions])
+        ref = linearize(MODEL, create_data(MODEL), q_node, np.concatenate(
+            [lin.base_twist, v[6:]]), np.zeros(12), INPUTS)
+        np.testing.assert_allclose(lin.A, ref.A, rtol=0, atol=1e-12)
+    finally:
+        assert _set(probe, base_twist_frame='child')[0].successful
+
+
 def test_bad_description_keeps_model_then_valid_one_swaps(probe):
     with open(os.path.join(RESOURCES, 'bomb.urdf'), encoding='utf-8') as f:
         probe.desc.publish(String(data=f.read()))

@@ -33,6 +33,7 @@ def test_fixed_base_uses_the_newest_joint_state_once():
     s.add_joints(j(10 * S + 2 * MS))
     r = s.take(10 * S + 3 * MS)
     assert r.status == 'ok' and r.state.stamp_ns == 10 * S + 2 * MS and r.state.base is None
+    assert s.superseded == 1  # the 10 s sample was never used
     assert s.take(10 * S + 4 * MS).status == 'no_new_state'
     assert s.used == 1
 
