@@ -65,18 +65,28 @@ def generate_launch_description():
         'time_model': arg('time_model'),
         'dt': arg('dt', float),
     }
-    common = dict(
+    parameters = [LaunchConfiguration('params_file'), overrides]
+    log_args = ['--ros-args', '--log-level', LaunchConfiguration('log_level')]
+    plain = Node(
         package='rbd_linearizer',
         executable='linearizer_node',
         name='linearizer',
         namespace=LaunchConfiguration('namespace'),
         output='screen',
         emulate_tty=True,
-        parameters=[LaunchConfiguration('params_file'), overrides],
+        parameters=parameters,
+        arguments=log_args,
+        condition=UnlessCondition(LaunchConfiguration('lifecycle')),
     )
-    log_args = ['--ros-args', '--log-level', LaunchConfiguration('log_level')]
-    plain = Node(**common, arguments=log_args,
-                 condition=UnlessCondition(LaunchConfiguration('lifecycle')))
-    managed = LifecycleNode(**common, arguments=['--lifecycle', *log_args],
-                            condition=IfCondition(LaunchConfiguration('lifecycle')))
+    managed = LifecycleNode(
+        package='rbd_linearizer',
+        executable='linearizer_node',
+        name='linearizer',
+        namespace=LaunchConfiguration('namespace'),
+        output='screen',
+        emulate_tty=True,
+        parameters=parameters,
+        arguments=['--lifecycle', *log_args],
+        condition=IfCondition(LaunchConfiguration('lifecycle')),
+    )
     return LaunchDescription([*arguments, plain, managed])
