@@ -9,7 +9,8 @@ the arms to a new setpoint; at the end the report (PNG + JSON) is written and su
 
 Usage: ``rbd-demo [--duration 8] [--out demo_report] [--config config/demo.yaml]
 [--push-time 2] [--mpc-start 4] [--executor multi|single] [--max-rtf 0]
-[--node NAME [--ros-args ...]]``.
+[--processes] [--node NAME [--ros-args ...]]``. ``--processes`` runs each node in its own
+process instead (faster: no shared GIL).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def scenario_from_config(cfg: dict) -> dict:
     q_mpc = np.concatenate([p0 + np.asarray(mpc['setpoint_offset'], dtype=float),
                             [0.0, 0.0, 0.0, 1.0], np.asarray(mpc['setpoint_joints'], float)])
     return {'q_ref_lqr': q_lqr, 'q_ref_mpc': q_mpc, 'mpc_start_s': float(mpc['start_time_s']),
+            'min_state_subscribers': int(sim.get('min_state_subscribers', 0)),
             'push_time_s': float(sim['push_time_s']), 'push_force': sim['push_force'],
             'push_duration_s': float(sim['push_duration_s']), 'settle_tol': 0.02,
             'duration_s': float(sim['duration_s'])}
@@ -133,7 +135,9 @@ def create_nodes(cfg: dict, scen: dict, names, context, max_rtf: float = 0.0) ->
                 Parameter('push_time_s', value=scen['push_time_s']),
                 Parameter('push_force', value=[float(x) for x in scen['push_force']]),
                 Parameter('push_duration_s', value=scen['push_duration_s']),
-                Parameter('duration_s', value=scen['duration_s'])])
+                Parameter('duration_s', value=scen['duration_s']),
+                Parameter('min_state_subscribers',
+                          value=int(scen.get('min_state_subscribers', 0)))])
     if 'linearizer' in names:
         nodes['linearizer'] = make_linearizer_node(cfg, context)
     if 'lqr_gains' in names or 'lqr_controller' in names:
@@ -251,7 +255,9 @@ def run_node(cfg: dict, name: str, duration: float | None, out, ros_args) -> int
             exe.spin_once(timeout_sec=0.1)
             if name == 'sim_driver' and node.finished:
                 break
-            if name == 'demo_recorder' and node.states and max(node.states) >= end_ns:
+            if name == 'demo_recorder' and node.states and (
+                    max(node.states) >= end_ns or time.monotonic() - node.last_wall > 5.0):
+                # the last state, or no state for 5 s (the driver is done; one was dropped)
                 stop = time.monotonic() + 0.5
                 while time.monotonic() < stop:
                     exe.spin_once(timeout_sec=0.05)
@@ -268,6 +274,45 @@ def run_node(cfg: dict, name: str, duration: float | None, out, ros_args) -> int
     return 0
 
 
+def run_processes(argv: list[str], timeout: float = 600.0) -> int:
+    """Run every node in its own process (``--node NAME``); return the recorder's exit code.
+
+    The driver starts once its three state subscribers (linearizer, LQR controller, recorder)
+    are there, so no state is missed; the others are stopped when the report is written.
+    """
+    import signal
+    import subprocess
+    base = [sys.executable, '-m', 'rbd_linearizer.demo.main', *argv]
+
+    def terminate(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, terminate)
+    env = {**os.environ, 'OPENBLAS_NUM_THREADS': '1'}
+    procs = {}
+    try:
+        for name in NODE_NAMES:
+            extra = ['--wait-subscribers', '3'] if name == 'sim_driver' else []
+            procs[name] = subprocess.Popen([*base, '--node', name, *extra], env=env)
+        code = procs['demo_recorder'].wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        print('rbd-demo: the recorder did not finish in time', file=sys.stderr)
+        code = 1
+    except KeyboardInterrupt:
+        code = 130
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in procs.values():
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point ``rbd-demo``."""
     ap = argparse.ArgumentParser(prog='rbd-demo', description=__doc__.split('\n')[0])
@@ -282,6 +327,9 @@ def main(argv: list[str] | None = None) -> int:
                     help='time the MPC takes over [s] (default: config)')
     ap.add_argument('--max-rtf', type=float, default=0.0,
                     help='cap the real-time factor (1.0 = real time; 0 = as fast as possible)')
+    ap.add_argument('--processes', action='store_true',
+                    help='one process per node (faster on several cores: no shared GIL)')
+    ap.add_argument('--wait-subscribers', type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument('--node', choices=NODE_NAMES,
                     help='run only this node (one process per node: launch/demo.launch.py)')
     from rclpy.utilities import remove_ros_args
@@ -293,7 +341,12 @@ def main(argv: list[str] | None = None) -> int:
         cfg['sim']['push_time_s'] = args.push_time
     if args.mpc_start is not None:
         cfg['mpc']['start_time_s'] = args.mpc_start
+    if args.processes:
+        rest = [a for a in full if a != '--processes']
+        return run_processes(rest)
     if args.node:
+        if args.wait_subscribers:
+            cfg['sim']['min_state_subscribers'] = args.wait_subscribers
         return run_node(cfg, args.node, args.duration, args.out, ['rbd-demo', *full])
     summary = run(cfg, args.duration, args.out, args.max_rtf, executor=args.executor)
     print(format_summary(summary))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+import time
 
 import numpy as np
 
@@ -222,6 +223,7 @@ def make_node(model, **kw):
             self.states: dict[int, tuple[np.ndarray, np.ndarray]] = {}
             self.applied: dict[int, np.ndarray] = {}
             self.lins: list[dict] = []
+            self.last_wall = time.monotonic()
             self.pairer = StatePairer(model.joint_names, self._on_state)
             q = result_qos(200)
             self.create_subscription(Odometry, '/odom', self.pairer.on_odom, q)
@@ -232,6 +234,7 @@ def make_node(model, **kw):
 
         def _on_state(self, ns, q, v) -> None:
             self.states[ns] = (q, v)
+            self.last_wall = time.monotonic()
 
         def _on_cmd(self, msg) -> None:
             ns, u = command_from_msg(msg)

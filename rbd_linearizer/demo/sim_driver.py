@@ -218,6 +218,7 @@ def _node_class():
             p('push_duration_s', 0.1)
             p('command_timeout_s', 0.5)  # wall time to wait for the answer to a state
             p('startup_timeout_s', 60.0)  # wall time to wait for the first command
+            p('min_state_subscribers', 0)  # start only when /odom has this many subscribers
             p('duration_s', 0.0)  # stop after this sim time (0: run forever)
             g = self.get_parameter
             self.rate = g('publish_rate_hz').value
@@ -234,6 +235,7 @@ def _node_class():
             self.timeout = g('command_timeout_s').value
             self.startup_timeout = g('startup_timeout_s').value
             self.duration = g('duration_s').value
+            self.min_subs = g('min_state_subscribers').value
             if initial_q is not None:
                 self.sim.set_qv(initial_q, np.zeros(self.sim.model.nv))
             topics = list(g('command_topics').value)
@@ -288,6 +290,8 @@ def _node_class():
                 return
             if topic != self._active(self.t) or ns != self.k * self.dt_ns or self.finished:
                 return  # not the driving controller, or an answer to an older state
+            if not self.got_first and self.odom_pub.get_subscription_count() < self.min_subs:
+                return  # not everybody is listening yet: the state is offered again
             if not np.all(np.isfinite(u)):
                 self.get_logger().error('ignored non-finite command', throttle_duration_sec=1.0)
                 return
