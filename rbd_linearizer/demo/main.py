@@ -35,14 +35,13 @@ DEFAULT_OUT = 'demo_report'
 
 
 def find_config() -> Path | None:
-    """Return config/demo.yaml: the installed share/ copy, else the source tree's."""
-    candidates = []
+    """Return config/demo.yaml: the source tree's (editable installs), else share/'s copy."""
+    candidates = [Path(__file__).resolve().parents[2] / 'config']
     try:
         from ament_index_python.packages import get_package_share_directory
         candidates.append(Path(get_package_share_directory('rbd_linearizer')) / 'config')
-    except Exception:  # noqa: BLE001 - not installed as a ROS package: use the source tree
+    except Exception:  # noqa: BLE001 - not registered as a ROS package: source tree only
         pass
-    candidates.append(Path(__file__).resolve().parents[2] / 'config')
     for c in candidates:
         if (c / 'demo.yaml').is_file():
             return c / 'demo.yaml'
