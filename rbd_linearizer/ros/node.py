@@ -108,6 +108,7 @@ class Served:
         self.source = BuiltinStateSource(model)
         base = 6 if model.floating_base else 0
         self.tau_joints = self.resolved.tau_dofs[: self.resolved.n_tau] - base
+        self.input_columns = {name: k for k, name in enumerate(self.resolved.names)}
 
     def with_inputs(self, inputs: InputSelection) -> Served:
         """Return a Served of the same model with another input selection."""
@@ -208,6 +209,7 @@ class _LinearizerMixin:
         self._pending_lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._handles: list = []
+        self._applied = None  # newest inputs_topic message: (Served, columns, values)
         self._timer = None
         self._lin_pub = None
         self._dyn_pub = None
@@ -249,6 +251,10 @@ class _LinearizerMixin:
                 h.append(('sub', self.create_subscription(
                     Odometry, cfg['base_state_topic'], self._on_odometry,
                     qos_from_name(cfg['base_state_qos']))))
+            if cfg['inputs_topic']:
+                h.append(('sub', self.create_subscription(
+                    JointState, cfg['inputs_topic'], self._on_inputs,
+                    qos_from_name(cfg['joint_states_qos']))))
         h.append(('srv', self.create_service(LinearizeSrv, '~/linearize', self._on_linearize)))
         if cfg['diagnostics_period_s'] > 0:
             h.append(('timer', self.create_timer(cfg['diagnostics_period_s'],
@@ -378,6 +384,29 @@ class _LinearizerMixin:
         if self._cfg['tick_mode'] == 'on_state':
             self._tick()
 
+    def _on_inputs(self, msg: JointState) -> None:
+        # Applied inputs by column name -> (model hash, input selection, columns, values).
+        served = self._served
+        if served is None:
+            return
+        try:
+            column = served.input_columns
+            names = list(msg.name)
+            values = np.asarray(msg.effort, dtype=float)
+            if values.shape != (len(names),):
+                raise StateError(f'{len(names)} names but {values.size} efforts')
+            unknown = [n for n in names if n not in column]
+            if unknown:
+                raise StateError(f'not input columns of the node: {unknown[:10]} (columns: '
+                                 f'{list(column)[:10]}...)')
+            if not np.all(np.isfinite(values)):
+                raise StateError('non-finite input value')
+        except StateError as e:
+            self._reject('inputs', str(e))
+            return
+        idx = np.array([column[n] for n in names], dtype=np.int64)
+        self._applied = (served, idx, values)
+
     # --- tick -------------------------------------------------------------------------------
 
     def _apply(self, cfg: dict[str, Any]) -> None:
@@ -414,7 +443,7 @@ class _LinearizerMixin:
             state = got.state
             if state.joints.model_hash != served.model.urdf_hash:
                 return  # states of the previous model, before the swap
-            q, v, u = self._assemble(served, state, cfg)
+            q, v, u = self._assemble(served, state, cfg, self._applied)
             stamp = state.stamp_ns
         start = time.perf_counter()
         try:
@@ -451,7 +480,7 @@ class _LinearizerMixin:
         return late
 
     @staticmethod
-    def _assemble(served: Served, state, cfg):
+    def _assemble(served: Served, state, cfg, applied=None):
         j, b = state.joints, state.base
         if b is not None:
             q = np.concatenate([b.position, b.quaternion, j.s])
@@ -461,6 +490,8 @@ class _LinearizerMixin:
         u = np.zeros(served.resolved.nu)
         if cfg['use_measured_efforts'] and j.tau is not None:
             u[: served.resolved.n_tau] = j.tau[served.tau_joints]
+        if applied is not None and applied[0] is served:
+            u[applied[1]] = applied[2]
         return q, v, u
 
     # --- service ----------------------------------------------------------------------------
@@ -584,6 +615,7 @@ class _LinearizerMixin:
             'rejected_joint_state': str(st.rejected['joint_state']),
             'rejected_odometry': str(st.rejected['odometry']),
             'rejected_state': str(st.rejected['state']),
+            'rejected_inputs': str(st.rejected['inputs']),
             'model_errors': str(st.model_errors),
             'last_error': st.last_error,
         }

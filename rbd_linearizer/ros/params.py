@@ -103,6 +103,11 @@ PARAMETERS: tuple[Param, ...] = (
     Param('ignore_extra_joints', False,
           'Accept JointState names that are not model joints (ignored); otherwise rejected.',
           section=_S_STATE),
+    Param('inputs_topic', '',
+          'Optional sensor_msgs/JointState of the applied inputs: name = input column names '
+          '(tau/<joint>, wrench/<frame>/<fx..tz>), effort = values; the newest message sets '
+          "u0 of those columns (over measured efforts). '' = none.",
+          read_only=True, section=_S_STATE),
     Param('use_measured_efforts', True,
           'u0 of the joint-torque inputs = JointState effort where present (else zero); '
           'wrench inputs are always zero at the point.', section=_S_STATE),

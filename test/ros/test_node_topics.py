@@ -57,7 +57,8 @@ def node_process():
          '-p', f'actuated_joints:={list(JOINTS)}',
          '-p', "wrench_input_frames:=['B7']", '-p', "wrench_input_kinds:=['wrench']",
          '-p', "wrench_input_expressed_in:=['local']",
-         '-p', 'diagnostics_period_s:=0.2', '-r', f'__ns:={NS}'],
+         '-p', 'diagnostics_period_s:=0.2', '-p', 'inputs_topic:=applied_inputs',
+         '-r', f'__ns:={NS}'],
         stdout=log, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
     try:
         yield proc, log
@@ -95,6 +96,7 @@ class Probe:
         self.js = n.create_publisher(JointState, f'{NS}/joint_states', result_qos())
         self.odom = n.create_publisher(Odometry, f'{NS}/odom', result_qos())
         self.desc = n.create_publisher(String, f'{NS}/robot_description', latched_qos())
+        self.inputs = n.create_publisher(JointState, f'{NS}/applied_inputs', result_qos())
         self.srv = n.create_client(Linearize, f'{NS}/linearizer/linearize')
         self.params = n.create_client(SetParameters, f'{NS}/linearizer/set_parameters')
         self.sensor = sensor_qos  # keep the import used: subscribers are best effort
@@ -336,6 +338,36 @@ def test_parameter_change_applied_and_bad_value_rejected(probe):
                                           time_model='continuous'))
 
 
+def test_applied_inputs_topic_sets_u0_of_named_columns(probe):
+    before = _counter(probe, 'rejected_inputs')
+    bad = JointState()
+    bad.name, bad.effort = ['tau/q2', 'tau/nope'], [1.0, 2.0]
+    probe.inputs.publish(bad)
+    probe.wait(lambda: int(probe.diags[-1]['rejected_inputs']) > before, 'rejected_inputs')
+    cmd = JointState()
+    cmd.name, cmd.effort = ['wrench/B7/fz', 'tau/q2'], [30.0, 1.5]
+    probe.inputs.publish(cmd)
+    rng = np.random.default_rng(21)
+    q, v = _random_state(rng)
+    tau = rng.normal(size=6)
+    u0 = np.concatenate([[tau[MODEL.joint_names.index(j)] for j in JOINTS], np.zeros(6)])
+    u0[JOINTS.index('q2')] = 1.5
+    u0[6 + 2] = 30.0
+    deadline = time.monotonic() + 10.0
+    lin = None
+    while time.monotonic() < deadline:  # the inputs message may arrive after a state
+        stamp = probe.now_ns()
+        probe.publish_state(stamp, q, v, efforts=tau)
+        lin = linearization_from_msg(probe.output_for(stamp))
+        if lin.u0[6 + 2] == 30.0:
+            break
+    np.testing.assert_array_equal(lin.u0, u0)
+    q_node = np.concatenate([lin.base_position, lin.base_quaternion, lin.joint_positions])
+    ref = linearize(MODEL, create_data(MODEL), q_node, v, u0, INPUTS)
+    np.testing.assert_allclose(lin.A, ref.A, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(lin.f, ref.f, rtol=0, atol=1e-12)
+
+
 def test_world_frame_twist_source(probe):
     from rbd_linearizer.linearization.representation import base_twist_from_body
 
@@ -351,7 +383,7 @@ def test_world_frame_twist_source(probe):
         np.testing.assert_allclose(lin.base_twist, v[:6], rtol=0, atol=1e-12)  # body twist
         q_node = np.concatenate([lin.base_position, lin.base_quaternion, lin.joint_positions])
         ref = linearize(MODEL, create_data(MODEL), q_node, np.concatenate(
-            [lin.base_twist, v[6:]]), np.zeros(12), INPUTS)
+            [lin.base_twist, v[6:]]), lin.u0, INPUTS)
         np.testing.assert_allclose(lin.A, ref.A, rtol=0, atol=1e-12)
     finally:
         assert _set(probe, base_twist_frame='child')[0].successful
