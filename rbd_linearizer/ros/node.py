@@ -175,7 +175,8 @@ class _Stats:
 
     def __init__(self):
         self.published = 0
-        self.dropped = 0  # ticks that started too late (executor backlog) or overran
+        self.dropped = 0  # timer ticks that started more than a period late (dropped)
+        self.overruns = 0  # timer ticks whose work took longer than a period (published)
         self.rejected: collections.Counter = collections.Counter()
         self.compute_ms: collections.deque = collections.deque(maxlen=2000)
         self.tick_times: collections.deque = collections.deque(maxlen=2000)  # node clock [s]
@@ -463,7 +464,10 @@ class _LinearizerMixin:
                 f"{cfg['velocity_representation']}, {cfg['time_model']}): "
                 f'{self._lin_pub.topic_name}')
         st.published += 1
-        st.compute_ms.append((time.perf_counter() - start) * 1e3)
+        elapsed = time.perf_counter() - start
+        if self._timer is not None and elapsed > 1.0 / cfg['rate_hz']:
+            st.overruns += 1  # longer than a period: the next tick starts late
+        st.compute_ms.append(elapsed * 1e3)
         st.tick_times.append(time.monotonic())
 
     def _late(self) -> bool:
@@ -607,6 +611,7 @@ class _LinearizerMixin:
             'compute_ms_p99': f'{np.percentile(times, 99):.3f}',
             'published': str(st.published),
             'dropped_ticks': str(st.dropped),
+            'overrun_ticks': str(st.overruns),
             'stale_ticks': str(sync.stale),
             'incomplete_ticks': str(sync.incomplete),
             'out_of_order': str(sync.out_of_order),

@@ -279,3 +279,25 @@ def test_timer_mode_linearizes_the_newest_state_at_the_rate(run_node):
         np.testing.assert_array_equal(linearization_from_msg(m).joint_positions,
                                       published[stamp])
     assert len(published) > 2 * len(stamps)  # most states superseded, none queued
+
+    # rate_hz at run time: applied (timer re-created), a bad value rejected with the reason
+    from rcl_interfaces.msg import Parameter as ParameterMsg
+    from rcl_interfaces.msg import ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+    client = probe.node.create_client(SetParameters, '/le_timer/linearizer/set_parameters')
+
+    def set_rate(value):
+        req = SetParameters.Request(parameters=[ParameterMsg(name='rate_hz', value=ParameterValue(
+            type=ParameterType.PARAMETER_DOUBLE, double_value=value))])
+        return probe.call(client, req).results[0]
+
+    bad = set_rate(0.0)
+    assert not bad.successful and 'rate_hz' in bad.reason
+    assert set_rate(5.0).successful
+    probe.spin(0.3)
+    probe.got.clear()
+    t_end = time.monotonic() + 2.0
+    while time.monotonic() < t_end:
+        probe.publish(now().nanoseconds, np.array([0.1, 0.2]), np.zeros(2))
+        probe.spin(0.01)
+    assert 6 <= len(probe.got) <= 13, len(probe.got)  # ~10 ticks in 2 s at 5 Hz
