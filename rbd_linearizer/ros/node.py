@@ -305,7 +305,9 @@ class _LinearizerMixin:
     def _install(self, urdf: str, origin: str) -> bool:
         try:
             served = build_served(urdf, self._cfg)
-        except RbdError as e:
+        except Exception as e:  # noqa: BLE001 - any failure keeps the last good model
+            if not isinstance(e, RbdError):
+                e = f'{type(e).__name__}: {e}'
             self._stats.model_errors += 1
             self._error(f'rejected robot description from {origin}: {e}'
                         + (' (keeping the last good model)' if self._served else ''))
@@ -418,7 +420,9 @@ class _LinearizerMixin:
                              int(cfg['max_state_age_s'] * _NS))
         served = self._served
         if served is not None and P.input_selection(cfg) != served.inputs:
-            self._served = served.with_inputs(P.input_selection(cfg))
+            new = served.with_inputs(P.input_selection(cfg))
+            new.warm_up(cfg)  # e.g. first wrench input: compile now, not in a tick
+            self._served = new
         if cfg['rate_hz'] != old['rate_hz'] and self._active:
             self._start_timer()
         changed = sorted(k for k in cfg if cfg[k] != old[k])
@@ -450,8 +454,8 @@ class _LinearizerMixin:
         try:
             lin = served.linearize(q, v, u, cfg, stamp) if cfg['publish_linearization'] else None
             dyn = served.dynamics(q, v, stamp) if cfg['publish_dynamics'] else None
-        except RbdError as e:
-            self._reject('state', f'linearization failed: {e}')
+        except Exception as e:  # noqa: BLE001 - a bad point skips this tick, never the node
+            self._reject('state', f'linearization failed: {type(e).__name__}: {e}')
             return
         if lin is not None:
             self._lin_pub.publish(linearization_to_msg(lin, cfg['world_frame']))
@@ -547,9 +551,9 @@ class _LinearizerMixin:
                                  f'{served.resolved.nu} ({", ".join(served.resolved.names)})')
             lin = served.linearize(q, v, u, cfg, self.get_clock().now().nanoseconds,
                                    representation=rep, time_model=tm, dt=dt)
-        except RbdError as e:
+        except Exception as e:  # noqa: BLE001 - any bad request gets success=false
             response.success = False
-            response.message = str(e)
+            response.message = str(e) if isinstance(e, RbdError) else f'{type(e).__name__}: {e}'
             self.get_logger().warning(f'~/linearize request rejected: {e}')
             return response
         response.success = True
