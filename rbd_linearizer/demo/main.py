@@ -77,7 +77,8 @@ def linearizer_parameters(cfg: dict) -> dict:
 
     States from /joint_states + /odom (twist in the child frame), one linearization per state
     (``tick_mode: on_state``), discrete time, inputs = the arm torques + a body-fixed wrench
-    at each rotor frame (``hexarotor.linearizer_input_names``), sim time from the driver.
+    at each rotor frame (``hexarotor.linearizer_input_names``), u0 = the input the driver
+    applied last (``/sim_driver/applied_inputs``), sim time from the driver.
     """
     from rbd_linearizer.demo.hexarotor import rotor_names
     lin = cfg['linearizer']
@@ -87,6 +88,7 @@ def linearizer_parameters(cfg: dict) -> dict:
         'base_twist_frame': 'child', 'time_model': lin['time_model'], 'dt': float(lin['dt']),
         'discrete_method': lin.get('discrete_method', 'lie_euler'),
         'velocity_representation': 'body', 'use_measured_efforts': True,
+        'inputs_topic': '/sim_driver/applied_inputs',
         'actuated_joints': list(cfg['robot']['joints']),
         'wrench_input_frames': rotors, 'wrench_input_kinds': ['wrench'] * len(rotors),
         'wrench_input_expressed_in': ['local'] * len(rotors), 'publish_linearization': True,

@@ -123,6 +123,10 @@ def build_report(states: dict, applied: dict, lins: list, scenario: dict, out: s
     push_end = t_push + float(scenario.get('push_duration_s', 0.0))
     pe = pe[(pe[:, 0] < t_push - 0.004 - 1e-9) | (pe[:, 0] >= push_end - 1e-9)]
     summary['prediction_samples'] = int(pe.shape[0])
+    # the linearization point's input: total rotor thrust in u0 (0 if u0 is not fed back)
+    u0_thrust = [sum(u for n, u in zip(lin['input_names'], lin['u0'], strict=True)
+                     if n.endswith('/fz')) for lin in lins]
+    summary['u0_total_thrust_median_n'] = float(np.median(u0_thrust)) if lins else float('nan')
     names = ['position_m', 'attitude_rad', 'joints_rad', 'linear_velocity_mps',
              'angular_velocity_radps', 'joint_velocity_radps']
     if pe.shape[0]:

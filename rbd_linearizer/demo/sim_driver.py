@@ -29,7 +29,9 @@ Node ``sim_driver`` publishes ``/robot_description`` (std_msgs/String, reliable 
 local), ``/odom`` (nav_msgs/Odometry: pose of the base link in ``world``, twist in the base
 frame, ``child_frame_id`` = base link) and ``/joint_states`` (sensor_msgs/JointState, effort =
 the applied torques) at ``publish_rate_hz`` (250 Hz), ``/clock``, and
-``~/applied_command`` (the input applied over [t, t + dt], stamped t).
+``~/applied_command`` (the input applied over [t, t + dt], stamped t) and
+``~/applied_inputs`` (the same in the linearizer's input columns, ``wrench/rotor_i/fz`` ...:
+the linearizer's ``inputs_topic``, so its u0 is the applied input).
 
 Command message (``_ros.command_msg``): sensor_msgs/JointState, ``header.stamp`` = the stamp
 of the state it answers, ``name`` = ``tau/q2 .. tau/q7, thrust/rotor_1 .. thrust/rotor_6``
@@ -46,7 +48,13 @@ import time
 import mujoco
 import numpy as np
 
-from rbd_linearizer.demo.hexarotor import ARM_JOINTS, N_ROTORS, RotorLayout
+from rbd_linearizer.demo.hexarotor import (
+    ARM_JOINTS,
+    N_ROTORS,
+    RotorLayout,
+    input_map,
+    linearizer_input_names,
+)
 
 MJ_COMPILER = ('<mujoco><compiler discardvisual="true" balanceinertia="false" '
                'fusestatic="false" strippath="false" angle="radian"/></mujoco>')
@@ -260,6 +268,11 @@ def _node_class():
             self.odom_pub = self.create_publisher(Odometry, '/odom', result_qos(10))
             self.cmd_pub = self.create_publisher(JointState, '~/applied_command',
                                                  result_qos(50))
+            # the same input in the linearizer's columns (its inputs_topic: u0 of the point)
+            self.lin_names = list(linearizer_input_names())
+            self.P = input_map(self.lin_names, layout)
+            self.inputs_pub = self.create_publisher(JointState, '~/applied_inputs',
+                                                    result_qos(10))
             self.clock_pub = self.create_publisher(Clock, '/clock', result_qos(10))
             self._Odometry, self._JointState, self._Clock = Odometry, JointState, Clock
             self._command_msg, self._command_from_msg = command_msg, command_from_msg
@@ -331,8 +344,11 @@ def _node_class():
                 self.pushes.append(t)
                 self.get_logger().info(f't = {t:.3f} s: push {self.push_f.tolist()} N for '
                                        f'{self.push_d:g} s')
-            self.cmd_pub.publish(self._command_msg(self._stamp(self.k * self.dt_ns),
-                                                   sim.applied_command()))
+            stamp, u = self._stamp(self.k * self.dt_ns), sim.applied_command()
+            self.cmd_pub.publish(self._command_msg(stamp, u))
+            inputs = self._JointState(name=self.lin_names, effort=(self.P @ u).tolist())
+            inputs.header.stamp = stamp
+            self.inputs_pub.publish(inputs)
             sim.step(self.steps_per_pub)
             self.k += 1
             if self.max_rtf > 0:

@@ -45,6 +45,8 @@ def test_every_state_was_linearized_and_answered(summary):
     assert s['states'] >= 1250  # 250 Hz
     assert s['linearizations'] >= 0.95 * s['states']
     assert s['lqr_spectral_radius_max'] < 1.0
+    # u0 of the published linearizations = the applied input (inputs_topic): hover thrust
+    assert 40.0 < s['u0_total_thrust_median_n'] < 50.0
 
 
 def test_airborne_hover_push_recovery(summary):
