@@ -432,7 +432,7 @@ class _LinearizerMixin:
         served, cfg = self._served, self._cfg
         if served is None or not self._active:
             return
-        if self._timer is not None and self._late():
+        if self._timer is not None and not self._use_sim_time() and self._late():
             return
         now_ns = self.get_clock().now().nanoseconds
         if cfg['state_source'] == 'builtin':
@@ -473,6 +473,11 @@ class _LinearizerMixin:
             st.overruns += 1  # longer than a period: the next tick starts late
         st.compute_ms.append(elapsed * 1e3)
         st.tick_times.append(time.monotonic())
+
+    def _use_sim_time(self) -> bool:
+        # Simulated time advances in /clock steps (and bags replay at any speed): lateness
+        # against the wall clock means nothing there, so no tick is dropped for it.
+        return bool(self.get_parameter('use_sim_time').value)
 
     def _late(self) -> bool:
         # Timer mode: a tick starting more than one period after its due time is dropped
