@@ -238,3 +238,13 @@ def test_bad_input_raises():
     other_model, other_data = get_sample('chain', True, 1)
     with pytest.raises(StateError):
         linearize(model, other_data, q, v, u)
+
+
+def test_warmup_covers_the_linearization():
+    from rbd_linearizer import _jit
+
+    names = _jit.registered()
+    for name in ('rnea_derivatives', 'aba_derivatives', 'linearize'):
+        assert name in names
+    model, data = get_sample('chain', True, 0)
+    _jit.warmup(model, data)  # torque and wrench-input paths run without error
