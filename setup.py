@@ -50,6 +50,7 @@ CMAKE_TEMPLATE = HERE / 'scripts' / 'rosidl' / 'CMakeLists.txt'
 CONSOLE_SCRIPTS = {
     'linearizer_node': 'rbd_linearizer.ros.node:main',
     'rbd-linearizer': 'rbd_linearizer.tools.cli:main',
+    'rbd-demo': 'rbd_linearizer.demo.main:main',
 }
 
 # Runs at interpreter start-up from site-packages (venv installs only): adds the venv prefix to
