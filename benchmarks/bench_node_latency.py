@@ -172,11 +172,16 @@ def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool
             'rss_mb_start': round(rss0, 1), 'rss_mb_end': round(rss1, 1),
             'node_compute_ms_p50': d_end.get('compute_ms_p50'),
             'node_compute_ms_p99': d_end.get('compute_ms_p99'),
+            'node_state_age_at_publish_ms_p50': d_end.get('state_age_at_publish_ms_p50'),
+            'node_state_age_at_publish_ms_p99': d_end.get('state_age_at_publish_ms_p99'),
             'node_dropped': (int(d_end.get('dropped_ticks', 0))
                              - int(d_start.get('dropped_ticks', 0))) if d_end else None,
             'node_stale': (int(d_end.get('stale_ticks', 0))
                            - int(d_start.get('stale_ticks', 0))) if d_end else None,
+            'node_superseded': (int(d_end.get('superseded_states', 0))
+                                - int(d_start.get('superseded_states', 0))) if d_end else None,
             'node_rate_hz': d_end.get('rate_hz_achieved'),
+            'load_avg_1min': round(os.getloadavg()[0], 2),
         }
     finally:
         stop.set()

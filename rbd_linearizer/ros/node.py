@@ -179,7 +179,8 @@ class _Stats:
         self.overruns = 0  # timer ticks whose work took longer than a period (published)
         self.rejected: collections.Counter = collections.Counter()
         self.compute_ms: collections.deque = collections.deque(maxlen=2000)
-        self.tick_times: collections.deque = collections.deque(maxlen=2000)  # node clock [s]
+        self.tick_times: collections.deque = collections.deque(maxlen=2000)  # monotonic [s]
+        self.age_ms: collections.deque = collections.deque(maxlen=2000)  # stamp -> published
         self.last_error = ''
         self.model_errors = 0
 
@@ -472,6 +473,7 @@ class _LinearizerMixin:
         if self._timer is not None and elapsed > 1.0 / cfg['rate_hz']:
             st.overruns += 1  # longer than a period: the next tick starts late
         st.compute_ms.append(elapsed * 1e3)
+        st.age_ms.append((self.get_clock().now().nanoseconds - stamp) * 1e-6)
         st.tick_times.append(time.monotonic())
 
     def _use_sim_time(self) -> bool:
@@ -606,6 +608,7 @@ class _LinearizerMixin:
         recent = [t for t in st.tick_times if now - t <= 5.0]
         rate = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) > 2 else 0.0
         times = np.array(st.compute_ms) if st.compute_ms else np.zeros(1)
+        ages = np.array(st.age_ms) if st.age_ms else np.zeros(1)
         rejected = sum(st.rejected.values())
         values = {
             'model_loaded': str(served is not None),
@@ -618,6 +621,8 @@ class _LinearizerMixin:
             'rate_hz_achieved': f'{rate:.1f}',
             'compute_ms_p50': f'{np.percentile(times, 50):.3f}',
             'compute_ms_p99': f'{np.percentile(times, 99):.3f}',
+            'state_age_at_publish_ms_p50': f'{np.percentile(ages, 50):.3f}',
+            'state_age_at_publish_ms_p99': f'{np.percentile(ages, 99):.3f}',
             'published': str(st.published),
             'dropped_ticks': str(st.dropped),
             'overrun_ticks': str(st.overruns),
