@@ -14,6 +14,7 @@ import sys
 #: Verb name -> module implementing it (imported when the parser is built; keep them light).
 VERBS = {
     'compute': 'rbd_linearizer.tools.compute',
+    'verify': 'rbd_linearizer.tools.verify',
 }
 
 

@@ -1,0 +1,271 @@
+"""ROS 2 bag I/O with the ``rosbags`` library (no rclpy, no rosbag2 C++ stack).
+
+``typestore()`` is the ROS 2 Kilted typestore with rbd_linearizer's messages registered from
+the ``.msg`` files (source tree ``msg/`` or the installed share dir), so bags written here
+carry the full concatenated definitions (MCAP schema encoding ``ros2msg``) that ``ros2 bag``
+and Foxglove decode. ``open_writer`` writes MCAP (default) or sqlite3 rosbag2 bags;
+``read_messages`` reads a rosbag2 directory or a bare ``.mcap`` file (also from third-party
+writers: unknown types are decoded from the definitions stored in the bag) and reports, never
+raises, undecodable or truncated content.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+import sys
+
+import numpy as np
+
+from rbd_linearizer.errors import RbdError
+
+PACKAGE = 'rbd_linearizer'
+#: Our message names, in dependency order (MultibodyState and Matrix first).
+MESSAGES = ('Matrix', 'MultibodyState', 'Linearization', 'DynamicsTerms')
+STORAGES = ('mcap', 'sqlite3')
+
+
+class BagError(RbdError):
+    """A bag cannot be opened or written; the message is one line."""
+
+
+def msg_dir() -> Path:
+    """Return the directory holding our ``.msg`` files (source tree first, then share dir)."""
+    candidates = [Path(__file__).resolve().parents[2] / 'msg',
+                  Path(sys.prefix) / 'share' / PACKAGE / 'msg']
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        candidates.append(Path(get_package_share_directory(PACKAGE)) / 'msg')
+    except Exception:  # noqa: BLE001 - ament index absent or package not installed there
+        pass
+    for path in candidates:
+        if (path / 'Linearization.msg').is_file():
+            return path
+    raise BagError(f'cannot find the {PACKAGE} .msg files (looked in '
+                   f'{", ".join(str(c) for c in candidates)})')
+
+
+_TYPESTORE = None
+
+
+def typestore():
+    """Return the (cached) Kilted typestore with rbd_linearizer's messages registered."""
+    global _TYPESTORE
+    if _TYPESTORE is None:
+        from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+        store = get_typestore(Stores.ROS2_KILTED)
+        directory = msg_dir()
+        types = {}
+        for name in MESSAGES:
+            text = (directory / f'{name}.msg').read_text(encoding='utf-8')
+            types.update(get_types_from_msg(text, f'{PACKAGE}/msg/{name}'))
+        store.register(types)
+        _TYPESTORE = store
+    return _TYPESTORE
+
+
+# --- writing --------------------------------------------------------------------------------
+
+class BagWriter:
+    """Write rosbags messages to a new bag: ``with BagWriter(path) as w: w.write(...)``."""
+
+    def __init__(self, path, storage: str = 'mcap'):
+        """Prepare a rosbag2 bag at ``path`` (must not exist); storage 'mcap' or 'sqlite3'."""
+        from rosbags.rosbag2 import StoragePlugin, Writer
+
+        if storage not in STORAGES:
+            raise BagError(f'storage must be one of {STORAGES}, got {storage!r}')
+        self.path = Path(path)
+        if self.path.exists():
+            raise BagError(f'output exists: {self.path}')
+        plugin = StoragePlugin.MCAP if storage == 'mcap' else StoragePlugin.SQLITE3
+        self.store = typestore()
+        self._writer = Writer(self.path, version=9, storage_plugin=plugin)
+        self._connections = {}
+
+    def __enter__(self):
+        """Open the bag."""
+        self._writer.open()
+        return self
+
+    def __exit__(self, *exc):
+        """Close the bag (writes the metadata)."""
+        self._writer.close()
+
+    def connection(self, topic: str, msgtype: str, qos=()):
+        """Return (creating it once) the connection of ``topic``."""
+        conn = self._connections.get(topic)
+        if conn is None:
+            conn = self._writer.add_connection(topic, msgtype, typestore=self.store,
+                                               offered_qos_profiles=qos)
+            self._connections[topic] = conn
+        return conn
+
+    def write(self, topic: str, msg, t_ns: int, msgtype: str | None = None) -> None:
+        """Serialize ``msg`` (rosbags object) to CDR and write it at log time ``t_ns``."""
+        msgtype = msgtype or msg.__msgtype__
+        conn = self.connection(topic, msgtype)
+        self._writer.write(conn, int(t_ns), self.store.serialize_cdr(msg, msgtype))
+
+    def write_raw(self, topic: str, msgtype: str, data: bytes, t_ns: int) -> None:
+        """Write an already serialized CDR message."""
+        self._writer.write(self.connection(topic, msgtype), int(t_ns), bytes(data))
+
+
+# --- message builders (rosbags objects) -----------------------------------------------------
+
+def _types():
+    return typestore().types
+
+
+def stamp(ns: int):
+    """builtin_interfaces/Time from nanoseconds."""
+    return _types()['builtin_interfaces/msg/Time'](sec=int(ns) // 10**9,
+                                                  nanosec=int(ns) % 10**9)
+
+
+def header(ns: int, frame_id: str = ''):
+    """std_msgs/Header."""
+    return _types()['std_msgs/msg/Header'](stamp=stamp(ns), frame_id=frame_id)
+
+
+def string_msg(text: str):
+    """std_msgs/String."""
+    return _types()['std_msgs/msg/String'](data=text)
+
+
+def joint_state_msg(ns: int, names, position, velocity=(), effort=()):
+    """sensor_msgs/JointState."""
+    f = lambda x: np.asarray(x, dtype=np.float64).reshape(-1)  # noqa: E731
+    return _types()['sensor_msgs/msg/JointState'](
+        header=header(ns), name=[str(n) for n in names], position=f(position),
+        velocity=f(velocity), effort=f(effort))
+
+
+def odometry_msg(ns: int, position, quaternion_xyzw, twist, frame_id='world',
+                 child_frame_id='base_link'):
+    """nav_msgs/Odometry: pose in the world, body twist [linear, angular]."""
+    t = _types()
+    v3 = t['geometry_msgs/msg/Vector3']
+    p = [float(x) for x in position]
+    o = [float(x) for x in quaternion_xyzw]
+    w = [float(x) for x in twist]
+    pose = t['geometry_msgs/msg/Pose'](
+        position=t['geometry_msgs/msg/Point'](x=p[0], y=p[1], z=p[2]),
+        orientation=t['geometry_msgs/msg/Quaternion'](x=o[0], y=o[1], z=o[2], w=o[3]))
+    tw = t['geometry_msgs/msg/Twist'](linear=v3(x=w[0], y=w[1], z=w[2]),
+                                      angular=v3(x=w[3], y=w[4], z=w[5]))
+    return t['nav_msgs/msg/Odometry'](
+        header=header(ns, frame_id), child_frame_id=child_frame_id,
+        pose=t['geometry_msgs/msg/PoseWithCovariance'](pose=pose, covariance=np.zeros(36)),
+        twist=t['geometry_msgs/msg/TwistWithCovariance'](twist=tw, covariance=np.zeros(36)))
+
+
+def _matrix(a):
+    a = np.asarray(a, dtype=np.float64)
+    return _types()[f'{PACKAGE}/msg/Matrix'](rows=a.shape[0], cols=a.shape[1],
+                                             data=a.reshape(-1).copy())
+
+
+def _state(s):
+    t = _types()
+    tw = [float(x) for x in s.base_twist]
+    p, o = s.base_position, s.base_quaternion
+    v3 = t['geometry_msgs/msg/Vector3']
+    return t[f'{PACKAGE}/msg/MultibodyState'](
+        base_pose=t['geometry_msgs/msg/Pose'](
+            position=t['geometry_msgs/msg/Point'](x=float(p[0]), y=float(p[1]), z=float(p[2])),
+            orientation=t['geometry_msgs/msg/Quaternion'](x=float(o[0]), y=float(o[1]),
+                                                          z=float(o[2]), w=float(o[3]))),
+        base_twist=t['geometry_msgs/msg/Twist'](linear=v3(x=tw[0], y=tw[1], z=tw[2]),
+                                                angular=v3(x=tw[3], y=tw[4], z=tw[5])),
+        joint_positions=np.array(s.joint_positions, dtype=np.float64),
+        joint_velocities=np.array(s.joint_velocities, dtype=np.float64))
+
+
+def linearization_msg(lin, frame_id: str = 'world'):
+    """rbd_linearizer/msg/Linearization (rosbags object) from a ``results.Linearization``."""
+    return _types()[f'{PACKAGE}/msg/Linearization'](
+        header=header(lin.stamp, frame_id), model_name=lin.model_name,
+        model_hash=lin.model_hash, floating_base=bool(lin.floating_base),
+        joint_names=list(lin.joint_names), input_names=list(lin.input_names),
+        velocity_representation=lin.velocity_representation, time_model=lin.time_model,
+        dt=float(lin.dt), nx=lin.nx, nu=lin.nu, state=_state(lin.state),
+        input=np.array(lin.u0, dtype=np.float64), a=_matrix(lin.A), b=_matrix(lin.B),
+        f=np.array(lin.f, dtype=np.float64), compute_time=float(lin.compute_time))
+
+
+# --- reading --------------------------------------------------------------------------------
+
+@dataclass
+class BagContents:
+    """Decoded messages of a bag: ``messages`` = [(topic, msgtype, log_time_ns, msg)]."""
+
+    path: str
+    topics: dict = field(default_factory=dict)          # topic -> msgtype
+    counts: dict = field(default_factory=dict)          # topic -> messages read
+    messages: list = field(default_factory=list)
+    undecodable: dict = field(default_factory=dict)     # topic -> count
+    issues: list = field(default_factory=list)          # one-line descriptions
+    truncated: bool = False
+
+
+def stamp_ns(msg_stamp) -> int:
+    """Nanoseconds of a builtin_interfaces/Time (rosbags or rclpy object)."""
+    return int(msg_stamp.sec) * 10**9 + int(msg_stamp.nanosec)
+
+
+def _one_line(err) -> str:
+    text = ' '.join(str(err).split()) or type(err).__name__
+    return text[:300]
+
+
+def read_messages(path, topics=None) -> BagContents:
+    """Read and decode every message (of ``topics`` if given) of the bag at ``path``.
+
+    Raises ``BagError`` when the bag cannot be opened at all (missing, not a bag, unreadable
+    metadata). Types unknown to the typestore are decoded from the definitions stored in the
+    bag; a type that cannot be resolved, a message that fails to decode and a file that ends
+    early are recorded in ``issues`` / ``undecodable`` / ``truncated``.
+    """
+    from rosbags.highlevel import AnyReader
+
+    path = Path(path)
+    if not path.exists():
+        raise BagError(f'bag not found: {path}')
+    out = BagContents(str(path))
+    reader = AnyReader([path], default_typestore=typestore())
+    try:
+        reader.open()
+    except Exception as err:  # noqa: BLE001 - any failure to open is reported in one line
+        raise BagError(f'cannot open bag {path}: {_one_line(err)}') from None
+    try:
+        conns = [c for c in reader.connections if topics is None or c.topic in topics]
+        for c in conns:
+            out.topics[c.topic] = c.msgtype
+            out.counts.setdefault(c.topic, 0)
+        try:
+            for conn, t_ns, raw in reader.messages(connections=conns):
+                try:
+                    msg = reader.deserialize(raw, conn.msgtype)
+                except Exception as err:  # noqa: BLE001 - bad payload or unknown type
+                    n = out.undecodable.get(conn.topic, 0)
+                    if n == 0:
+                        out.issues.append(f'topic {conn.topic} ({conn.msgtype}): cannot decode '
+                                          f'a message: {_one_line(err)}')
+                    out.undecodable[conn.topic] = n + 1
+                    continue
+                out.counts[conn.topic] += 1
+                out.messages.append((conn.topic, conn.msgtype, int(t_ns), msg))
+        except Exception as err:  # noqa: BLE001 - truncated or corrupted storage
+            out.truncated = True
+            out.issues.append(f'bag ends early or is corrupted after {len(out.messages)} '
+                              f'messages: {_one_line(err)}')
+    finally:
+        try:
+            reader.close()
+        except Exception:  # noqa: BLE001, S110 - closing a broken bag
+            pass
+    return out
