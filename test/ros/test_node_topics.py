@@ -37,7 +37,7 @@ from rbd_linearizer.model.data import create_data  # noqa: E402
 from rbd_linearizer.model.robots import default_robot_urdf  # noqa: E402
 from rbd_linearizer.msg import Linearization  # noqa: E402
 from rbd_linearizer.ros.conversions import linearization_from_msg, stamp_to_msg  # noqa: E402
-from rbd_linearizer.ros.qos import latched_qos, result_qos, sensor_qos  # noqa: E402
+from rbd_linearizer.ros.qos import latched_qos, result_qos  # noqa: E402
 from rbd_linearizer.srv import Linearize  # noqa: E402
 
 NS = '/nt'
@@ -99,7 +99,6 @@ class Probe:
         self.inputs = n.create_publisher(JointState, f'{NS}/applied_inputs', result_qos())
         self.srv = n.create_client(Linearize, f'{NS}/linearizer/linearize')
         self.params = n.create_client(SetParameters, f'{NS}/linearizer/set_parameters')
-        self.sensor = sensor_qos  # keep the import used: subscribers are best effort
 
     def _on_diag(self, msg):
         for st in msg.status:
