@@ -222,43 +222,95 @@ def _one_line(err) -> str:
     return text[:300]
 
 
-def read_messages(path, topics=None) -> BagContents:
-    """Read and decode every message (of ``topics`` if given) of the bag at ``path``.
+def _fresh_store():
+    from rosbags.typesys import Stores, get_typestore
 
-    Raises ``BagError`` when the bag cannot be opened at all (missing, not a bag, unreadable
-    metadata). Types unknown to the typestore are decoded from the definitions stored in the
-    bag; a type that cannot be resolved, a message that fails to decode and a file that ends
-    early are recorded in ``issues`` / ``undecodable`` / ``truncated``.
-    """
-    from rosbags.highlevel import AnyReader
+    store = get_typestore(Stores.EMPTY)
+    store.register(typestore().fielddefs)
+    return store
 
-    path = Path(path)
-    if not path.exists():
-        raise BagError(f'bag not found: {path}')
-    out = BagContents(str(path))
-    reader = AnyReader([path], default_typestore=typestore())
+
+def _register(store, msgtype: str, text: str) -> str | None:
+    """Register the types of a ``ros2msg`` definition (concatenated); return a problem or None."""
+    from rosbags.typesys import get_types_from_msg
+
     try:
-        reader.open()
-    except Exception as err:  # noqa: BLE001 - any failure to open is reported in one line
-        raise BagError(f'cannot open bag {path}: {_one_line(err)}') from None
-    try:
-        conns = [c for c in reader.connections if topics is None or c.topic in topics]
-        for c in conns:
-            out.topics[c.topic] = c.msgtype
-            out.counts.setdefault(c.topic, 0)
+        types = get_types_from_msg(text, msgtype)
+    except Exception as err:  # noqa: BLE001 - any parse failure of a foreign definition
+        return f'unparsable definition ({_one_line(err)})'
+    for name, fields in types.items():
+        if name in store.fielddefs:
+            continue  # ours (or the standard one) wins; a differing copy is not trusted
         try:
-            for conn, t_ns, raw in reader.messages(connections=conns):
-                try:
-                    msg = reader.deserialize(raw, conn.msgtype)
-                except Exception as err:  # noqa: BLE001 - bad payload or unknown type
-                    n = out.undecodable.get(conn.topic, 0)
-                    if n == 0:
-                        out.issues.append(f'topic {conn.topic} ({conn.msgtype}): cannot decode '
-                                          f'a message: {_one_line(err)}')
-                    out.undecodable[conn.topic] = n + 1
-                    continue
-                out.counts[conn.topic] += 1
-                out.messages.append((conn.topic, conn.msgtype, int(t_ns), msg))
+            store.register({name: fields})
+        except Exception as err:  # noqa: BLE001
+            return f'cannot register {name} ({_one_line(err)})'
+    return None
+
+
+def _decoder(store, out: BagContents, topic: str, msgtype: str, text: str | None):
+    """Return a decode function for one topic, or None (reason in ``out.issues``)."""
+    problem = None
+    if msgtype not in store.fielddefs:
+        if text:
+            problem = _register(store, msgtype, text)
+        if msgtype not in store.fielddefs:
+            problem = problem or 'no message definition in the bag'
+            out.issues.append(f'topic {topic}: unknown message type {msgtype} ({problem}); '
+                              'its messages are skipped')
+            return None
+    return lambda raw: store.deserialize_cdr(raw, msgtype)
+
+
+def _consume(out: BagContents, items, decoders, topics) -> None:
+    """Decode ``(topic, msgtype, t_ns, raw)`` items into ``out`` (counts, undecodable)."""
+    for topic, msgtype, t_ns, raw in items:
+        if topics is not None and topic not in topics:
+            continue
+        out.topics.setdefault(topic, msgtype)
+        out.counts.setdefault(topic, 0)
+        decode = decoders(topic, msgtype)
+        if decode is None:
+            out.undecodable[topic] = out.undecodable.get(topic, 0) + 1
+            continue
+        try:
+            msg = decode(raw)
+        except Exception as err:  # noqa: BLE001 - a bad payload is counted, not raised
+            n = out.undecodable.get(topic, 0)
+            if n == 0:
+                out.issues.append(f'topic {topic} ({msgtype}): cannot decode a message: '
+                                  f'{_one_line(err)}')
+            out.undecodable[topic] = n + 1
+            continue
+        out.counts[topic] += 1
+        out.messages.append((topic, msgtype, int(t_ns), msg))
+
+
+def _read_rosbag2(path: Path, out: BagContents, topics) -> None:
+    from rosbags.interfaces import MessageDefinitionFormat
+    from rosbags.rosbag2 import Reader
+
+    reader = Reader(path)
+    reader.open()   # raises on a missing / unreadable / truncated bag
+    store = _fresh_store()
+    try:
+        by_id, dec = {}, {}
+        for c in reader.connections:
+            text = c.msgdef.data if c.msgdef.format == MessageDefinitionFormat.MSG else None
+            by_id[c.id] = (c.topic, c.msgtype, text)
+
+        def decoders(topic, msgtype):
+            if topic not in dec:
+                text = next((t for tp, _, t in by_id.values() if tp == topic and t), None)
+                dec[topic] = _decoder(store, out, topic, msgtype, text)
+            return dec[topic]
+
+        def items():
+            for conn, t_ns, raw in reader.messages():
+                yield conn.topic, conn.msgtype, t_ns, raw
+
+        try:
+            _consume(out, items(), decoders, topics)
         except Exception as err:  # noqa: BLE001 - truncated or corrupted storage
             out.truncated = True
             out.issues.append(f'bag ends early or is corrupted after {len(out.messages)} '
@@ -268,4 +320,78 @@ def read_messages(path, topics=None) -> BagContents:
             reader.close()
         except Exception:  # noqa: BLE001, S110 - closing a broken bag
             pass
+
+
+def _mcap_file(path: Path) -> Path | None:
+    if path.is_file() and path.suffix == '.mcap':
+        return path
+    if path.is_dir():
+        files = sorted(path.glob('*.mcap'))
+        if len(files) == 1:
+            return files[0]
+    return None
+
+
+def _stream_mcap(path: Path, out: BagContents, topics) -> None:
+    """Read an MCAP file record by record (no summary needed: recovers a truncated file)."""
+    from mcap.reader import NonSeekingReader
+
+    store = _fresh_store()
+    dec = {}
+
+    def decoders(topic, msgtype):
+        return dec[topic]
+
+    def items():
+        with path.open('rb') as f:
+            reader = NonSeekingReader(f, validate_crcs=False)
+            for schema, channel, message in reader.iter_messages(log_time_order=False):
+                msgtype = schema.name if schema else ''
+                if channel.topic not in dec:
+                    enc = schema.encoding if schema else ''
+                    text = schema.data.decode('utf-8', 'replace') if enc == 'ros2msg' else None
+                    dec[channel.topic] = (_decoder(store, out, channel.topic, msgtype, text)
+                                          if channel.message_encoding == 'cdr' else None)
+                    if channel.message_encoding != 'cdr':
+                        out.issues.append(f'topic {channel.topic}: message encoding '
+                                          f'{channel.message_encoding!r} is not cdr; skipped')
+                yield channel.topic, msgtype, message.log_time, message.data
+
+    try:
+        _consume(out, items(), decoders, topics)
+    except Exception as err:  # noqa: BLE001 - the end of a truncated file
+        out.truncated = True
+        out.issues.append(f'bag ends early (truncated or corrupted MCAP); read '
+                          f'{len(out.messages)} messages before: {_one_line(err)}')
+    out.messages.sort(key=lambda m: m[2])
+
+
+def read_messages(path, topics=None) -> BagContents:
+    """Read and decode every message (of ``topics`` if given) of the bag at ``path``.
+
+    ``path`` is a rosbag2 directory (MCAP or sqlite3) or a bare ``.mcap`` file (any writer).
+    Raises ``BagError`` when nothing can be read (missing, not a bag, corrupted sqlite3).
+    Types unknown to our typestore are decoded from the definitions stored in the bag; a type
+    that cannot be resolved (its messages are skipped), a message that fails to decode and a
+    file that ends early (the messages before the damage are kept) are recorded in
+    ``issues`` / ``undecodable`` / ``truncated``.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise BagError(f'bag not found: {path}')
+    out = BagContents(str(path))
+    try:
+        _read_rosbag2(path, out, topics)
+        return out
+    except Exception as err:  # noqa: BLE001 - reported below, or read record by record
+        first = _one_line(err)
+    mcap = _mcap_file(path)
+    if mcap is None:
+        raise BagError(f'cannot open bag {path}: {first}')
+    out = BagContents(str(path))
+    _stream_mcap(mcap, out, topics)
+    if not out.messages:
+        raise BagError(f'cannot read bag {path}: truncated or corrupted MCAP ({first}); '
+                       'no complete message before the damage')
+    out.issues.insert(0, f'index unreadable ({first}); read the MCAP records sequentially')
     return out
