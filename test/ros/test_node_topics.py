@@ -197,6 +197,8 @@ def _set(probe, **values):
             pv.type, pv.string_value = ParameterType.PARAMETER_STRING, value
         elif isinstance(value, float):
             pv.type, pv.double_value = ParameterType.PARAMETER_DOUBLE, value
+        elif isinstance(value, list):
+            pv.type, pv.string_array_value = ParameterType.PARAMETER_STRING_ARRAY, value
         req.parameters.append(ParameterMsg(name=name, value=pv))
     return probe.call(probe.params, req).results
 
@@ -335,6 +337,27 @@ def test_parameter_change_applied_and_bad_value_rejected(probe):
     np.testing.assert_allclose(lin.B, ref.B, rtol=0, atol=1e-12)
     assert all(r.successful for r in _set(probe, velocity_representation='body',
                                           time_model='continuous'))
+
+
+def test_input_selection_changed_at_run_time(probe):
+    bad = _set(probe, actuated_joints=['q2', 'nope'])
+    assert not bad[0].successful and "unknown actuated joint 'nope'" in bad[0].reason
+    bad = _set(probe, wrench_input_kinds=['wrench', 'force'])  # 2 kinds for 1 frame
+    assert not bad[0].successful and 'parallel' in bad[0].reason
+    assert _set(probe, actuated_joints=['q3', 'q2'])[0].successful
+    try:
+        rng = np.random.default_rng(13)
+        q, v = _random_state(rng)
+        stamp = probe.now_ns()
+        probe.publish_state(stamp, q, v)
+        lin = linearization_from_msg(probe.output_for(stamp))
+        inputs = InputSelection(joints=('q3', 'q2'), wrenches=INPUTS.wrenches)
+        q_node = np.concatenate([lin.base_position, lin.base_quaternion, lin.joint_positions])
+        ref = linearize(MODEL, create_data(MODEL), q_node, v, lin.u0, inputs)
+        assert lin.input_names[:3] == ('tau/q3', 'tau/q2', 'wrench/B7/fx')
+        np.testing.assert_allclose(lin.B, ref.B, rtol=0, atol=1e-12)
+    finally:
+        assert _set(probe, actuated_joints=list(JOINTS))[0].successful
 
 
 def test_applied_inputs_topic_sets_u0_of_named_columns(probe):
