@@ -68,6 +68,35 @@ def typestore():
 
 # --- writing --------------------------------------------------------------------------------
 
+_BUILTIN = {'time': 'builtin_interfaces/Time', 'duration': 'builtin_interfaces/Duration'}
+_SEP = '=' * 80 + '\n'
+
+
+def ros2_msgdef(msgtype: str, store=None) -> str:
+    """Return the full concatenated ROS 2 definition of ``msgtype`` (as rosbag2 stores it).
+
+    rosbags writes ``time`` / ``duration`` (ROS 1 primitives) for the builtin_interfaces types;
+    ROS 2 tools (mcap_ros2, Foxglove's ros2msg parser) expect ``builtin_interfaces/Time``
+    with its own ``MSG:`` section, which is what this returns.
+    """
+    store = store or typestore()
+    text = store.generate_msgdef(msgtype)[0]
+    used = set()
+    lines = []
+    for line in text.split('\n'):
+        head, _, rest = line.partition(' ')
+        base = head.split('[')[0]
+        if rest and base in _BUILTIN:
+            used.add(base)
+            line = _BUILTIN[base] + head[len(base):] + ' ' + rest
+        lines.append(line)
+    text = '\n'.join(lines).rstrip('\n') + '\n'
+    for base in sorted(used):
+        name = _BUILTIN[base]
+        if f'MSG: {name}\n' not in text:
+            text += f'{_SEP}MSG: {name}\nint32 sec\nuint32 nanosec\n'
+    return text
+
 class BagWriter:
     """Write rosbags messages to a new bag: ``with BagWriter(path) as w: w.write(...)``."""
 
@@ -98,8 +127,9 @@ class BagWriter:
         """Return (creating it once) the connection of ``topic``."""
         conn = self._connections.get(topic)
         if conn is None:
-            conn = self._writer.add_connection(topic, msgtype, typestore=self.store,
-                                               offered_qos_profiles=qos)
+            conn = self._writer.add_connection(
+                topic, msgtype, msgdef=ros2_msgdef(msgtype, self.store),
+                rihs01=self.store.hash_rihs01(msgtype), offered_qos_profiles=qos)
             self._connections[topic] = conn
         return conn
 
