@@ -3,7 +3,8 @@
 Subscribes to ``robot_description`` (std_msgs/String, reliable + transient local),
 ``joint_states`` (sensor_msgs/JointState) and, for a floating base, ``odom``
 (nav_msgs/Odometry); publishes ``~/linearization`` (rbd_linearizer/msg/Linearization) and
-optionally ``~/dynamics`` (DynamicsTerms) stamped with the state's stamp; serves
+optionally ``~/dynamics`` (DynamicsTerms), both in ``velocity_representation`` and stamped
+with the state's stamp; serves
 ``~/linearize`` (rbd_linearizer/srv/Linearize); reports on ``/diagnostics`` at ~1 Hz.
 
 Two variants share one implementation (``_LinearizerMixin``):
@@ -75,6 +76,7 @@ from rbd_linearizer.ros.conversions import (
 )
 from rbd_linearizer.ros.qos import latched_qos, qos_from_name, result_qos
 from rbd_linearizer.ros.state_sync import BaseSample, JointSample, StateSync
+from rbd_linearizer.ros.terms import dynamics_in_representation
 from rbd_linearizer.srv import Linearize as LinearizeSrv
 
 #: Robot description: reliable + transient local, depth 1 (as robot_state_publisher).
@@ -121,7 +123,7 @@ class Served:
         v = np.zeros(self.model.nv)
         for tm in ('continuous', 'discrete'):
             self.linearize(q, v, None, cfg, time_model=tm)
-        self.dynamics(q, v, 0)
+        self.dynamics(q, v, 0, cfg['velocity_representation'])
 
     def linearize(self, q, v, u, cfg: dict[str, Any], stamp_ns: int = 0,
                   representation: str | None = None, time_model: str | None = None,
@@ -133,8 +135,8 @@ class Served:
                          time_model=tm, dt=(dt or cfg['dt']) if tm == 'discrete' else None,
                          discrete_method=cfg['discrete_method'], stamp=int(stamp_ns))
 
-    def dynamics(self, q, v, stamp_ns: int) -> DynamicsTerms:
-        """M, M^-1, C, g, h at (q, v) (body representation)."""
+    def dynamics(self, q, v, stamp_ns: int, representation: str = 'body') -> DynamicsTerms:
+        """M, M^-1, C, g, h at (q, v) in ``representation`` (``ros.terms``; fixed base: body)."""
         m, d = self.model, self.data
         start = time.perf_counter()
         M = crba(m, d, q).copy()
@@ -142,14 +144,18 @@ class Served:
         g = compute_generalized_gravity(m, d, q).copy()
         h = nonlinear_effects(m, d, q, v).copy()
         C = compute_coriolis_matrix(m, d, q, v, self.coriolis).copy()
-        elapsed = time.perf_counter() - start
         x = MultibodyState.from_qv(q, v, m.floating_base)
+        twist = x.base_twist
+        rep = representation if m.floating_base else 'body'
+        if rep != 'body':
+            M, Minv, C, g, h, twist = dynamics_in_representation(M, Minv, C, g, h, q, v, rep)
+        elapsed = time.perf_counter() - start
         return DynamicsTerms(
             M=M, Minv=Minv, C=C, g=g, h=h, base_position=x.base_position,
-            base_quaternion=x.base_quaternion, base_twist=x.base_twist,
+            base_quaternion=x.base_quaternion, base_twist=twist,
             joint_positions=x.joint_positions, joint_velocities=x.joint_velocities,
             joint_names=m.joint_names, model_name=m.name, model_hash=m.urdf_hash,
-            floating_base=m.floating_base, velocity_representation='body',
+            floating_base=m.floating_base, velocity_representation=rep,
             compute_time=elapsed, stamp=int(stamp_ns))
 
 
@@ -454,7 +460,8 @@ class _LinearizerMixin:
         start = time.perf_counter()
         try:
             lin = served.linearize(q, v, u, cfg, stamp) if cfg['publish_linearization'] else None
-            dyn = served.dynamics(q, v, stamp) if cfg['publish_dynamics'] else None
+            dyn = (served.dynamics(q, v, stamp, cfg['velocity_representation'])
+                   if cfg['publish_dynamics'] else None)
         except Exception as e:  # noqa: BLE001 - a bad point skips this tick, never the node
             self._reject('state', f'linearization failed: {type(e).__name__}: {e}')
             return

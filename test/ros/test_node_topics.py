@@ -35,9 +35,10 @@ from rbd_linearizer.linearization import InputSelection, WrenchInput, linearize 
 from rbd_linearizer.model import build_model  # noqa: E402
 from rbd_linearizer.model.data import create_data  # noqa: E402
 from rbd_linearizer.model.robots import default_robot_urdf  # noqa: E402
-from rbd_linearizer.msg import Linearization  # noqa: E402
+from rbd_linearizer.msg import DynamicsTerms, Linearization  # noqa: E402
 from rbd_linearizer.ros.conversions import linearization_from_msg, stamp_to_msg  # noqa: E402
 from rbd_linearizer.ros.qos import latched_qos, result_qos  # noqa: E402
+from rbd_linearizer.ros.terms import dynamics_in_representation  # noqa: E402
 from rbd_linearizer.srv import Linearize  # noqa: E402
 
 NS = '/nt'
@@ -93,6 +94,9 @@ class Probe:
         n.create_subscription(Linearization, f'{NS}/linearizer/linearization', self.lins.append,
                               result_qos())
         n.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, result_qos())
+        self.dyns: list = []
+        n.create_subscription(DynamicsTerms, f'{NS}/linearizer/dynamics', self.dyns.append,
+                              result_qos())
         self.js = n.create_publisher(JointState, f'{NS}/joint_states', result_qos())
         self.odom = n.create_publisher(Odometry, f'{NS}/odom', result_qos())
         self.desc = n.create_publisher(String, f'{NS}/robot_description', latched_qos())
@@ -195,6 +199,8 @@ def _set(probe, **values):
         pv = ParameterValue()
         if isinstance(value, str):
             pv.type, pv.string_value = ParameterType.PARAMETER_STRING, value
+        elif isinstance(value, bool):
+            pv.type, pv.bool_value = ParameterType.PARAMETER_BOOL, value
         elif isinstance(value, float):
             pv.type, pv.double_value = ParameterType.PARAMETER_DOUBLE, value
         elif isinstance(value, list):
@@ -337,6 +343,39 @@ def test_parameter_change_applied_and_bad_value_rejected(probe):
     np.testing.assert_allclose(lin.B, ref.B, rtol=0, atol=1e-12)
     assert all(r.successful for r in _set(probe, velocity_representation='body',
                                           time_model='continuous'))
+
+
+def test_dynamics_output_in_the_configured_representation(probe):
+    from rbd_linearizer.algorithm.coriolis import compute_coriolis_matrix
+    from rbd_linearizer.algorithm.crba import crba
+    from rbd_linearizer.algorithm.rnea import nonlinear_effects
+    from rbd_linearizer.ros.conversions import dynamics_terms_from_msg
+
+    ok = _set(probe, publish_dynamics=True, velocity_representation='mixed')
+    assert all(r.successful for r in ok)
+    try:
+        rng = np.random.default_rng(17)
+        q, v = _random_state(rng)
+        stamp = probe.now_ns()
+        probe.publish_state(stamp, q, v)
+        probe.wait(lambda: any(m.header.stamp == stamp_to_msg(stamp) for m in probe.dyns),
+                   'the DynamicsTerms message')
+        msg = [m for m in probe.dyns if m.header.stamp == stamp_to_msg(stamp)][0]
+        terms = dynamics_terms_from_msg(msg)
+        assert terms.velocity_representation == 'mixed'
+        qn = np.concatenate([terms.base_position, terms.base_quaternion, terms.joint_positions])
+        d = create_data(MODEL)
+        M = crba(MODEL, d, qn).copy()
+        C = compute_coriolis_matrix(MODEL, d, qn, v).copy()
+        h = nonlinear_effects(MODEL, d, qn, v).copy()
+        ref = dynamics_in_representation(M, np.linalg.inv(M), C, h - C @ v, h, qn, v, 'mixed')
+        np.testing.assert_allclose(terms.M, ref[0], rtol=0, atol=1e-10)
+        np.testing.assert_allclose(terms.C, ref[2], rtol=0, atol=1e-10)
+        np.testing.assert_allclose(terms.h, ref[4], rtol=0, atol=1e-10)
+        np.testing.assert_allclose(terms.base_twist, ref[5], rtol=0, atol=1e-12)
+    finally:
+        assert all(r.successful for r in _set(probe, publish_dynamics=False,
+                                              velocity_representation='body'))
 
 
 def test_input_selection_changed_at_run_time(probe):
