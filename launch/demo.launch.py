@@ -11,6 +11,7 @@ and ``demo_recorder`` (``rbd-demo --node NAME``). When the recorder has written 
 ``rbd-demo``.
 """
 
+from launch import LaunchDescription
 from launch.actions import (
     DeclareLaunchArgument,
     EmitEvent,
@@ -21,8 +22,6 @@ from launch.event_handlers import OnProcessExit
 from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-
-from launch import LaunchDescription
 
 DEMO_NODES = ('lqr_gains', 'lqr_controller', 'mpc', 'demo_recorder', 'sim_driver')
 

@@ -14,14 +14,13 @@ remap them with the usual ``remappings`` when including this file. ``lifecycle:=
 the managed variant (unconfigured: drive it with ``ros2 lifecycle set``).
 """
 
+from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition, UnlessCondition
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import LifecycleNode, Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
-
-from launch import LaunchDescription
 
 ARGUMENTS = (
     # name, default, description

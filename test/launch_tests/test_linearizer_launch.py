@@ -27,6 +27,7 @@ pytest.importorskip(
 )
 
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
+from launch import LaunchDescription  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 import launch_testing  # noqa: E402
@@ -36,7 +37,6 @@ import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from launch import LaunchDescription  # noqa: E402
 from rbd_linearizer.linearization import linearize  # noqa: E402
 from rbd_linearizer.model import build_model  # noqa: E402
 from rbd_linearizer.model.data import create_data  # noqa: E402
