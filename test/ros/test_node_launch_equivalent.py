@@ -9,6 +9,7 @@ config/linearizer.yaml -p <argument overrides> -r __ns:=...``) over real rclpy +
   new model's results), then a bad description keeps the new model;
 * lifecycle variant: nothing served before configure/activate, outputs after, none after
   deactivate;
+* a slow reliable consumer (0.5 s per message) does not slow the outputs to others;
 * ``use_sim_time``: ages come from /clock: a state one (simulated) second old is stale, a
   fresh one is linearized and stamped with its (simulated) stamp.
 
@@ -301,3 +302,41 @@ def test_timer_mode_linearizes_the_newest_state_at_the_rate(run_node):
         probe.publish(now().nanoseconds, np.array([0.1, 0.2]), np.zeros(2))
         probe.spin(0.01)
     assert 6 <= len(probe.got) <= 13, len(probe.got)  # ~10 ticks in 2 s at 5 Hz
+
+
+def test_a_slow_consumer_does_not_slow_the_node(run_node):
+    import threading
+
+    probe = run_node('/le_slow', '-p', 'tick_mode:=timer', '-p', 'rate_hz:=50.0')
+    now = probe.node.get_clock().now
+    probe.feed_until_output(lambda: now().nanoseconds, np.array([0.1, 0.1]), np.zeros(2))
+    # a reliable subscriber in its own context that takes 0.5 s per message
+    context = rclpy.context.Context()
+    rclpy.init(context=context)
+    slow = rclpy.create_node('slow_consumer', context=context)
+    slow_got = []
+
+    def on_msg(msg):
+        slow_got.append(msg)
+        time.sleep(0.5)
+
+    slow.create_subscription(Linearization, '/le_slow/linearizer/linearization', on_msg,
+                             result_qos(10))
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(slow)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    try:
+        probe.spin(1.0)
+        probe.got.clear()
+        t_end = time.monotonic() + 3.0
+        while time.monotonic() < t_end:
+            probe.publish(now().nanoseconds, np.array([0.1, 0.2]), np.zeros(2))
+            probe.spin(0.01)
+        # 50 Hz for 3 s reach the fast subscriber while the slow one took ~6 messages
+        assert len(probe.got) >= 120, len(probe.got)
+        assert len(slow_got) <= 10
+    finally:
+        executor.shutdown(timeout_sec=2.0)
+        slow.destroy_node()
+        rclpy.shutdown(context=context)
