@@ -9,6 +9,8 @@ config/linearizer.yaml -p <argument overrides> -r __ns:=...``) over real rclpy +
   new model's results), then a bad description keeps the new model;
 * lifecycle variant: nothing served before configure/activate, outputs after, none after
   deactivate;
+* timer mode: the newest state at the rate (older ones superseded, no queue); rate_hz at run
+  time applied, 0 rejected;
 * a slow reliable consumer (0.5 s per message) does not slow the outputs to others;
 * ``use_sim_time``: ages come from /clock: a state one (simulated) second old is stale, a
   fresh one is linearized and stamped with its (simulated) stamp.
