@@ -49,6 +49,7 @@ CMAKE_TEMPLATE = HERE / 'scripts' / 'rosidl' / 'CMakeLists.txt'
 
 CONSOLE_SCRIPTS = {
     'linearizer_node': 'rbd_linearizer.ros.node:main',
+    'linearizer_lifecycle_node': 'rbd_linearizer.ros.node:main_lifecycle',
     'rbd-linearizer': 'rbd_linearizer.tools.cli:main',
     'rbd-demo': 'rbd_linearizer.demo.main:main',
 }
