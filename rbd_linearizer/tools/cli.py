@@ -15,6 +15,8 @@ import sys
 VERBS = {
     'compute': 'rbd_linearizer.tools.compute',
     'verify': 'rbd_linearizer.tools.verify',
+    'record': 'rbd_linearizer.tools.record',
+    'replay': 'rbd_linearizer.tools.replay',
 }
 
 
