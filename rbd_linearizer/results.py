@@ -13,7 +13,7 @@ Dimensions: floating base ``nx = 12 + 2 n``, ``nv = 6 + n``; fixed base ``nx = 2
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,28 @@ def _frozen(value: Any, name: str, ndim: int) -> np.ndarray:
         raise StateError(f'{name} must be {ndim}-D, got shape {arr.shape}')
     arr.setflags(write=False)
     return arr
+
+
+def _build_trusted(cls, values: dict[str, Any]):
+    """Build a frozen result from values produced by this package's own algorithms.
+
+    The validation of ``__post_init__`` is skipped (the producer guarantees shapes and
+    identities; test/test_results.py checks both paths agree), but every array is still copied
+    and made read-only, so the result never aliases a workspace. Internal use only.
+    """
+    obj = object.__new__(cls)
+    for f in fields(cls):
+        if f.name in values:
+            value = values[f.name]
+        elif f.default is not MISSING:
+            value = f.default
+        else:
+            value = f.default_factory()
+        if isinstance(value, np.ndarray):
+            value = np.array(value, dtype=np.float64, copy=True)
+            value.flags.writeable = False
+        object.__setattr__(obj, f.name, value)
+    return obj
 
 
 def _identity_quaternion() -> np.ndarray:
@@ -178,6 +200,11 @@ class Linearization:
         for name, value in (('A', a), ('B', b), ('f', f), ('u0', u0), ('input_names', names),
                             ('time_model', tm), ('dt', dt)):
             object.__setattr__(self, name, value)
+
+    @classmethod
+    def _trusted(cls, **values: Any) -> Linearization:
+        """Build without re-validation from ``linearize``'s own outputs (see _build_trusted)."""
+        return _build_trusted(cls, values)
 
     @property
     def nx(self) -> int:
