@@ -110,3 +110,21 @@ def test_verify_sqlite3_bag_and_wrong_recorded_output(tmp_path, states, capsys):
                         '--inputs-topic', INPUTS_TOPIC, '--max-agreement-error', '1e-6')
     assert code == 1, out
     assert 'FAIL: agreement: A max abs error 0.001' in out
+
+
+def test_progress_bar_only_on_a_tty(monkeypatch):
+    import io
+
+    from rbd_linearizer.tools.verify import _Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    for stream, shown in ((io.StringIO(), False), (Tty(), True)):
+        monkeypatch.setattr('sys.stderr', stream)
+        bar = _Progress(1000, 'linearize')
+        for k in range(1000):
+            bar.update(k + 1)
+        bar.close()
+        assert ('100%' in stream.getvalue()) is shown
