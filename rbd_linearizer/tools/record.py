@@ -57,6 +57,35 @@ def _qos_for(node, topic: str):
                     else DurabilityPolicy.VOLATILE))
 
 
+def _offered_qos(node, topic: str) -> list:
+    """Return the publishers' QoS as rosbags ``Qos`` (metadata ``offered_qos_profiles``)."""
+    from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
+    from rosbags.interfaces import (
+        Qos,
+        QosDurability,
+        QosHistory,
+        QosLiveliness,
+        QosReliability,
+        QosTime,
+    )
+
+    forever = QosTime(sec=2147483647, nsec=4294967295)
+    out = []
+    for info in node.get_publishers_info_by_topic(topic)[:1]:
+        p = info.qos_profile
+        out.append(Qos(
+            history=QosHistory.KEEP_LAST, depth=int(p.depth or 1),
+            reliability=(QosReliability.RELIABLE
+                         if p.reliability == ReliabilityPolicy.RELIABLE
+                         else QosReliability.BEST_EFFORT),
+            durability=(QosDurability.TRANSIENT_LOCAL
+                        if p.durability == DurabilityPolicy.TRANSIENT_LOCAL
+                        else QosDurability.VOLATILE),
+            deadline=forever, lifespan=forever, liveliness=QosLiveliness.AUTOMATIC,
+            liveliness_lease_duration=forever, avoid_ros_namespace_conventions=False))
+    return out
+
+
 def main(args) -> int:
     """Record until stopped; return the exit code."""
     from rbd_linearizer.tools.bag import BagError, BagWriter, typestore
@@ -117,6 +146,7 @@ def main(args) -> int:
                                   f'{type_name}', file=sys.stderr)
                             subs[topic] = None
                             continue
+                        writer.connection(topic, type_name, _offered_qos(node, topic))
                         subs[topic] = node.create_subscription(
                             _msg_class(type_name), topic, callback(topic, type_name),
                             _qos_for(node, topic), raw=True)

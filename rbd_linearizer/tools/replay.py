@@ -6,9 +6,10 @@
 Publishes the serialized messages as recorded (no decoding) at their log times scaled by
 ``1/R``. ``--clock`` publishes ``/clock`` (rosgraph_msgs/Clock) with the bag time before each
 message and at 100 Hz in between, so nodes run with ``use_sim_time`` exactly as under
-``ros2 bag play --clock`` (a recorded /clock topic is then not replayed). ``/robot_description``
-is published latched (transient local), the rest reliable. ``--wait-for T`` waits (up to 30 s)
-until topic T has a subscriber before starting.
+``ros2 bag play --clock`` (a recorded /clock topic is then not replayed). Topics recorded
+with a transient-local offered QoS (and ``/robot_description``) are published latched, the
+rest reliable. ``--wait-for T`` waits (up to 30 s) until topic T has a subscriber before
+starting.
 """
 
 from __future__ import annotations
@@ -41,14 +42,21 @@ def _msg_class(type_name: str):
     return getattr(importlib.import_module(f'{pkg}.{kind}'), name)
 
 
-def _read_raw(path, topics, skip_clock):
-    """Return [(t_ns, topic, msgtype, raw)] in log-time order (rosbags, no decoding)."""
+def _read_raw(path, topics, skip_clock, latched):
+    """Return [(t_ns, topic, msgtype, raw)] in log-time order (rosbags, no decoding).
+
+    Adds to ``latched`` the topics recorded with a transient-local offered QoS.
+    """
     from pathlib import Path
 
     from rosbags.rosbag2 import Reader
 
     out = []
     with Reader(Path(path)) as reader:
+        for conn in reader.connections:
+            qos = getattr(conn.ext, 'offered_qos_profiles', None) or []
+            if any(q.durability.name == 'TRANSIENT_LOCAL' for q in qos):
+                latched.add(conn.topic)
         for conn, t_ns, raw in reader.messages():
             if topics is not None and conn.topic not in topics:
                 continue
@@ -65,7 +73,9 @@ def main(args) -> int:
         print('rbd-linearizer replay: error: --rate must be > 0', file=sys.stderr)
         return 2
     try:
-        messages = _read_raw(args.bag, set(args.topics) if args.topics else None, args.clock)
+        latched_topics = {'/robot_description'}
+        messages = _read_raw(args.bag, set(args.topics) if args.topics else None, args.clock,
+                             latched_topics)
     except Exception as err:  # noqa: BLE001 - any unreadable bag is one line
         print(f'rbd-linearizer replay: error: cannot read bag {args.bag}: '
               f'{" ".join(str(err).split())}', file=sys.stderr)
@@ -89,7 +99,7 @@ def main(args) -> int:
         for _, topic, msgtype, _ in messages:
             if topic in pubs:
                 continue
-            latched = topic == '/robot_description'
+            latched = topic in latched_topics
             qos = QoSProfile(depth=1 if latched else 1000,
                              reliability=ReliabilityPolicy.RELIABLE,
                              durability=(DurabilityPolicy.TRANSIENT_LOCAL if latched

@@ -165,6 +165,13 @@ def test_record_then_replay_gives_identical_outputs(tmp_path):
         assert c.counts['/robot_description'] == 1
         assert c.counts['/joint_states'] == c.counts['/odom'] == N_STATES
         assert c.counts[LIN_TOPIC] == len(got)
+        from rosbags.rosbag2 import Reader
+
+        with Reader(bag) as r:   # offered QoS in metadata.yaml, as ros2 bag record writes it
+            qos = {x.topic: x.ext.offered_qos_profiles for x in r.connections}
+        assert qos['/robot_description'][0].durability.name == 'TRANSIENT_LOCAL'
+        assert qos['/joint_states'][0].reliability.name == 'BEST_EFFORT'
+        assert qos[LIN_TOPIC][0].reliability.name == 'RELIABLE'
 
         # replay into a fresh node B under use_sim_time
         got.clear()
