@@ -49,6 +49,9 @@ def test_verify_demo_bag_predicts_and_agrees(demo_bag, capsys):
     one = r['prediction']['one_step']
     assert one['samples'] == 149
     assert one['ratio_rms_linear_to_zero_order'] < 0.01
+    assert one['ratio_median_linear_to_zero_order'] < 0.01
+    assert len(one['worst']) == 5
+    assert one['worst'][0]['linear'] == one['total']['linear']['max']
     # every block is predicted better than by holding the state
     for name, blk in one['blocks'].items():
         assert blk['linear']['rms'] < 0.01 * blk['zero_order']['rms'], name
@@ -63,7 +66,11 @@ def test_verify_thresholds_gate_exit_code(demo_bag, capsys):
     code, out, _ = _run(capsys, demo_bag / 'bag', '--inputs', demo_bag / 'inputs.yaml',
                         '--inputs-topic', INPUTS_TOPIC, '--max-prediction-ratio', '1e-9')
     assert code == 1
-    assert 'FAIL: prediction' in out
+    assert 'FAIL: prediction: one-step error ratio (rms)' in out
+    code, out, _ = _run(capsys, demo_bag / 'bag', '--inputs', demo_bag / 'inputs.yaml',
+                        '--inputs-topic', INPUTS_TOPIC, '--max-prediction-ratio', '0.01',
+                        '--ratio-statistic', 'median')
+    assert code == 0, out
 
 
 def test_verify_without_inputs_spec_skips_agreement(demo_bag, capsys):
