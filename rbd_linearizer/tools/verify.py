@@ -366,12 +366,18 @@ def _block_norms(model, z) -> np.ndarray:
 
 
 def _linearize_all(samples, segments, report):
-    from rbd_linearizer._jit import warmup
     from rbd_linearizer.linearization import linearize
 
     skipped = report['states']['skipped']
-    for k in sorted({s['seg'] for s in samples}):
-        warmup(segments[k].model, segments[k].data)  # compile first: time the steady state
+    warm = set()
+    for s in samples:  # compile the kernels this bag needs first: time the steady state
+        if s['seg'] not in warm:
+            seg = segments[s['seg']]
+            try:
+                linearize(seg.model, seg.data, s['q'], s['v'], s['u'], inputs=seg.selection)
+                warm.add(s['seg'])
+            except (RbdError, ValueError):
+                pass
     prog = _Progress(len(samples), 'linearize')
     kept = []
     for k, s in enumerate(samples):
