@@ -20,13 +20,10 @@ from rbd_linearizer.conventions import (
     JOINT_PRISMATIC,
     JOINT_REVOLUTE,
 )
+from rbd_linearizer.model.build import spatial_inertia
 from rbd_linearizer.model.model import Frame, Model
 
 __all__ = ['model_from_arrays', 'random_inertia', 'random_rotation', 'sample_model']
-
-
-def _skew(a: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
 
 
 def _ro(a, dtype=np.float64) -> np.ndarray:
@@ -58,16 +55,6 @@ def random_inertia(rng: np.random.Generator) -> tuple[float, np.ndarray, np.ndar
     inertia_com = Q @ np.diag(principal) @ Q.T
     com = rng.uniform(-0.15, 0.15, size=3)
     return mass, com, 0.5 * (inertia_com + inertia_com.T)
-
-
-def _spatial_inertia(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
-    C = _skew(com)
-    out = np.zeros((6, 6))
-    out[:3, :3] = mass * np.eye(3)
-    out[:3, 3:] = -mass * C
-    out[3:, :3] = mass * C
-    out[3:, 3:] = inertia_com - mass * C @ C
-    return out
 
 
 def model_from_arrays(
@@ -108,7 +95,7 @@ def model_from_arrays(
     mass = np.asarray(mass, dtype=np.float64)
     com = np.asarray(com, dtype=np.float64).reshape(nb, 3)
     inertia_com = np.asarray(inertia_com, dtype=np.float64).reshape(nb, 3, 3)
-    inertia = np.stack([_spatial_inertia(mass[i], com[i], inertia_com[i]) for i in range(nb)])
+    inertia = np.stack([spatial_inertia(mass[i], com[i], inertia_com[i]) for i in range(nb)])
     body_names = tuple(f'body_{i}' for i in range(nb))
     joint_names = tuple(f'joint_{i}' for i in range(nb) if joint_type[i] != JOINT_FREE)
     frames = {
