@@ -11,22 +11,9 @@ import numpy as np
 
 from rbd_linearizer.conventions import BASE_NQ, BASE_NV
 from rbd_linearizer.errors import StateError
+from rbd_linearizer.spatial import so3
 
 __all__ = ['difference', 'integrate', 'neutral', 'normalize', 'random_configuration']
-
-
-def _skew(a):
-    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
-
-
-def _quat_to_rot(x, y, z, w):
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
 
 
 def _quat_mul(a, b):
@@ -51,37 +38,6 @@ def _exp_quat(phi):
     else:
         s = np.sin(half) / theta
     return np.array([s * phi[0], s * phi[1], s * phi[2], np.cos(half)])
-
-
-def _left_jacobian(phi):
-    # V(phi) = I + (1 - cos t)/t^2 phi^ + (t - sin t)/t^3 phi^2 (SE(3) exp translation part)
-    t = float(np.linalg.norm(phi))
-    P = _skew(phi)
-    if t < 1e-5:
-        b = 0.5 - t * t / 24.0
-        c = 1.0 / 6.0 - t * t / 120.0
-    else:
-        b = (1.0 - np.cos(t)) / (t * t)
-        c = (t - np.sin(t)) / (t**3)
-    return np.eye(3) + b * P + c * P @ P
-
-
-def _log_rot(R):
-    cos_t = np.clip(0.5 * (np.trace(R) - 1.0), -1.0, 1.0)
-    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-    s = 0.5 * np.linalg.norm(w)
-    t = float(np.arctan2(s, cos_t))
-    if t < 1e-6:
-        return 0.5 * w * (1.0 + t * t / 6.0)
-    if np.pi - t < 1e-4:
-        # near pi: axis from the symmetric part, sign from w
-        B = 0.5 * (R + R.T) - cos_t * np.eye(3)
-        k = int(np.argmax(np.diag(B)))
-        axis = B[:, k] / np.linalg.norm(B[:, k])
-        if axis @ w < 0:
-            axis = -axis
-        return t * axis
-    return t / (2.0 * np.sin(t)) * w
 
 
 def _check(model, x, n, name):
@@ -124,9 +80,10 @@ def integrate(model, q, v) -> np.ndarray:
         out[:] = q + v
         return out
     quat = q[3:7]
-    R = _quat_to_rot(*quat)
+    R = so3.quat_to_matrix(quat)
     rho, phi = v[:3], v[3:6]
-    out[:3] = q[:3] + R @ (_left_jacobian(phi) @ rho)
+    # SE(3) exp: the translation is V(phi) rho with V = the SO(3) left Jacobian.
+    out[:3] = q[:3] + R @ (so3.left_jacobian(phi) @ rho)
     qn = _quat_mul(quat, _exp_quat(phi))
     out[3:7] = qn / np.linalg.norm(qn)
     out[BASE_NQ:] = q[BASE_NQ:] + v[BASE_NV:]
@@ -139,13 +96,13 @@ def difference(model, q0, q1) -> np.ndarray:
     q1 = _check(model, q1, model.nq, 'q1')
     if not model.floating_base:
         return q1 - q0
-    R0 = _quat_to_rot(*q0[3:7])
-    R1 = _quat_to_rot(*q1[3:7])
+    R0 = so3.quat_to_matrix(q0[3:7])
+    R1 = so3.quat_to_matrix(q1[3:7])
     dR = R0.T @ R1
     dp = R0.T @ (q1[:3] - q0[:3])
-    phi = _log_rot(dR)
+    phi = so3.log(dR)
     out = np.empty(model.nv)
-    out[:3] = np.linalg.solve(_left_jacobian(phi), dp)
+    out[:3] = so3.left_jacobian_inv(phi) @ dp
     out[3:6] = phi
     out[BASE_NV:] = q1[BASE_NQ:] - q0[BASE_NQ:]
     return out
