@@ -1,0 +1,295 @@
+"""Higher-order time derivatives of inverse and forward dynamics (seed 002, Alg. 1-3).
+
+Plain numpy reference implementation (correctness first; no kernels yet).
+
+Internally every quantity is a *spatial* (world-frame, right-invariant) vector as in seed 002
+§1.1, but LINEAR FIRST like the rest of the package: twist V = [v_o; w] (v_o = velocity of
+the body point at the world origin), wrench W = [f; n_o] (moment about the world origin),
+``ad_V = [[w^, v^], [0, w^]]`` (``se3.ad``) and ``Ad_C = [[R, p^ R], [0, R]]`` (``se3.Ad``).
+
+Boundary (exact, seed 002 §1.4): our base velocity is the body twist nu_1 = V^b. Instead of
+converting its derivatives with the §1.4 binomial rule, the base is treated as a 6-DoF joint
+whose world screw is ``S_1 = Ad_C``: then ``V_1 = S_1 nu_1``, and since
+``d/dt Ad_C = ad_{V_1} Ad_C`` (seed 002 Eq. 6) the base screw obeys the same recursion as the
+joint screws, ``S^(1) = ad_V S`` (Alg. 1), so ``V_1^(r) = sum_i C(r, i) S_1^(i) nu_1^(r-i)`` is
+exactly §1.4's ``(V^s)^(k) = sum_i C(k, i) B^(i) (V^b)^(k-i)``. The base generalized force is
+``S_1^T W_1 = Ad_C^T W_1`` = the base-frame wrench returned by ``rnea`` (Table 5(b)), and its
+derivatives follow Alg. 2's projection rule like any joint. So the paper's ``Q_1`` (spatial)
+never appears: one uniform tree, root parent = the inertial world (zero twist, all orders).
+
+Gravity is an applied wrench ``M_j^(k) G`` on every body (seed 002 Eqs. 63-64, §2.5), with
+``G = [model.gravity; 0]``; the "base acceleration = -g" trick is wrong from order 1 on.
+Rotor inertias (model.rotor_inertia) are ignored, as in ``rnea`` and ``aba``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rbd_linearizer.algorithm._joints import BAD_QUAT, QUAT_TOL, as_vector, raise_code
+from rbd_linearizer.conventions import JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE
+from rbd_linearizer.errors import StateError
+from rbd_linearizer.model.data import check_data
+from rbd_linearizer.spatial import se3, so3
+
+__all__ = ['forward_dynamics_derivatives', 'inverse_dynamics_derivatives']
+
+
+def _binom(n: int, k: int) -> float:
+    return float(math.comb(n, k))
+
+
+def _local_subspace(jtype: int, axis: np.ndarray) -> np.ndarray:
+    # Motion subspace of the joint in its body frame, linear first (6, nj).
+    if jtype == JOINT_FREE:
+        return np.eye(6)
+    S = np.zeros((6, 1))
+    if jtype == JOINT_REVOLUTE:
+        S[3:, 0] = axis
+    elif jtype == JOINT_PRISMATIC:
+        S[:3, 0] = axis
+    else:  # pragma: no cover - build_model only makes these three
+        raise StateError(f'unsupported joint type {jtype}')
+    return S
+
+
+def _joint_pose(jtype: int, axis: np.ndarray, qj: np.ndarray) -> np.ndarray:
+    # Homogeneous 4x4 joint motion (FREE: the base pose from q = [p, quat xyzw]).
+    T = np.eye(4)
+    if jtype == JOINT_FREE:
+        T[:3, :3] = so3.quat_to_matrix(qj[3:7])
+        T[:3, 3] = qj[:3]
+    elif jtype == JOINT_REVOLUTE:
+        T[:3, :3] = so3.exp(axis * qj[0])
+    else:
+        T[:3, 3] = axis * qj[0]
+    return T
+
+
+class _Tree:
+    """Order-0 spatial kinematics and inertias at one instant (seed 002 Alg. 1, Eq. 60)."""
+
+    def __init__(self, model, q: np.ndarray):
+        nb = model.nb
+        self.nb = nb
+        self.parents = [int(p) for p in model.parents]
+        self.iv = [int(i) for i in model.idx_v]
+        self.nvj = [int(n) for n in model.nv_joint]
+        self.G = np.concatenate([np.asarray(model.gravity, dtype=float), np.zeros(3)])
+        self.children = [[] for _ in range(nb)]
+        self.S = []  # S[j][r] = r-th time derivative of the world screw of joint j (6, nj)
+        self.M = []  # M[j][r] = r-th time derivative of the world inertia of body j (6, 6)
+        self.V = []  # V[j][r] = r-th time derivative of the spatial twist of body j (6,)
+        poses = []
+        for j in range(nb):
+            p = self.parents[j]
+            if p >= 0:
+                self.children[p].append(j)
+            tree = np.eye(4)
+            tree[:3, :3] = model.tree_rotation[j]
+            tree[:3, 3] = model.tree_translation[j]
+            iq = int(model.idx_q[j])
+            jt = int(model.joint_type[j])
+            local = tree @ _joint_pose(jt, model.joint_axis[j], q[iq:iq + model.nq_joint[j]])
+            T = local if p < 0 else poses[p] @ local
+            poses.append(T)
+            Ad = se3.Ad(T)
+            # S_j = Ad_{C_j} S_local (Alg. 1 "S_j = Ad_{F_j} Y_j"); base: S_1 = Ad_C (see top).
+            self.S.append([Ad @ _local_subspace(jt, model.joint_axis[j])])
+            # M^0_j = Ad_{C^-1}^T M^b_j Ad_{C^-1} (Eq. 60); model.inertia is about the body origin.
+            X = np.linalg.inv(Ad)
+            self.M.append([X.T @ model.inertia[j] @ X])
+            self.V.append([])
+
+    def parent_twist(self, j: int, r: int) -> np.ndarray:
+        p = self.parents[j]
+        return self.V[p][r] if p >= 0 else np.zeros(6)
+
+    def next_screw(self, j: int) -> None:
+        # Alg. 1: S^(r) = sum_{l=0}^{r-1} C(r-1, l) ad_{V^(l)} S^(r-1-l), with V the body's own
+        # twist (for joints ad_{V_j} S_j = ad_{V_p} S_j; for the base S_1 = Ad_C needs V_1).
+        S, V = self.S[j], self.V[j]
+        r = len(S)
+        acc = np.zeros_like(S[0])
+        for m in range(r):
+            acc += _binom(r - 1, m) * (se3.ad(V[m]) @ S[r - 1 - m])
+        S.append(acc)
+
+    def next_inertia(self, j: int) -> None:
+        # Eq. (61): M^(r) = -sum_{k=0}^{r-1} C(r-1, k) (M^(r-1-k) ad_{V^(k)} + ad^T M^(r-1-k)).
+        M, V = self.M[j], self.V[j]
+        r = len(M)
+        acc = np.zeros((6, 6))
+        for m in range(r):
+            a = se3.ad(V[m])
+            Mm = M[r - 1 - m]
+            acc -= _binom(r - 1, m) * (Mm @ a + a.T @ Mm)
+        M.append(acc)
+
+    def momentum(self, j: int, a: int, skip_top: bool = False) -> np.ndarray:
+        # Eq. (62): Pi^(a) = sum_{k=0}^{a} C(a, k) M^(a-k) V^(k); skip_top drops k = a (Eq. 65).
+        M, V = self.M[j], self.V[j]
+        out = np.zeros(6)
+        for m in range(a if skip_top else a + 1):
+            out += _binom(a, m) * (M[a - m] @ V[m])
+        return out
+
+
+def _check_common(model, data, q, k):
+    if data is not None:
+        check_data(model, data)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+        raise StateError(f'the order k must be an integer >= 0, got {k!r}')
+    q = as_vector(q, model.nq, 'q')
+    if not np.all(np.isfinite(q)):
+        raise StateError('q contains NaN or inf')
+    if model.floating_base and abs(float(q[3:7] @ q[3:7]) - 1.0) > QUAT_TOL:
+        raise_code(BAD_QUAT)
+    return q, int(k)
+
+
+def _as_derivs(x, rows: int, nv: int, name: str) -> np.ndarray:
+    try:
+        y = np.array(x, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise StateError(f'{name} must be a float array of shape ({rows}, {nv}): {err}') from None
+    if y.shape != (rows, nv):
+        raise StateError(f'{name} must have shape ({rows}, {nv}), got {y.shape}')
+    if not np.all(np.isfinite(y)):
+        raise StateError(f'{name} contains NaN or inf')
+    return y
+
+
+def inverse_dynamics_derivatives(model, data, q, v_derivs, k):
+    """Time derivatives of inverse dynamics, orders 0..k (seed 002 Alg. 2, H-GRNE-FBS).
+
+    Args:
+        model: the Model; data: its Data or None (only checked; this numpy version keeps its own
+            arrays).
+        q (nq,): configuration [p, quat x y z w, s] at the instant.
+        v_derivs (k+2, nv): v, dv/dt, ..., d^(k+1)v/dt^(k+1) (v layout: base body twist linear
+            first, then sdot; row i is the i-th time derivative of v, base part included).
+        k: highest order (>= 0).
+
+    Returns:
+        (k+1, nv) array: row r is d^r tau / dt^r, tau = rnea(q, v, dv/dt) (base wrench in the base
+        body frame, linear first; gravity = model.gravity; no external wrench). Row 0 equals
+        ``rnea``.
+    """
+    q, k = _check_common(model, data, q, k)
+    nu = _as_derivs(v_derivs, k + 2, model.nv, 'v_derivs')
+    t = _Tree(model, q)
+    K = k + 1
+    # Alg. 1 with K = r + 1 (pre-order = body order since parents[j] < j).
+    for j in range(t.nb):
+        iv, nj = t.iv[j], t.nvj[j]
+        for r in range(K + 1):
+            if r > 0:
+                t.next_screw(j)
+                t.next_inertia(j)
+            # V_j^(r) = V_p^(r) + sum_{i=0}^{r} C(r, i) S_j^(i) nu_j^(r-i)   (Alg. 1)
+            Vr = t.parent_twist(j, r).copy()
+            for i in range(r + 1):
+                Vr += _binom(r, i) * (t.S[j][i] @ nu[r - i, iv:iv + nj])
+            t.V[j].append(Vr)
+    # Backward (post-order): W_j^(r) = Pi_j^(r+1) - M_j^(r) G + sum_{c} W_c^(r)   (Alg. 2,
+    # Eqs. 62-64); tau_j^(r) = sum_i C(r, i) (S_j^T)^(r-i) W_j^(i).
+    W = [[t.momentum(j, r + 1) - t.M[j][r] @ t.G for r in range(K)] for j in range(t.nb)]
+    out = np.zeros((K, model.nv))
+    for j in range(t.nb - 1, -1, -1):
+        p = t.parents[j]
+        iv, nj = t.iv[j], t.nvj[j]
+        for r in range(K):
+            acc = np.zeros(nj)
+            for i in range(r + 1):
+                acc += _binom(r, i) * (t.S[j][r - i].T @ W[j][i])
+            out[r, iv:iv + nj] = acc
+            if p >= 0:
+                W[p][r] = W[p][r] + W[j][r]
+    return out
+
+
+def forward_dynamics_derivatives(model, data, q, v, tau_derivs, k):
+    """Time derivatives of forward dynamics, orders 0..k (seed 002 Alg. 3, H-GABI-FBS).
+
+    Args:
+        model: the Model; data: its Data or None (only checked).
+        q (nq,), v (nv,): the state (v: base body twist linear first, then sdot).
+        tau_derivs (k+1, nv): tau, dtau/dt, ..., d^k tau/dt^k (base wrench in the base body frame,
+            linear first, as ``aba``; row i is the i-th time derivative of that vector).
+        k: highest order (>= 0).
+
+    Returns:
+        (k+1, nv) array: row r is d^(r+1) v / dt^(r+1) (row 0 = ``aba``: dv/dt, then d2v/dt2, ...).
+
+    The articulated inertias M^A_j and the pivots D_j are computed once (Lemma 2, Eq. 23) and
+    reused at every order; only the bias wrenches W^A_j(r) depend on the order.
+    """
+    q, k = _check_common(model, data, q, k)
+    v = as_vector(v, model.nv, 'v')
+    if not np.all(np.isfinite(v)):
+        raise StateError('v contains NaN or inf')
+    tau = _as_derivs(tau_derivs, k + 1, model.nv, 'tau_derivs')
+    t = _Tree(model, q)
+    nb = t.nb
+    # Order-0 twists (Alg. 1, r = 0).
+    for j in range(nb):
+        iv, nj = t.iv[j], t.nvj[j]
+        t.V[j].append(t.parent_twist(j, 0) + t.S[j][0] @ v[iv:iv + nj])
+    # Articulated inertias, once per instant (Eqs. 23-24): post-order.
+    MA = [t.M[j][0].copy() for j in range(nb)]
+    Dinv = [None] * nb
+    for j in range(nb - 1, -1, -1):
+        S = t.S[j][0]
+        U = MA[j] @ S
+        D = S.T @ U
+        try:
+            np.linalg.cholesky(D)
+        except np.linalg.LinAlgError:
+            raise StateError(f'articulated inertia of body {j} not positive definite') from None
+        Dinv[j] = np.linalg.inv(D)
+        p = t.parents[j]
+        if p >= 0:
+            MA[p] += MA[j] - U @ Dinv[j] @ U.T
+    nus = [v]  # nus[r] = r-th derivative of v
+    WA = [[] for _ in range(nb)]  # WA[j][r] = articulated bias wrench of order r (Eq. 22)
+    for rho in range(k + 1):
+        Vb = []
+        for j in range(nb):
+            iv, nj = t.iv[j], t.nvj[j]
+            t.next_screw(j)  # (a) S^(rho+1)
+            t.next_inertia(j)  # (b) M^(rho+1), Eq. 61
+            # (c) V_bias^(rho+1) = sum_{a=1}^{rho+1} C(rho+1, a) S^(a) nu^(rho+1-a)   (Eq. 66)
+            vb = np.zeros(6)
+            for a in range(1, rho + 2):
+                vb += _binom(rho + 1, a) * (t.S[j][a] @ nus[rho + 1 - a][iv:iv + nj])
+            Vb.append(vb)
+        # (d) backward, Eqs. 24-25: W^A_j = Pi_bias^(rho+1) - M^(rho) G + children terms
+        acc = [np.zeros(6) for _ in range(nb)]
+        qt = [None] * nb
+        for j in range(nb - 1, -1, -1):
+            iv, nj = t.iv[j], t.nvj[j]
+            wa = t.momentum(j, rho + 1, skip_top=True) - t.M[j][rho] @ t.G + acc[j]
+            WA[j].append(wa)
+            # tau~ = sum_{m=0}^{rho-1} C(rho, m) (S^T)^(rho-m) (M^A V^(m+1) + W^A(m))  (Lemma 2)
+            tt = np.zeros(nj)
+            for m in range(rho):
+                tt += _binom(rho, m) * (t.S[j][rho - m].T @ (MA[j] @ t.V[j][m + 1] + WA[j][m]))
+            S = t.S[j][0]
+            qt[j] = Dinv[j] @ (tau[rho, iv:iv + nj] - tt - S.T @ (MA[j] @ Vb[j] + wa))
+            p = t.parents[j]
+            if p >= 0:
+                acc[p] += wa + MA[j] @ (S @ qt[j] + Vb[j])
+        # (e) forward, Eq. 26 (root: parent = the world, zero twist at every order)
+        nu_new = np.zeros(model.nv)
+        for j in range(nb):
+            iv, nj = t.iv[j], t.nvj[j]
+            S = t.S[j][0]
+            Vp = t.parent_twist(j, rho + 1)
+            x = qt[j] - Dinv[j] @ (S.T @ (MA[j] @ Vp))
+            nu_new[iv:iv + nj] = x
+            t.V[j].append(Vp + S @ x + Vb[j])
+        nus.append(nu_new)
+    return np.array(nus[1:])

@@ -1,0 +1,224 @@
+"""Higher-order inverse / forward dynamics (seed 002 Alg. 2 and 3, numpy reference).
+
+Checks: order 0 equals rnea / aba; order 1 equals the analytic RNEA derivatives (chain rule);
+d^r tau / dt^r equals a 5-point central difference in time of d^(r-1) tau / dt^(r-1) along a
+smooth trajectory (q integrated on the manifold), r = 1..4; inverse -> forward round trip up to
+order 5; statics (zero motion: gravity at order 0, nothing above); progressive orders; input
+errors.
+
+Tolerances. Order 0 and order 1 vs the recursive algorithms: the same sums in another order,
+round-off ~1e-15 relative, 1e-10 used. Time differences: step h = 1e-3, 5-point stencil
+(truncation h^4 f^(5) / 30 ~ 1e-12 relative for frequencies ~2 rad/s, round-off
+~eps |f| / h ~ 1e-13 amplified by the order), 1e-8 used at every order. Round trip: the
+round-off grows ~10x per order (seed 002 §5.4, §6.5), 1e-11 * 10^r relative.
+"""
+
+import numpy as np
+import pytest
+from reference.cases import get_robot, get_sample, random_state, rel
+
+from rbd_linearizer.algorithm import aba, rnea
+from rbd_linearizer.algorithm.higher_order import (
+    forward_dynamics_derivatives,
+    inverse_dynamics_derivatives,
+)
+from rbd_linearizer.algorithm.rnea_derivatives import compute_rnea_derivatives
+from rbd_linearizer.errors import StateError
+from rbd_linearizer.spatial import se3, so3
+
+
+def _models():
+    out = []
+    for floating in (True, False):
+        got = get_robot('seed002', floating)
+        if isinstance(got, Exception):  # pragma: no cover
+            pytest.skip(f'seed002: {got}')
+        out.append(got)
+    out.append(get_sample('tree', True, 0))
+    out.append(get_sample('branched', False, 1))
+    return out
+
+
+MODEL_IDS = ['seed002-floating', 'seed002-fixed', 'tree-floating-0', 'branched-fixed-1']
+
+
+@pytest.fixture(params=range(4), ids=MODEL_IDS)
+def case(request):
+    return _models()[request.param]
+
+
+class Trajectory:
+    """Smooth trajectory: v_i(t) = b_i + a_i sin(w_i t + phi_i); q(t) from dq = v on the manifold.
+
+    Base pose: dC/dt = C hat(v_base(t)) (body twist), integrated with RK4 on the 4x4 matrix in
+    small sub-steps (local error ~(dt |v|)^5, far below the tested differences); joints: exact.
+    """
+
+    def __init__(self, model, seed):
+        rng = np.random.default_rng(seed)
+        self.model = model
+        self.q0, _, _, _ = random_state(model, seed)
+        nv = model.nv
+        self.a = rng.uniform(0.5, 1.5, nv)
+        self.b = rng.uniform(-0.5, 0.5, nv)
+        self.w = rng.uniform(0.5, 2.0, nv)
+        self.phi = rng.uniform(0.0, 2 * np.pi, nv)
+
+    def v_derivs(self, t, n):
+        """Rows 0..n-1: the i-th time derivative of v at t."""
+        out = np.empty((n, self.model.nv))
+        for i in range(n):
+            out[i] = self.a * self.w**i * np.sin(self.w * t + self.phi + i * np.pi / 2)
+        out[0] += self.b
+        return out
+
+    def q(self, t, substeps=40):
+        m = self.model
+        q = self.q0.copy()
+        nb6 = 6 if m.floating_base else 0
+        # joints: s(t) = s0 + b t - a / w (cos(w t + phi) - cos(phi))
+        js = slice(nb6, m.nv)
+        jq = slice(7 if m.floating_base else 0, m.nq)
+        q[jq] += self.b[js] * t - self.a[js] / self.w[js] * (
+            np.cos(self.w[js] * t + self.phi[js]) - np.cos(self.phi[js]))
+        if m.floating_base:
+            C = se3.make(so3.quat_to_matrix(q[3:7]), q[:3])
+            dt = t / substeps
+
+            def f(s, C):
+                return C @ se3.hat(self.v_derivs(s, 1)[0, :6])
+
+            for k in range(substeps):
+                s = k * dt
+                k1 = f(s, C)
+                k2 = f(s + dt / 2, C + dt / 2 * k1)
+                k3 = f(s + dt / 2, C + dt / 2 * k2)
+                k4 = f(s + dt, C + dt * k3)
+                C = C + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            q[:3] = C[:3, 3]
+            u, _, vt = np.linalg.svd(C[:3, :3])
+            q[3:7] = so3.matrix_to_quat(u @ vt)
+        return q
+
+
+# (a) order 0 = rnea / aba; order 1 = the RNEA chain rule ------------------------------------
+
+
+def test_order0_equals_rnea_and_aba(case):
+    model, data = case
+    for seed in range(2):
+        q, v, a, _ = random_state(model, seed)
+        rng = np.random.default_rng(seed + 10)
+        vd = np.vstack([v, a, rng.normal(size=model.nv)])
+        tau = inverse_dynamics_derivatives(model, data, q, vd, 1)
+        assert tau.shape == (2, model.nv)
+        assert rel(tau[0], rnea(model, data, q, v, a)) < 1e-10
+        td = rng.normal(size=(2, model.nv))
+        td[0] = tau[0] + rng.normal(size=model.nv)
+        acc = forward_dynamics_derivatives(model, data, q, v, td, 1)
+        assert acc.shape == (2, model.nv)
+        assert rel(acc[0], aba(model, data, q, v, td[0])) < 1e-10
+
+
+def test_order1_equals_rnea_derivatives(case):
+    # d tau / dt = dtau_dq v + dtau_dv a + M da (dtau_dq along integrate(q, eps v): body frame)
+    model, data = case
+    q, v, a, _ = random_state(model, 4)
+    rng = np.random.default_rng(5)
+    jerk = rng.normal(size=model.nv)
+    tau = inverse_dynamics_derivatives(model, data, q, np.vstack([v, a, jerk]), 1)
+    dq, dv = (x.copy() for x in compute_rnea_derivatives(model, data, q, v, a))
+    tau0 = rnea(model, data, q, v, a).copy()
+    M = np.column_stack([rnea(model, data, q, v, a + e) - tau0 for e in np.eye(model.nv)])
+    assert rel(tau[1], dq @ v + dv @ a + M @ jerk) < 1e-10
+
+
+# (b) time derivatives vs central differences along a smooth trajectory ----------------------
+
+
+@pytest.mark.parametrize('k', [4])
+def test_time_derivatives_match_finite_differences(case, k):
+    model, data = case
+    traj = Trajectory(model, 7)
+    t0, h = 0.3, 1e-3
+    taus = {}
+    for s in (-2, -1, 1, 2):
+        t = t0 + s * h
+        taus[s] = inverse_dynamics_derivatives(model, data, traj.q(t), traj.v_derivs(t, k + 1),
+                                               k - 1)
+    tau0 = inverse_dynamics_derivatives(model, data, traj.q(t0), traj.v_derivs(t0, k + 2), k)
+    fd = (-taus[2] + 8 * taus[1] - 8 * taus[-1] + taus[-2]) / (12 * h)
+    for r in range(1, k + 1):
+        assert rel(fd[r - 1], tau0[r]) < 1e-8, r
+
+
+def test_trajectory_is_consistent():
+    # the test trajectory itself: (q(t+h) - q(t-h)) / 2h reproduces v(t) on the manifold
+    from rbd_linearizer.algorithm import difference
+
+    model, _ = _models()[0]
+    traj = Trajectory(model, 7)
+    t0, h = 0.3, 1e-4
+    fd = difference(model, traj.q(t0 - h), traj.q(t0 + h)) / (2 * h)
+    assert rel(fd, traj.v_derivs(t0, 1)[0]) < 1e-7
+
+
+# (c) inverse -> forward round trip -----------------------------------------------------------
+
+
+def test_round_trip(case):
+    model, data = case
+    k = 5
+    traj = Trajectory(model, 11)
+    t = 0.7
+    q = traj.q(t)
+    vd = traj.v_derivs(t, k + 2)
+    tau = inverse_dynamics_derivatives(model, data, q, vd, k)
+    acc = forward_dynamics_derivatives(model, data, q, vd[0], tau, k)
+    for r in range(k + 1):
+        assert rel(acc[r], vd[r + 1]) < 1e-11 * 10**r, r
+
+
+def test_progressive_orders_are_prefixes():
+    model, data = _models()[0]
+    q, v, a, _ = random_state(model, 2)
+    rng = np.random.default_rng(3)
+    vd = np.vstack([v, a, rng.normal(size=(4, model.nv))])
+    t4 = inverse_dynamics_derivatives(model, data, q, vd, 4)
+    t2 = inverse_dynamics_derivatives(model, data, q, vd[:4], 2)
+    np.testing.assert_array_equal(t2, t4[:3])
+    f4 = forward_dynamics_derivatives(model, data, q, v, t4, 4)
+    f2 = forward_dynamics_derivatives(model, data, q, v, t4[:3], 2)
+    np.testing.assert_array_equal(f2, f4[:3])
+
+
+def test_statics_gravity_only_at_order0(case):
+    # at rest, gravity is a constant applied wrench per body: g(q) at order 0, zero above
+    model, data = case
+    q, _, _, _ = random_state(model, 1)
+    z = np.zeros((5, model.nv))
+    tau = inverse_dynamics_derivatives(model, data, q, z, 3)
+    assert rel(tau[0], rnea(model, data, q, z[0], z[0])) < 1e-10
+    assert np.abs(tau[1:]).max() < 1e-12 * np.abs(tau[0]).max()
+    acc = forward_dynamics_derivatives(model, data, q, z[0], np.vstack([tau[0], z[:3]]), 3)
+    assert np.abs(acc).max() < 1e-10 * np.abs(tau[0]).max()
+
+
+def test_bad_input():
+    model, data = _models()[0]
+    q, v, a, _ = random_state(model, 0)
+    vd = np.vstack([v, a, a])
+    with pytest.raises(StateError):
+        inverse_dynamics_derivatives(model, data, q, vd, 2)  # needs k + 2 = 4 rows
+    with pytest.raises(StateError):
+        inverse_dynamics_derivatives(model, data, q, vd, -1)
+    bad = q.copy()
+    bad[3:7] *= 2.0
+    with pytest.raises(StateError):
+        inverse_dynamics_derivatives(model, data, bad, vd, 1)
+    nan = vd.copy()
+    nan[2, 0] = np.nan
+    with pytest.raises(StateError):
+        inverse_dynamics_derivatives(model, data, q, nan, 1)
+    with pytest.raises(StateError):
+        forward_dynamics_derivatives(model, data, q, v, vd, 1)  # needs k + 1 = 2 rows
