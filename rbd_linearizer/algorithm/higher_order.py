@@ -34,7 +34,11 @@ from rbd_linearizer.errors import StateError
 from rbd_linearizer.model.data import check_data
 from rbd_linearizer.spatial import se3, so3
 
-__all__ = ['forward_dynamics_derivatives', 'inverse_dynamics_derivatives']
+__all__ = [
+    'forward_dynamics_derivatives',
+    'hybrid_dynamics_derivatives',
+    'inverse_dynamics_derivatives',
+]
 
 
 def _binom(n: int, k: int) -> float:
@@ -228,20 +232,72 @@ def forward_dynamics_derivatives(model, data, q, v, tau_derivs, k):
     reused at every order; only the bias wrenches W^A_j(r) depend on the order.
     """
     q, k = _check_common(model, data, q, k)
-    v = as_vector(v, model.nv, 'v')
+    v = _as_state(v, model.nv)
+    tau = _as_derivs(tau_derivs, k + 1, model.nv, 'tau_derivs')
+    acc, _ = _hybrid(model, q, v, k, np.zeros(model.nb, dtype=bool), None, tau)
+    return acc
+
+
+def hybrid_dynamics_derivatives(model, data, q, v, prescribed, dv_derivs, tau_derivs, k):
+    """Time derivatives of hybrid dynamics, orders 0..k (seed 002 Alg. 4, H-GHYB-FBS).
+
+    Args:
+        model: the Model; data: its Data or None (only checked).
+        q (nq,), v (nv,): the state.
+        prescribed (nv,) bool: True where the motion is given (set J_q), False where the force is
+            given (J_tau). The 6 base entries must agree: either the base twist derivatives
+            (True) or the base body-frame wrench derivatives (False) are given.
+        dv_derivs (k+1, nv): d^(r+1) v / dt^(r+1), r = 0..k; read on the prescribed entries only.
+        tau_derivs (k+1, nv): d^r tau / dt^r, r = 0..k; read on the other entries only.
+        k: highest order (>= 0).
+
+    Returns:
+        ``(dv, tau)``, both (k+1, nv): the complete derivatives of dv/dt and of tau (the given
+        entries copied, the others computed).
+
+    Prescribed children enter their parent's articulated inertia rigidly (no projection); the
+    torques of prescribed joints use Lemma 2 with the hybrid articulated inertia,
+    ``W_j^(m) = M^A_j V_j^(m+1) + W^A_j(m)`` (seed 002 §2.4).
+    """
+    q, k = _check_common(model, data, q, k)
+    v = _as_state(v, model.nv)
+    mask = np.asarray(prescribed)
+    if mask.shape != (model.nv,) or mask.dtype != bool:
+        raise StateError(f'prescribed must be a bool array of shape ({model.nv},)')
+    body_mask = np.array([bool(mask[model.idx_v[j]]) for j in range(model.nb)])
+    for j in range(model.nb):
+        iv, nj = int(model.idx_v[j]), int(model.nv_joint[j])
+        if np.any(mask[iv:iv + nj] != body_mask[j]):
+            raise StateError('prescribed must be the same for the 6 base entries')
+    dv = _as_derivs(dv_derivs, k + 1, model.nv, 'dv_derivs')
+    tau = _as_derivs(tau_derivs, k + 1, model.nv, 'tau_derivs')
+    return _hybrid(model, q, v, k, body_mask, dv, tau)
+
+
+def _as_state(v, nv):
+    v = as_vector(v, nv, 'v')
     if not np.all(np.isfinite(v)):
         raise StateError('v contains NaN or inf')
-    tau = _as_derivs(tau_derivs, k + 1, model.nv, 'tau_derivs')
+    return v
+
+
+def _hybrid(model, q, v, k, pres, dv, tau):
+    # Alg. 4 (Alg. 3 when no body is prescribed). pres (nb,) bool per joint.
     t = _Tree(model, q)
     nb = t.nb
     # Order-0 twists (Alg. 1, r = 0).
     for j in range(nb):
         iv, nj = t.iv[j], t.nvj[j]
         t.V[j].append(t.parent_twist(j, 0) + t.S[j][0] @ v[iv:iv + nj])
-    # Articulated inertias, once per instant (Eqs. 23-24): post-order.
+    # Articulated inertias, once per instant (Eqs. 23-24; Alg. 4: prescribed children rigidly).
     MA = [t.M[j][0].copy() for j in range(nb)]
     Dinv = [None] * nb
     for j in range(nb - 1, -1, -1):
+        p = t.parents[j]
+        if pres[j]:
+            if p >= 0:
+                MA[p] += MA[j]
+            continue
         S = t.S[j][0]
         U = MA[j] @ S
         D = S.T @ U
@@ -250,10 +306,10 @@ def forward_dynamics_derivatives(model, data, q, v, tau_derivs, k):
         except np.linalg.LinAlgError:
             raise StateError(f'articulated inertia of body {j} not positive definite') from None
         Dinv[j] = np.linalg.inv(D)
-        p = t.parents[j]
         if p >= 0:
             MA[p] += MA[j] - U @ Dinv[j] @ U.T
     nus = [v]  # nus[r] = r-th derivative of v
+    taus = np.array(tau)
     WA = [[] for _ in range(nb)]  # WA[j][r] = articulated bias wrench of order r (Eq. 22)
     for rho in range(k + 1):
         Vb = []
@@ -273,12 +329,16 @@ def forward_dynamics_derivatives(model, data, q, v, tau_derivs, k):
             iv, nj = t.iv[j], t.nvj[j]
             wa = t.momentum(j, rho + 1, skip_top=True) - t.M[j][rho] @ t.G + acc[j]
             WA[j].append(wa)
-            # tau~ = sum_{m=0}^{rho-1} C(rho, m) (S^T)^(rho-m) (M^A V^(m+1) + W^A(m))  (Lemma 2)
-            tt = np.zeros(nj)
-            for m in range(rho):
-                tt += _binom(rho, m) * (t.S[j][rho - m].T @ (MA[j] @ t.V[j][m + 1] + WA[j][m]))
             S = t.S[j][0]
-            qt[j] = Dinv[j] @ (tau[rho, iv:iv + nj] - tt - S.T @ (MA[j] @ Vb[j] + wa))
+            if pres[j]:
+                qt[j] = dv[rho, iv:iv + nj]  # Alg. 4: the given q^(rho+2)
+            else:
+                # tau~ = sum_{m<rho} C(rho, m) (S^T)^(rho-m) (M^A V^(m+1) + W^A(m))  (Lemma 2)
+                tt = np.zeros(nj)
+                for m in range(rho):
+                    w = MA[j] @ t.V[j][m + 1] + WA[j][m]
+                    tt += _binom(rho, m) * (t.S[j][rho - m].T @ w)
+                qt[j] = Dinv[j] @ (tau[rho, iv:iv + nj] - tt - S.T @ (MA[j] @ Vb[j] + wa))
             p = t.parents[j]
             if p >= 0:
                 acc[p] += wa + MA[j] @ (S @ qt[j] + Vb[j])
@@ -288,8 +348,19 @@ def forward_dynamics_derivatives(model, data, q, v, tau_derivs, k):
             iv, nj = t.iv[j], t.nvj[j]
             S = t.S[j][0]
             Vp = t.parent_twist(j, rho + 1)
-            x = qt[j] - Dinv[j] @ (S.T @ (MA[j] @ Vp))
+            if pres[j]:
+                x = qt[j]
+            else:
+                x = qt[j] - Dinv[j] @ (S.T @ (MA[j] @ Vp))
             nu_new[iv:iv + nj] = x
             t.V[j].append(Vp + S @ x + Vb[j])
+            if pres[j]:
+                # tau_j^(rho) = sum_m C(rho, m) (S^T)^(rho-m) W_j^(m), with (Lemma 2, hybrid M^A)
+                # W_j^(m) = M^A_j V_j^(m+1) + W^A_j(m)
+                y = np.zeros(nj)
+                for m in range(rho + 1):
+                    w = MA[j] @ t.V[j][m + 1] + WA[j][m]
+                    y += _binom(rho, m) * (t.S[j][rho - m].T @ w)
+                taus[rho, iv:iv + nj] = y
         nus.append(nu_new)
-    return np.array(nus[1:])
+    return np.array(nus[1:]), taus

@@ -1,10 +1,11 @@
-"""Higher-order inverse / forward dynamics (seed 002 Alg. 2 and 3, numpy reference).
+"""Higher-order inverse / forward / hybrid dynamics (seed 002 Alg. 2-4, numpy reference).
 
 Checks: order 0 equals rnea / aba; order 1 equals the analytic RNEA derivatives (chain rule);
 d^r tau / dt^r equals a 5-point central difference in time of d^(r-1) tau / dt^(r-1) along a
 smooth trajectory (q integrated on the manifold), r = 1..4; inverse -> forward round trip up to
-order 5; statics (zero motion: gravity at order 0, nothing above); progressive orders; input
-errors.
+order 5; hybrid dynamics (Alg. 4, random splits, base wrench or base motion given) against
+inverse dynamics to order 4; statics (zero motion: gravity at order 0, nothing above);
+progressive orders; input errors.
 
 Tolerances. Order 0 and order 1 vs the recursive algorithms: the same sums in another order,
 round-off ~1e-15 relative, 1e-10 used. Time differences: step h = 1e-3, 5-point stencil
@@ -20,6 +21,7 @@ from reference.cases import get_robot, get_sample, random_state, rel
 from rbd_linearizer.algorithm import aba, rnea
 from rbd_linearizer.algorithm.higher_order import (
     forward_dynamics_derivatives,
+    hybrid_dynamics_derivatives,
     inverse_dynamics_derivatives,
 )
 from rbd_linearizer.algorithm.rnea_derivatives import compute_rnea_derivatives
@@ -179,6 +181,36 @@ def test_round_trip(case):
         assert rel(acc[r], vd[r + 1]) < 1e-11 * 10**r, r
 
 
+@pytest.mark.parametrize('base_prescribed', [True, False])
+def test_hybrid_consistent_with_inverse_dynamics(case, base_prescribed):
+    # seed 002 §6.6: with ID-consistent inputs, Alg. 4 returns the ID torques on the prescribed
+    # joints and the trajectory's derivatives on the others, for any split and both base modes
+    model, data = case
+    k = 4
+    traj = Trajectory(model, 13)
+    q = traj.q(0.4)
+    vd = traj.v_derivs(0.4, k + 2)
+    tau = inverse_dynamics_derivatives(model, data, q, vd, k)
+    rng = np.random.default_rng(17)
+    for _ in range(3):
+        mask = rng.uniform(size=model.nv) < 0.5
+        if model.floating_base:
+            mask[:6] = base_prescribed
+        dv_in = np.where(mask, vd[1:], 1e3)  # junk where not read
+        tau_in = np.where(mask, 1e3, tau)
+        dv, tau_out = hybrid_dynamics_derivatives(model, data, q, vd[0], mask, dv_in, tau_in, k)
+        for r in range(k + 1):
+            assert rel(dv[r], vd[r + 1]) < 1e-11 * 10**r, r
+            assert rel(tau_out[r], tau[r]) < 1e-11 * 10**r, r
+    # limits: nothing prescribed = forward dynamics, everything prescribed = inverse dynamics
+    none = np.zeros(model.nv, dtype=bool)
+    dv, _ = hybrid_dynamics_derivatives(model, data, q, vd[0], none, vd[1:], tau, k)
+    np.testing.assert_array_equal(dv, forward_dynamics_derivatives(model, data, q, vd[0], tau, k))
+    _, tau_all = hybrid_dynamics_derivatives(model, data, q, vd[0], ~none, vd[1:], tau, k)
+    for r in range(k + 1):
+        assert rel(tau_all[r], tau[r]) < 1e-11 * 10**r, r
+
+
 def test_progressive_orders_are_prefixes():
     model, data = _models()[0]
     q, v, a, _ = random_state(model, 2)
@@ -222,3 +254,9 @@ def test_bad_input():
         inverse_dynamics_derivatives(model, data, q, nan, 1)
     with pytest.raises(StateError):
         forward_dynamics_derivatives(model, data, q, v, vd, 1)  # needs k + 1 = 2 rows
+    mask = np.zeros(model.nv, dtype=bool)
+    mask[0] = True  # half a base
+    with pytest.raises(StateError):
+        hybrid_dynamics_derivatives(model, data, q, v, mask, vd[:2], vd[:2], 1)
+    with pytest.raises(StateError):
+        hybrid_dynamics_derivatives(model, data, q, v, mask.astype(float), vd[:2], vd[:2], 1)
