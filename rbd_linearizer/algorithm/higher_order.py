@@ -86,6 +86,8 @@ class _Tree:
         self.S = []  # S[j][r] = r-th time derivative of the world screw of joint j (6, nj)
         self.M = []  # M[j][r] = r-th time derivative of the world inertia of body j (6, 6)
         self.V = []  # V[j][r] = r-th time derivative of the spatial twist of body j (6,)
+        self.XT = []
+        self.fext = None  # (k+1, nb, 6) body-frame external wrench derivatives, or None
         poses = []
         for j in range(nb):
             p = self.parents[j]
@@ -105,6 +107,7 @@ class _Tree:
             # M^0_j = Ad_{C^-1}^T M^b_j Ad_{C^-1} (Eq. 60); model.inertia is about the body origin.
             X = np.linalg.inv(Ad)
             self.M.append([X.T @ model.inertia[j] @ X])
+            self.XT.append([X.T])  # XT[j][r] = r-th derivative of Ad_{C_j^-1}^T (Eqs. 67, 70)
             self.V.append([])
 
     def parent_twist(self, j: int, r: int) -> np.ndarray:
@@ -131,6 +134,30 @@ class _Tree:
             Mm = M[r - 1 - m]
             acc -= _binom(r - 1, m) * (Mm @ a + a.T @ Mm)
         M.append(acc)
+
+    def applied(self, j: int, r: int) -> np.ndarray:
+        # r-th derivative of the external wrench on body j in the world frame, from its body-frame
+        # derivatives (Eq. 69 in closed form): W^0 = Ad_{C^-1}^T W^b, so
+        # (W^0)^(r) = sum_i C(r, i) (Ad_{C^-1}^T)^(i) (W^b)^(r-i), with Eq. (70):
+        # (Ad_{C^-1}^T)^(r) = -sum_{m<r} C(r-1, m) ad_{V^(m)}^T (Ad_{C^-1}^T)^(r-1-m).
+        XT, V = self.XT[j], self.V[j]
+        while len(XT) <= r:
+            n = len(XT)
+            acc = np.zeros((6, 6))
+            for m in range(n):
+                acc -= _binom(n - 1, m) * (se3.ad(V[m]).T @ XT[n - 1 - m])
+            XT.append(acc)
+        out = np.zeros(6)
+        for i in range(r + 1):
+            out += _binom(r, i) * (XT[i] @ self.fext[r - i, j])
+        return out
+
+    def external(self, j: int, r: int) -> np.ndarray:
+        # gravity (Eqs. 63-64) + external wrenches: the applied wrench of order r on body j
+        w = self.M[j][r] @ self.G
+        if self.fext is not None:
+            w = w + self.applied(j, r)
+        return w
 
     def momentum(self, j: int, a: int, skip_top: bool = False) -> np.ndarray:
         # Eq. (62): Pi^(a) = sum_{k=0}^{a} C(a, k) M^(a-k) V^(k); skip_top drops k = a (Eq. 65).
@@ -166,7 +193,7 @@ def _as_derivs(x, rows: int, nv: int, name: str) -> np.ndarray:
     return y
 
 
-def inverse_dynamics_derivatives(model, data, q, v_derivs, k):
+def inverse_dynamics_derivatives(model, data, q, v_derivs, k, f_ext_derivs=None):
     """Time derivatives of inverse dynamics, orders 0..k (seed 002 Alg. 2, H-GRNE-FBS).
 
     Args:
@@ -176,14 +203,17 @@ def inverse_dynamics_derivatives(model, data, q, v_derivs, k):
         v_derivs (k+2, nv): v, dv/dt, ..., d^(k+1)v/dt^(k+1) (v layout: base body twist linear
             first, then sdot; row i is the i-th time derivative of v, base part included).
         k: highest order (>= 0).
+        f_ext_derivs (k+1, nb, 6) or None: row r is the r-th time derivative of the external
+            wrench on each body in its body frame, linear first (``rnea``'s f_ext and its
+            derivatives).
 
     Returns:
-        (k+1, nv) array: row r is d^r tau / dt^r, tau = rnea(q, v, dv/dt) (base wrench in the base
-        body frame, linear first; gravity = model.gravity; no external wrench). Row 0 equals
-        ``rnea``.
+        (k+1, nv) array: row r is d^r tau / dt^r, tau = rnea(q, v, dv/dt, f_ext) (base wrench in
+        the base body frame, linear first; gravity = model.gravity). Row 0 equals ``rnea``.
     """
     q, k = _check_common(model, data, q, k)
     nu = _as_derivs(v_derivs, k + 2, model.nv, 'v_derivs')
+    fext = _as_fext_derivs(f_ext_derivs, k, model.nb)
     t = _Tree(model, q)
     K = k + 1
     # Alg. 1 with K = r + 1 (pre-order = body order since parents[j] < j).
@@ -200,7 +230,8 @@ def inverse_dynamics_derivatives(model, data, q, v_derivs, k):
             t.V[j].append(Vr)
     # Backward (post-order): W_j^(r) = Pi_j^(r+1) - M_j^(r) G + sum_{c} W_c^(r)   (Alg. 2,
     # Eqs. 62-64); tau_j^(r) = sum_i C(r, i) (S_j^T)^(r-i) W_j^(i).
-    W = [[t.momentum(j, r + 1) - t.M[j][r] @ t.G for r in range(K)] for j in range(t.nb)]
+    t.fext = fext
+    W = [[t.momentum(j, r + 1) - t.external(j, r) for r in range(K)] for j in range(t.nb)]
     out = np.zeros((K, model.nv))
     for j in range(t.nb - 1, -1, -1):
         p = t.parents[j]
@@ -215,7 +246,7 @@ def inverse_dynamics_derivatives(model, data, q, v_derivs, k):
     return out
 
 
-def forward_dynamics_derivatives(model, data, q, v, tau_derivs, k):
+def forward_dynamics_derivatives(model, data, q, v, tau_derivs, k, f_ext_derivs=None):
     """Time derivatives of forward dynamics, orders 0..k (seed 002 Alg. 3, H-GABI-FBS).
 
     Args:
@@ -224,6 +255,7 @@ def forward_dynamics_derivatives(model, data, q, v, tau_derivs, k):
         tau_derivs (k+1, nv): tau, dtau/dt, ..., d^k tau/dt^k (base wrench in the base body frame,
             linear first, as ``aba``; row i is the i-th time derivative of that vector).
         k: highest order (>= 0).
+        f_ext_derivs (k+1, nb, 6) or None: as in ``inverse_dynamics_derivatives``.
 
     Returns:
         (k+1, nv) array: row r is d^(r+1) v / dt^(r+1) (row 0 = ``aba``: dv/dt, then d2v/dt2, ...).
@@ -234,11 +266,14 @@ def forward_dynamics_derivatives(model, data, q, v, tau_derivs, k):
     q, k = _check_common(model, data, q, k)
     v = _as_state(v, model.nv)
     tau = _as_derivs(tau_derivs, k + 1, model.nv, 'tau_derivs')
-    acc, _ = _hybrid(model, q, v, k, np.zeros(model.nb, dtype=bool), None, tau)
+    fext = _as_fext_derivs(f_ext_derivs, k, model.nb)
+    acc, _ = _hybrid(model, q, v, k, np.zeros(model.nb, dtype=bool), None, tau, fext)
     return acc
 
 
-def hybrid_dynamics_derivatives(model, data, q, v, prescribed, dv_derivs, tau_derivs, k):
+def hybrid_dynamics_derivatives(
+    model, data, q, v, prescribed, dv_derivs, tau_derivs, k, f_ext_derivs=None
+):
     """Time derivatives of hybrid dynamics, orders 0..k (seed 002 Alg. 4, H-GHYB-FBS).
 
     Args:
@@ -250,6 +285,7 @@ def hybrid_dynamics_derivatives(model, data, q, v, prescribed, dv_derivs, tau_de
         dv_derivs (k+1, nv): d^(r+1) v / dt^(r+1), r = 0..k; read on the prescribed entries only.
         tau_derivs (k+1, nv): d^r tau / dt^r, r = 0..k; read on the other entries only.
         k: highest order (>= 0).
+        f_ext_derivs (k+1, nb, 6) or None: as in ``inverse_dynamics_derivatives``.
 
     Returns:
         ``(dv, tau)``, both (k+1, nv): the complete derivatives of dv/dt and of tau (the given
@@ -271,7 +307,23 @@ def hybrid_dynamics_derivatives(model, data, q, v, prescribed, dv_derivs, tau_de
             raise StateError('prescribed must be the same for the 6 base entries')
     dv = _as_derivs(dv_derivs, k + 1, model.nv, 'dv_derivs')
     tau = _as_derivs(tau_derivs, k + 1, model.nv, 'tau_derivs')
-    return _hybrid(model, q, v, k, body_mask, dv, tau)
+    fext = _as_fext_derivs(f_ext_derivs, k, model.nb)
+    return _hybrid(model, q, v, k, body_mask, dv, tau, fext)
+
+
+def _as_fext_derivs(f, k, nb):
+    if f is None:
+        return None
+    shape = (k + 1, nb, 6)
+    try:
+        y = np.array(f, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise StateError(f'f_ext_derivs must be a float array of shape {shape}: {err}') from None
+    if y.shape != shape:
+        raise StateError(f'f_ext_derivs must have shape {shape}, got {y.shape}')
+    if not np.all(np.isfinite(y)):
+        raise StateError('f_ext_derivs contains NaN or inf')
+    return y
 
 
 def _as_state(v, nv):
@@ -281,9 +333,10 @@ def _as_state(v, nv):
     return v
 
 
-def _hybrid(model, q, v, k, pres, dv, tau):
+def _hybrid(model, q, v, k, pres, dv, tau, fext):
     # Alg. 4 (Alg. 3 when no body is prescribed). pres (nb,) bool per joint.
     t = _Tree(model, q)
+    t.fext = fext
     nb = t.nb
     # Order-0 twists (Alg. 1, r = 0).
     for j in range(nb):
@@ -327,7 +380,7 @@ def _hybrid(model, q, v, k, pres, dv, tau):
         qt = [None] * nb
         for j in range(nb - 1, -1, -1):
             iv, nj = t.iv[j], t.nvj[j]
-            wa = t.momentum(j, rho + 1, skip_top=True) - t.M[j][rho] @ t.G + acc[j]
+            wa = t.momentum(j, rho + 1, skip_top=True) - t.external(j, rho) + acc[j]
             WA[j].append(wa)
             S = t.S[j][0]
             if pres[j]:
