@@ -38,6 +38,7 @@ __all__ = [
     'forward_dynamics_derivatives',
     'hybrid_dynamics_derivatives',
     'inverse_dynamics_derivatives',
+    'lemma1_coriolis_matrix',
 ]
 
 
@@ -417,3 +418,54 @@ def _hybrid(model, q, v, k, pres, dv, tau, fext):
                 taus[rho, iv:iv + nj] = y
         nus.append(nu_new)
     return np.array(nus[1:]), taus
+
+
+def lemma1_coriolis_matrix(model, data, q, v, paper_base_block=False):
+    """Admissible Coriolis matrix of seed 002 Lemma 1 (Eq. 21) and dM/dt, dense (reference).
+
+    ``C = S^T G_c M G_p Sdot - S^T G_c ad_V^T M G_p S`` with, in our coordinates, the base
+    block ``S_1 = Ad_C`` (body twist) and its true derivative ``Sdot_1 = ad_{V_1} Ad_C``; the
+    joint blocks ``Sdot_j = ad_{V_j} S_j``. Then ``C v = h - g`` (= nonlinear_effects minus the
+    generalized gravity) and ``C + C^T = dM/dt`` (``dM/dt - 2 C`` skew, Lemma 1). The paper's
+    own coordinates (spatial base twist, ``S_1 = I``) need ``Sdot_1 = 0`` (§3.4); the printed
+    derivation's substitution ``Sdot = ad_V S`` is wrong there. ``paper_base_block=True``
+    reproduces that error carried into our coordinates (the spurious paper block ``ad_{V_1}``
+    maps to ``ad_{V_1} Ad_C``, so ``Sdot_1 := 2 ad_{V_1} Ad_C``): C v = h - g still holds (as
+    ``ad_{V_1} V_1 = 0``) but C + C^T differs from the true dM/dt (negative test).
+
+    Returns:
+        ``(C, Mdot)``, both (nv, nv). Cost O(nb^2) dense products (no recursion).
+    """
+    q, _ = _check_common(model, data, q, 0)
+    v = _as_state(v, model.nv)
+    t = _Tree(model, q)
+    nb, nv = t.nb, model.nv
+    for j in range(nb):
+        iv, nj = t.iv[j], t.nvj[j]
+        t.V[j].append(t.parent_twist(j, 0) + t.S[j][0] @ v[iv:iv + nj])
+        t.next_screw(j)
+        t.next_inertia(j)
+    S = np.zeros((6 * nb, nv))
+    Sd = np.zeros((6 * nb, nv))
+    M = np.zeros((6 * nb, 6 * nb))
+    Md = np.zeros((6 * nb, 6 * nb))
+    adV = np.zeros((6 * nb, 6 * nb))
+    Gp = np.zeros((6 * nb, 6 * nb))
+    for j in range(nb):
+        b = slice(6 * j, 6 * j + 6)
+        cols = slice(t.iv[j], t.iv[j] + t.nvj[j])
+        S[b, cols] = t.S[j][0]
+        Sd[b, cols] = t.S[j][1]
+        if paper_base_block and model.floating_base and j == 0:
+            Sd[b, cols] += se3.ad(t.V[j][0]) @ t.S[j][0]
+        M[b, b] = t.M[j][0]
+        Md[b, b] = t.M[j][1]
+        adV[b, b] = se3.ad(t.V[j][0])
+        a = j
+        while a >= 0:  # G_p: row block j has I_6 on every body of the path base..j (Table 2)
+            Gp[b, 6 * a:6 * a + 6] = np.eye(6)
+            a = t.parents[a]
+    Gc = Gp.T
+    C = S.T @ Gc @ M @ Gp @ Sd - S.T @ Gc @ adV.T @ M @ Gp @ S
+    Mdot = Sd.T @ Gc @ M @ Gp @ S + S.T @ Gc @ Md @ Gp @ S + S.T @ Gc @ M @ Gp @ Sd
+    return C, Mdot

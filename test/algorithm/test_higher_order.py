@@ -5,7 +5,9 @@ d^r tau / dt^r equals a 5-point central difference in time of d^(r-1) tau / dt^(
 smooth trajectory (q integrated on the manifold), r = 1..4; inverse -> forward round trip up to
 order 5; hybrid dynamics (Alg. 4, random splits, base wrench or base motion given) against
 inverse dynamics to order 4; body-frame external wrenches and their derivatives (Eqs. 67-70);
-statics (zero motion: gravity at order 0, nothing above); progressive orders; input errors.
+statics (zero motion: gravity at order 0, nothing above); Lemma 1 Coriolis matrix (C v = h - g,
+C + C^T = dM/dt vs differences of crba, the §3.4 base-block erratum breaks it); progressive
+orders; input errors.
 
 Tolerances. Order 0 and order 1 vs the recursive algorithms: the same sums in another order,
 round-off ~1e-15 relative, 1e-10 used. Time differences: step h = 1e-3, 5-point stencil
@@ -21,11 +23,19 @@ import numpy as np
 import pytest
 from reference.cases import get_robot, get_sample, random_state, rel
 
-from rbd_linearizer.algorithm import aba, rnea
+from rbd_linearizer.algorithm import (
+    aba,
+    compute_generalized_gravity,
+    crba,
+    integrate,
+    nonlinear_effects,
+    rnea,
+)
 from rbd_linearizer.algorithm.higher_order import (
     forward_dynamics_derivatives,
     hybrid_dynamics_derivatives,
     inverse_dynamics_derivatives,
+    lemma1_coriolis_matrix,
 )
 from rbd_linearizer.algorithm.rnea_derivatives import compute_rnea_derivatives
 from rbd_linearizer.errors import StateError
@@ -257,6 +267,30 @@ def test_hybrid_consistent_with_inverse_dynamics(case, base_prescribed):
     _, tau_all = hybrid_dynamics_derivatives(model, data, q, vd[0], ~none, vd[1:], tau, k)
     for r in range(k + 1):
         assert rel(tau_all[r], tau[r]) < 1e-11 * 10**r, r
+
+
+def test_lemma1_coriolis(case):
+    # seed 002 Lemma 1 (§6.9): C v = h - g, C + C^T = dM/dt (skew dM/dt - 2C), dM/dt = central
+    # difference of crba along integrate(q, +-eps v) (eps = 1e-5: truncation ~1e-10 relative)
+    model, data = case
+    q, v, _, _ = random_state(model, 3)
+    C, Mdot = lemma1_coriolis_matrix(model, data, q, v)
+    h = nonlinear_effects(model, data, q, v).copy() - compute_generalized_gravity(model, data, q)
+    assert rel(C @ v, h) < 1e-12
+    assert np.abs(Mdot - C - C.T).max() < 1e-12 * np.abs(Mdot).max()
+    eps = 1e-5
+    Mp = crba(model, data, integrate(model, q, eps * v)).copy()
+    fd = (Mp - crba(model, data, integrate(model, q, -eps * v))) / (2 * eps)
+    assert rel(Mdot, fd) < 1e-7
+    # §3.4 erratum: the printed base block (Sdot = ad_V S there too) keeps C v = h - g but breaks
+    # C + C^T = dM/dt on floating bases
+    Cw, _ = lemma1_coriolis_matrix(model, data, q, v, paper_base_block=True)
+    assert rel(Cw @ v, h) < 1e-12
+    defect = np.abs(Mdot - Cw - Cw.T).max() / np.abs(Mdot).max()
+    if model.floating_base:
+        assert defect > 1e-2
+    else:
+        assert defect < 1e-12
 
 
 def test_progressive_orders_are_prefixes():
