@@ -1,6 +1,8 @@
 """Higher-order time derivatives of inverse and forward dynamics (seed 002, Alg. 1-3).
 
-Plain numpy reference implementation (correctness first; no kernels yet).
+The order loops run in compiled kernels (``_higher_order_kernels``); the per-instant geometry
+(poses, world screws and inertias, O(nb)) and a plain numpy reference of every loop
+(``_inverse_reference``, ``_hybrid``; the tests compare both) are here.
 
 Internally every quantity is a *spatial* (world-frame, right-invariant) vector as in seed 002
 §1.1, but LINEAR FIRST like the rest of the package: twist V = [v_o; w] (v_o = velocity of
@@ -28,6 +30,7 @@ import math
 
 import numpy as np
 
+from rbd_linearizer.algorithm import _higher_order_kernels as _kern
 from rbd_linearizer.algorithm._joints import BAD_QUAT, QUAT_TOL, as_vector, raise_code
 from rbd_linearizer.conventions import JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE
 from rbd_linearizer.errors import StateError
@@ -198,7 +201,7 @@ def inverse_dynamics_derivatives(model, data, q, v_derivs, k, f_ext_derivs=None)
     """Time derivatives of inverse dynamics, orders 0..k (seed 002 Alg. 2, H-GRNE-FBS).
 
     Args:
-        model: the Model; data: its Data or None (only checked; this numpy version keeps its own
+        model: the Model; data: its Data or None (only checked; the kernels allocate their own
             arrays).
         q (nq,): configuration [p, quat x y z w, s] at the instant.
         v_derivs (k+2, nv): v, dv/dt, ..., d^(k+1)v/dt^(k+1) (v layout: base body twist linear
@@ -215,6 +218,30 @@ def inverse_dynamics_derivatives(model, data, q, v_derivs, k, f_ext_derivs=None)
     q, k = _check_common(model, data, q, k)
     nu = _as_derivs(v_derivs, k + 2, model.nv, 'v_derivs')
     fext = _as_fext_derivs(f_ext_derivs, k, model.nb)
+    g = _geometry(model, q)
+    out = np.zeros((k + 1, model.nv))
+    _kern.id_kernel(*g, nu, _fb(fext, model.nb), fext is not None, k, out)
+    return out
+
+
+def _geometry(model, q):
+    # kernel inputs: tree arrays, order-0 screws (padded to 6 columns), inertias, Ad^-T, gravity
+    t = _Tree(model, q)
+    S0 = np.zeros((t.nb, 6, 6))
+    for j in range(t.nb):
+        S0[j, :, :t.nvj[j]] = t.S[j][0]
+    return (np.ascontiguousarray(model.parents, dtype=np.int64),
+            np.ascontiguousarray(model.idx_v, dtype=np.int64),
+            np.ascontiguousarray(model.nv_joint, dtype=np.int64), S0,
+            np.array([m[0] for m in t.M]), np.array([x[0] for x in t.XT]), t.G)
+
+
+def _fb(fext, nb):
+    return np.zeros((0, nb, 6)) if fext is None else fext
+
+
+def _inverse_reference(model, q, nu, k, fext):
+    # numpy reference of Alg. 2 (inputs already checked); the kernel computes the same sums
     t = _Tree(model, q)
     K = k + 1
     # Alg. 1 with K = r + 1 (pre-order = body order since parents[j] < j).
@@ -268,7 +295,8 @@ def forward_dynamics_derivatives(model, data, q, v, tau_derivs, k, f_ext_derivs=
     v = _as_state(v, model.nv)
     tau = _as_derivs(tau_derivs, k + 1, model.nv, 'tau_derivs')
     fext = _as_fext_derivs(f_ext_derivs, k, model.nb)
-    acc, _ = _hybrid(model, q, v, k, np.zeros(model.nb, dtype=bool), None, tau, fext)
+    pres = np.zeros(model.nb, dtype=bool)
+    acc, _ = _hybrid_compiled(model, q, v, k, pres, np.zeros_like(tau), tau, fext)
     return acc
 
 
@@ -309,7 +337,17 @@ def hybrid_dynamics_derivatives(
     dv = _as_derivs(dv_derivs, k + 1, model.nv, 'dv_derivs')
     tau = _as_derivs(tau_derivs, k + 1, model.nv, 'tau_derivs')
     fext = _as_fext_derivs(f_ext_derivs, k, model.nb)
-    return _hybrid(model, q, v, k, body_mask, dv, tau, fext)
+    return _hybrid_compiled(model, q, v, k, body_mask, dv, tau, fext)
+
+
+def _hybrid_compiled(model, q, v, k, pres, dv, tau, fext):
+    acc = np.zeros((k + 1, model.nv))
+    tau_out = tau.copy()
+    code = _kern.hybrid_kernel(*_geometry(model, q), v, pres, dv, tau, _fb(fext, model.nb),
+                               fext is not None, k, acc, tau_out)
+    if code >= 0:
+        raise StateError(f'articulated inertia of body {code} not positive definite')
+    return acc, tau_out
 
 
 def _as_fext_derivs(f, k, nb):

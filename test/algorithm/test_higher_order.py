@@ -7,7 +7,7 @@ order 5; hybrid dynamics (Alg. 4, random splits, base wrench or base motion give
 inverse dynamics to order 4; body-frame external wrenches and their derivatives (Eqs. 67-70);
 statics (zero motion: gravity at order 0, nothing above); Lemma 1 Coriolis matrix (C v = h - g,
 C + C^T = dM/dt vs differences of crba, the §3.4 base-block erratum breaks it); progressive
-orders; input errors.
+orders; compiled kernels = numpy reference; input errors.
 
 Tolerances. Order 0 and order 1 vs the recursive algorithms: the same sums in another order,
 round-off ~1e-15 relative, 1e-10 used. Time differences: step h = 1e-3, 5-point stencil
@@ -291,6 +291,29 @@ def test_lemma1_coriolis(case):
         assert defect > 1e-2
     else:
         assert defect < 1e-12
+
+
+def test_kernels_equal_numpy_reference(case):
+    # the compiled order loops and the numpy reference compute the same sums (another order of
+    # operations): round-off only, growing ~10x per order as the quantities themselves
+    from rbd_linearizer.algorithm import higher_order as ho
+
+    model, data = case
+    k = 4
+    traj = Trajectory(model, 7)
+    q = traj.q(0.3)
+    vd = traj.v_derivs(0.3, k + 2)
+    rng = np.random.default_rng(8)
+    for fext in (None, traj.f_ext_derivs(0.3, k + 1)):
+        tau = inverse_dynamics_derivatives(model, data, q, vd, k, fext)
+        ref = ho._inverse_reference(model, q, vd, k, fext)
+        pres = rng.uniform(size=model.nb) < 0.4
+        dv, tau_h = ho._hybrid_compiled(model, q, vd[0], k, pres, vd[1:], tau, fext)
+        dv_ref, tau_ref = ho._hybrid(model, q, vd[0], k, pres, vd[1:], tau, fext)
+        for r in range(k + 1):
+            assert rel(tau[r], ref[r]) < 1e-12 * 10**r, r
+            assert rel(dv[r], dv_ref[r]) < 1e-12 * 10**r, r
+            assert rel(tau_h[r], tau_ref[r]) < 1e-12 * 10**r, r
 
 
 def test_progressive_orders_are_prefixes():
