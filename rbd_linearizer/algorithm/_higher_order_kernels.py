@@ -247,3 +247,77 @@ def hybrid_kernel(parents, iv, nvj, S0, M0, XT0, G, v, pres, dv, tau, fb, use_f,
                     tau_out[rho, iv[j] + c] = y[c]
     _ = nv
     return -1
+
+
+@jit
+def geometry_kernel(parents, jtype, axis, treeR, treep, idx_q, inertia, q, S0, M0, XT0):
+    # Order-0 world geometry (Alg. 1 r = 0, Eq. 60): S0[j] = Ad_{C_j} S_local (padded),
+    # M0[j] = Ad_{C_j^-1}^T I_j Ad_{C_j^-1}, XT0[j] = Ad_{C_j^-1}^T. Same as higher_order._Tree.
+    nb = parents.shape[0]
+    Rw = np.zeros((nb, 3, 3))
+    pw = np.zeros((nb, 3))
+    Rl = np.zeros((3, 3))
+    pl = np.zeros(3)
+    X = np.zeros((6, 6))
+    Ad = np.zeros((6, 6))
+    Sl = np.zeros((6, 6))
+    for j in range(nb):
+        jt = jtype[j]
+        iq = idx_q[j]
+        ax = axis[j]
+        Rl[:, :] = 0.0
+        pl[:] = 0.0
+        Sl[:, :] = 0.0
+        if jt == 0:  # FREE: (R(quat x y z w), p)
+            x, y, z, w = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]
+            s = 2.0 / (x * x + y * y + z * z + w * w)
+            Rl[0, 0] = 1.0 - s * (y * y + z * z)
+            Rl[0, 1] = s * (x * y - z * w)
+            Rl[0, 2] = s * (x * z + y * w)
+            Rl[1, 0] = s * (x * y + z * w)
+            Rl[1, 1] = 1.0 - s * (x * x + z * z)
+            Rl[1, 2] = s * (y * z - x * w)
+            Rl[2, 0] = s * (x * z - y * w)
+            Rl[2, 1] = s * (y * z + x * w)
+            Rl[2, 2] = 1.0 - s * (x * x + y * y)
+            for c in range(3):
+                pl[c] = q[iq + c]
+            for c in range(6):
+                Sl[c, c] = 1.0
+        elif jt == 1:  # revolute: Rodrigues about the unit axis
+            th = q[iq]
+            cth, sth = np.cos(th), np.sin(th)
+            kx, ky, kz = ax[0], ax[1], ax[2]
+            K = np.array([[0.0, -kz, ky], [kz, 0.0, -kx], [-ky, kx, 0.0]])
+            Rl[:, :] = np.eye(3) + sth * K + (1.0 - cth) * (K @ K)
+            for c in range(3):
+                Sl[3 + c, 0] = ax[c]
+        else:  # prismatic
+            for c in range(3):
+                Rl[c, c] = 1.0
+                pl[c] = ax[c] * q[iq]
+                Sl[c, 0] = ax[c]
+        # body in parent = tree * joint motion; world = parent world * that
+        R = treeR[j] @ Rl
+        p = treeR[j] @ pl + treep[j]
+        par = parents[j]
+        if par >= 0:
+            Rw[j] = Rw[par] @ R
+            pw[j] = Rw[par] @ p + pw[par]
+        else:
+            Rw[j] = R
+            pw[j] = p
+        Rj = Rw[j]
+        pj = pw[j]
+        P = np.array([[0.0, -pj[2], pj[1]], [pj[2], 0.0, -pj[0]], [-pj[1], pj[0], 0.0]])
+        Ad[:, :] = 0.0
+        Ad[:3, :3] = Rj
+        Ad[:3, 3:] = P @ Rj
+        Ad[3:, 3:] = Rj
+        X[:, :] = 0.0
+        X[:3, :3] = Rj.T
+        X[:3, 3:] = -(Rj.T @ P)
+        X[3:, 3:] = Rj.T
+        S0[j] = Ad @ Sl
+        XT0[j] = X.T
+        M0[j] = X.T @ (inertia[j] @ X)

@@ -226,14 +226,23 @@ def inverse_dynamics_derivatives(model, data, q, v_derivs, k, f_ext_derivs=None)
 
 def _geometry(model, q):
     # kernel inputs: tree arrays, order-0 screws (padded to 6 columns), inertias, Ad^-T, gravity
+    nb = model.nb
+    S0, M0, XT0 = np.zeros((nb, 6, 6)), np.empty((nb, 6, 6)), np.empty((nb, 6, 6))
+    _kern.geometry_kernel(model.parents, model.joint_type, model.joint_axis, model.tree_rotation,
+                          model.tree_translation, model.idx_q, model.inertia, q, S0, M0, XT0)
+    G = np.zeros(6)
+    G[:3] = model.gravity
+    return model.parents, model.idx_v, model.nv_joint, S0, M0, XT0, G
+
+
+def _geometry_reference(model, q):
+    # numpy twin of _geometry (the tests compare both)
     t = _Tree(model, q)
     S0 = np.zeros((t.nb, 6, 6))
     for j in range(t.nb):
         S0[j, :, :t.nvj[j]] = t.S[j][0]
-    return (np.ascontiguousarray(model.parents, dtype=np.int64),
-            np.ascontiguousarray(model.idx_v, dtype=np.int64),
-            np.ascontiguousarray(model.nv_joint, dtype=np.int64), S0,
-            np.array([m[0] for m in t.M]), np.array([x[0] for x in t.XT]), t.G)
+    return (model.parents, model.idx_v, model.nv_joint, S0, np.array([m[0] for m in t.M]),
+            np.array([x[0] for x in t.XT]), t.G)
 
 
 def _fb(fext, nb):

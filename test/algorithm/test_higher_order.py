@@ -304,6 +304,9 @@ def test_kernels_equal_numpy_reference(case):
     q = traj.q(0.3)
     vd = traj.v_derivs(0.3, k + 2)
     rng = np.random.default_rng(8)
+    for got, ref in zip(ho._geometry(model, q), ho._geometry_reference(model, q),
+                        strict=True):
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-13 * max(1.0, np.abs(ref).max()))
     for fext in (None, traj.f_ext_derivs(0.3, k + 1)):
         tau = inverse_dynamics_derivatives(model, data, q, vd, k, fext)
         ref = ho._inverse_reference(model, q, vd, k, fext)
