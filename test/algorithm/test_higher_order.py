@@ -7,7 +7,8 @@ order 5; hybrid dynamics (Alg. 4, random splits, base wrench or base motion give
 inverse dynamics to order 4; body-frame external wrenches and their derivatives (Eqs. 67-70);
 statics (zero motion: gravity at order 0, nothing above); Lemma 1 Coriolis matrix (C v = h - g,
 C + C^T = dM/dt vs differences of crba, the §3.4 base-block erratum breaks it); progressive
-orders; compiled kernels = numpy reference; input errors.
+orders; compiled kernels = numpy reference; the seed-002 notes' reference values (§4.7); input
+errors.
 
 Tolerances. Order 0 and order 1 vs the recursive algorithms: the same sums in another order,
 round-off ~1e-15 relative, 1e-10 used. Time differences: step h = 1e-3, 5-point stencil
@@ -317,6 +318,26 @@ def test_kernels_equal_numpy_reference(case):
             assert rel(tau[r], ref[r]) < 1e-12 * 10**r, r
             assert rel(dv[r], dv_ref[r]) < 1e-12 * 10**r, r
             assert rel(tau_h[r], tau_ref[r]) < 1e-12 * 10**r, r
+
+
+def test_seed002_reference_values():
+    # seed 002 notes §4.7 (independent rebuild of the paper's example, g = 9.81): t = 0 of the
+    # §4.4 trajectory (circle of radius 1 at 2 pi / 20 rad/s, yaw 25 deg sin(2 pi t / 30),
+    # half-cosine joints, T = 30 s); body-frame propeller wrench (our linear-first order) and
+    # joint torques q2..q7, printed to 6 decimals
+    model, data = _models()[0]
+    w, psid, T = 2 * np.pi / 20, np.deg2rad(25) * 2 * np.pi / 30, 30.0
+    q = np.zeros(model.nq)
+    q[0], q[6] = 1.0, 1.0
+    q[7:] = np.deg2rad([10, -5, 15, -10, 7, -12])
+    eta = np.deg2rad([60, 50, 40, 55, 45, 35])
+    pd, pdd, om = np.array([0, w, 0]), np.array([-w * w, 0, 0]), np.array([0, 0, psid])
+    v = np.concatenate([pd, om, np.zeros(6)])  # R = 1 at t = 0: body = world axes
+    a = np.concatenate([pdd - np.cross(om, pd), np.zeros(3), eta / 2 * (np.pi / T) ** 2])
+    tau = inverse_dynamics_derivatives(model, data, q, np.vstack([v, a, np.zeros_like(v)]), 1)
+    ref = [-0.396253, 0.000525, 39.240018, 0.0206568, 0.0418939, 0.000216,
+           0.242947, -0.050360, 0.000004, -0.215986, 0.070812, 0.000003]
+    np.testing.assert_allclose(tau[0], ref, rtol=0, atol=1e-6)
 
 
 def test_progressive_orders_are_prefixes():
