@@ -143,6 +143,31 @@ def chol_ok(D, n):
 
 
 @jit
+def spd_inverse_into(D, n, out):
+    # out[:n, :n] = inverse of the SPD block D[:n, :n] (Gauss-Jordan without pivoting: SPD
+    # pivots are positive), out zero elsewhere; n <= 6
+    A = np.zeros((6, 12))
+    for r in range(n):
+        for c in range(n):
+            A[r, c] = D[r, c]
+        A[r, 6 + r] = 1.0
+    for c in range(n):
+        piv = A[c, c]
+        for m in range(12):
+            A[c, m] /= piv
+        for r in range(n):
+            if r != c:
+                f = A[r, c]
+                if f != 0.0:
+                    for m in range(12):
+                        A[r, m] -= f * A[c, m]
+    out[:, :] = 0.0
+    for r in range(n):
+        for c in range(n):
+            out[r, c] = A[r, 6 + c]
+
+
+@jit
 def hybrid_kernel(parents, iv, nvj, S0, M0, XT0, G, v, pres, dv, tau, fb, use_f, k, acc_out,
                   tau_out):
     # H-GHYB-FBS (Alg. 4; Alg. 3 when nothing is prescribed) for orders 0..k. Writes acc_out
@@ -187,7 +212,7 @@ def hybrid_kernel(parents, iv, nvj, S0, M0, XT0, G, v, pres, dv, tau, fb, use_f,
         D = S[j, 0].T @ U
         if not chol_ok(D, n):
             return j
-        Dinv[j, :n, :n] = np.linalg.inv(D[:n, :n].copy())
+        spd_inverse_into(D, n, Dinv[j])
         if p >= 0:
             MA[p] += MA[j] - U @ Dinv[j] @ U.T
     for rho in range(k + 1):
