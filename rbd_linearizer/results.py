@@ -34,6 +34,9 @@ def _frozen(value: Any, name: str, ndim: int) -> np.ndarray:
     return arr
 
 
+_FIELD_SPECS: dict[type, tuple[tuple[str, Any, Any], ...]] = {}
+
+
 def _build_trusted(cls, values: dict[str, Any]):
     """Build a frozen result from values produced by this package's own algorithms.
 
@@ -41,18 +44,20 @@ def _build_trusted(cls, values: dict[str, Any]):
     identities; test/test_results.py checks both paths agree), but every array is still copied
     and made read-only, so the result never aliases a workspace. Internal use only.
     """
+    specs = _FIELD_SPECS.get(cls)
+    if specs is None:
+        specs = _FIELD_SPECS[cls] = tuple((f.name, f.default, f.default_factory)
+                                          for f in fields(cls))
     obj = object.__new__(cls)
-    for f in fields(cls):
-        if f.name in values:
-            value = values[f.name]
-        elif f.default is not MISSING:
-            value = f.default
-        else:
-            value = f.default_factory()
-        if isinstance(value, np.ndarray):
-            value = np.array(value, dtype=np.float64, copy=True)
+    setter = object.__setattr__
+    for name, default, factory in specs:
+        value = values.get(name, MISSING)
+        if value is MISSING:
+            value = default if default is not MISSING else factory()
+        if type(value) is np.ndarray:
+            value = value.astype(np.float64, copy=True)
             value.flags.writeable = False
-        object.__setattr__(obj, f.name, value)
+        setter(obj, name, value)
     return obj
 
 
