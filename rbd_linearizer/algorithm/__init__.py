@@ -6,8 +6,20 @@ Every algorithm writes into a Data (``create_data(model)``) and returns a view i
 """
 
 from rbd_linearizer.algorithm.aba import aba, compute_minverse
+from rbd_linearizer.algorithm.aba_derivatives import compute_aba_derivatives
 from rbd_linearizer.algorithm.compute_all_terms import compute_all_terms
+from rbd_linearizer.algorithm.coriolis import (
+    compute_christoffel,
+    compute_coriolis_matrix,
+    create_coriolis_workspace,
+)
 from rbd_linearizer.algorithm.crba import crba
+from rbd_linearizer.algorithm.higher_order import (
+    forward_dynamics_derivatives,
+    hybrid_dynamics_derivatives,
+    inverse_dynamics_derivatives,
+    lemma1_coriolis_matrix,
+)
 from rbd_linearizer.algorithm.joint_configuration import (
     difference,
     integrate,
@@ -17,19 +29,41 @@ from rbd_linearizer.algorithm.joint_configuration import (
 )
 from rbd_linearizer.algorithm.kinematics import forward_kinematics
 from rbd_linearizer.algorithm.rnea import compute_generalized_gravity, nonlinear_effects, rnea
+from rbd_linearizer.algorithm.rnea_derivatives import compute_rnea_derivatives
+from rbd_linearizer.algorithm.rotor import (
+    aba_rotor,
+    compute_coriolis_matrix_rotor,
+    compute_minverse_rotor,
+    crba_rotor,
+    rnea_rotor,
+)
 
 __all__ = [
     'aba',
+    'aba_rotor',
+    'compute_aba_derivatives',
     'compute_all_terms',
+    'compute_christoffel',
+    'compute_coriolis_matrix',
+    'compute_coriolis_matrix_rotor',
     'compute_generalized_gravity',
     'compute_minverse',
+    'compute_minverse_rotor',
+    'compute_rnea_derivatives',
+    'create_coriolis_workspace',
     'crba',
+    'crba_rotor',
     'difference',
+    'forward_dynamics_derivatives',
     'forward_kinematics',
+    'hybrid_dynamics_derivatives',
     'integrate',
+    'inverse_dynamics_derivatives',
+    'lemma1_coriolis_matrix',
     'neutral',
     'nonlinear_effects',
     'normalize',
     'random_configuration',
     'rnea',
+    'rnea_rotor',
 ]
