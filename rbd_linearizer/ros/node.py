@@ -49,11 +49,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from rbd_linearizer._jit import warmup
-from rbd_linearizer.algorithm.aba import compute_minverse
+from rbd_linearizer.algorithm.compute_all_terms import compute_all_terms
 from rbd_linearizer.algorithm.coriolis import compute_coriolis_matrix, create_coriolis_workspace
-from rbd_linearizer.algorithm.crba import crba
 from rbd_linearizer.algorithm.joint_configuration import neutral
-from rbd_linearizer.algorithm.rnea import compute_generalized_gravity, nonlinear_effects
 from rbd_linearizer.errors import ConfigError, RbdError, StateError
 from rbd_linearizer.linearization import linearize
 from rbd_linearizer.linearization.inputs import InputSelection, resolve_inputs
@@ -139,10 +137,8 @@ class Served:
         """M, M^-1, C, g, h at (q, v) in ``representation`` (``ros.terms``; fixed base: body)."""
         m, d = self.model, self.data
         start = time.perf_counter()
-        M = crba(m, d, q).copy()
-        Minv = compute_minverse(m, d, q).copy()
-        g = compute_generalized_gravity(m, d, q).copy()
-        h = nonlinear_effects(m, d, q, v).copy()
+        # One fused pass (shared kinematics) for M, M^-1, g, h; then C.
+        M, Minv, g, h = (arr.copy() for arr in compute_all_terms(m, d, q, v))
         C = compute_coriolis_matrix(m, d, q, v, self.coriolis).copy()
         x = MultibodyState.from_qv(q, v, m.floating_base)
         twist = x.base_twist

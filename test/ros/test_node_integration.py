@@ -23,13 +23,8 @@ rclpy = pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is not install
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
-from rbd_linearizer.algorithm.aba import compute_minverse  # noqa: E402
+from rbd_linearizer.algorithm.compute_all_terms import compute_all_terms  # noqa: E402
 from rbd_linearizer.algorithm.coriolis import compute_coriolis_matrix  # noqa: E402
-from rbd_linearizer.algorithm.crba import crba  # noqa: E402
-from rbd_linearizer.algorithm.rnea import (  # noqa: E402
-    compute_generalized_gravity,
-    nonlinear_effects,
-)
 from rbd_linearizer.model import build_model  # noqa: E402
 from rbd_linearizer.model.data import create_data  # noqa: E402
 from rbd_linearizer.model.robots import default_robot_urdf  # noqa: E402
@@ -112,13 +107,11 @@ def test_publishes_core_results_for_the_default_robot(node_process, ros):
         q = np.concatenate([terms.base_position, terms.base_quaternion, terms.joint_positions])
         v = np.concatenate([terms.base_twist, terms.joint_velocities])
         # Same code, same inputs: equal to round-off (the node adds nothing but transport).
-        np.testing.assert_allclose(terms.M, crba(model, data, q), rtol=0, atol=1e-12)
-        np.testing.assert_allclose(terms.Minv, compute_minverse(model, data, q), rtol=0,
-                                   atol=1e-12)
-        np.testing.assert_allclose(terms.g, compute_generalized_gravity(model, data, q),
-                                   rtol=0, atol=1e-12)
-        np.testing.assert_allclose(terms.h, nonlinear_effects(model, data, q, v), rtol=0,
-                                   atol=1e-12)
+        M, Minv, g, h = compute_all_terms(model, data, q, v)  # the node's fused call
+        np.testing.assert_allclose(terms.M, M, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(terms.Minv, Minv, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(terms.g, g, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(terms.h, h, rtol=0, atol=1e-12)
         np.testing.assert_allclose(terms.C, compute_coriolis_matrix(model, data, q, v), rtol=0,
                                    atol=1e-12)
         # Physics, independent of the implementation: M M^-1 = I and C v + g = h.
