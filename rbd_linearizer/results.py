@@ -144,8 +144,23 @@ def _check_identity(obj: Any) -> int:
     return n
 
 
+class _AtState:
+    """Accessors shared by results evaluated at one state (the five state fields)."""
+
+    @property
+    def n_joints(self) -> int:
+        """Number of joints n."""
+        return int(self.joint_positions.shape[0])
+
+    @property
+    def state(self) -> MultibodyState:
+        """The state the result was evaluated at (the linearization point x0)."""
+        return MultibodyState(self.base_position, self.base_quaternion, self.base_twist,
+                              self.joint_positions, self.joint_velocities)
+
+
 @dataclass(frozen=True, eq=False)
-class Linearization:
+class Linearization(_AtState):
     """``dz/dt = A z + B w`` (or ``z[k+1] = A z[k] + B w[k]``) about (x0, u0), drift f.
 
     ``A`` is (nx, nx), ``B`` (nx, nu), ``f`` (nx); nx = 12 + 2 n (floating base) or 2 n (fixed).
@@ -221,20 +236,10 @@ class Linearization:
         """Input dimension."""
         return int(self.B.shape[1])
 
-    @property
-    def n_joints(self) -> int:
-        """Number of joints n."""
-        return int(self.joint_positions.shape[0])
-
-    @property
-    def state(self) -> MultibodyState:
-        """The linearization point x0."""
-        return MultibodyState(self.base_position, self.base_quaternion, self.base_twist,
-                              self.joint_positions, self.joint_velocities)
 
 
 @dataclass(frozen=True, eq=False)
-class DynamicsTerms:
+class DynamicsTerms(_AtState):
     """``M(q) dv/dt + C(q, v) v + g(q) = ...`` evaluated at one state; ``h = C v + g``.
 
     ``M``, ``Minv``, ``C`` are (nv, nv), ``g`` and ``h`` (nv); nv = 6 + n or n (fixed base).
@@ -277,13 +282,3 @@ class DynamicsTerms:
         """Generalized velocity dimension."""
         return int(self.M.shape[0])
 
-    @property
-    def n_joints(self) -> int:
-        """Number of joints n."""
-        return int(self.joint_positions.shape[0])
-
-    @property
-    def state(self) -> MultibodyState:
-        """The state these terms were evaluated at."""
-        return MultibodyState(self.base_position, self.base_quaternion, self.base_twist,
-                              self.joint_positions, self.joint_velocities)
