@@ -1,6 +1,6 @@
 """``rbd-demo``: the closed loop on the embedded default robot, in one process.
 
-Nodes (each a real ROS 2 node talking over DDS, spun by one MultiThreadedExecutor):
+Nodes (each a real ROS 2 node talking over DDS, spun by one SingleThreadedExecutor):
 ``sim_driver`` (MuJoCo), ``linearizer`` (the product's node, ``rbd_linearizer.ros.node``,
 configured by ``linearizer_parameters``), ``lqr_gains``, ``lqr_controller``, ``mpc`` and
 ``demo_recorder``. Scenario (config/demo.yaml): LQR hover at the initial pose,
@@ -8,7 +8,7 @@ a push at ``push_time_s``, the MPC takes over at ``mpc.start_time_s`` and moves 
 the arms to a new setpoint; at the end the report (PNG + JSON) is written and summarised.
 
 Usage: ``rbd-demo [--duration 8] [--out demo_report] [--config config/demo.yaml]
-[--push-time 2] [--mpc-start 4] [--executor multi|single] [--max-rtf 0]
+[--push-time 2] [--mpc-start 4] [--executor single|multi] [--max-rtf 0]
 [--processes] [--node NAME [--ros-args ...]]``. ``--processes`` runs each node in its own
 process instead (faster: no shared GIL).
 """
@@ -186,7 +186,7 @@ def _summarize(nodes: dict, scen: dict, cfg: dict, out, wall: float) -> dict:
 
 def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
         max_rtf: float = 0.0, wall_timeout: float = 600.0, log=print,
-        executor: str = 'multi') -> dict:
+        executor: str = 'single') -> dict:
     """Run the demo; return the report summary (raises RuntimeError if the loop stalls)."""
     import rclpy
     from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
@@ -321,8 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--duration', type=float, help='simulated seconds (default: config)')
     ap.add_argument('--out', default=DEFAULT_OUT,
                     help='report path without suffix (.png and .json are written)')
-    ap.add_argument('--executor', choices=('multi', 'single'), default='multi',
-                    help='rclpy executor spinning the nodes (default: multi-threaded)')
+    ap.add_argument('--executor', choices=('single', 'multi'), default='single',
+                    help='rclpy executor spinning the nodes (default: single-threaded; '
+                         'multi-threaded busy-waits on this rclpy and can be 30x slower)')
     ap.add_argument('--push-time', type=float, help='time of the push [s] (default: config)')
     ap.add_argument('--mpc-start', type=float,
                     help='time the MPC takes over [s] (default: config)')

@@ -3,7 +3,7 @@
 Runs ``python -m rbd_linearizer.demo.main`` (the ``rbd-demo`` entry point) in a subprocess
 (its own rclpy context; ROS_DOMAIN_ID from conftest) with a short scenario: push at 1 s, MPC
 from 2.5 s, 5 simulated seconds. The driver runs in lock-step, so the simulated behaviour does
-not depend on the machine's speed, only the wall time does (~20-40 s on 2 loaded cores).
+not depend on the machine's speed, only the wall time does (~10 s on 2 idle cores).
 """
 
 import json
