@@ -1,7 +1,7 @@
 """Compute the dynamics terms (M, M^-1, C, g, h, forward dynamics) of one robot state.
 
 ``rbd-linearizer compute --urdf FILE --state STATE.yaml [--fixed-base] [--rotors ROTORS.yaml]
-[--velocity-representation body|mixed|inertial] [--discrete DT] -o OUT.npz``
+[--velocity-representation body|mixed|inertial] [--discrete DT] [--order K] -o OUT.npz``
 
 STATE.yaml::
 
@@ -12,6 +12,9 @@ STATE.yaml::
       angular_velocity: [wx, wy, wz]      # [rad/s]
     joints:  # every joint of the model, exactly once; velocity and effort default to 0
       joint_name: {position: p, velocity: v, effort: tau}
+      # optional, with --order K: [dtau/dt, d2tau/dt2, ...] of the effort (default: all 0;
+      # entries beyond the K-th are not needed and ignored)
+      #   effort_derivatives: [tau_1, tau_2]
     inputs:  # optional: inputs of the linearization besides the joint efforts
       actuated: [joint_name, ...]         # torque inputs (default: every joint; others passive)
       wrenches:                           # external wrenches / forces at frames of the model
@@ -34,6 +37,13 @@ Linearization (without ``--rotors``; docs/linearization.md): ``A`` (nx, nx), ``B
 ``velocity_representation``, ``time_model``, ``dt``; error state ``(z_H, z_s, z_nu, z_r)`` with
 ``H exp(z_H^)``, continuous time unless ``--discrete DT`` (Lie-Euler, exact Jacobians).
 
+Higher order (``--order K``, 0 <= K <= 10; not with ``--rotors``: the seed-002 algorithms have
+no rotor inertia): ``qdd_derivatives`` (K+1, nv), row r = d^(r+1) v / dt^(r+1) along the motion
+(row 0 = ``qdd``, then jerk, snap, ...; base twist in the body frame, forward dynamics of seed
+002 Alg. 3, docs/higher_order.md) with the input derivatives ``tau_derivatives`` (K+1, nv): row
+0 = ``tau``, row r = the joints' ``effort_derivatives[r-1]`` (zero base wrench, missing = 0).
+Like ``qdd``, these use the joint efforts only (not the ``inputs`` wrenches).
+
 Bad input (missing or unreadable file, bad YAML, unknown or missing joint names, NaN, a
 non-unit quaternion, an invalid URDF): exit code 2 and one line on stderr naming the problem.
 URDF reading follows Pinocchio: mimic joints are independent joints, and inertias violating
@@ -53,7 +63,9 @@ from rbd_linearizer.errors import RbdError
 #: Keys accepted in STATE.yaml, its ``base`` mapping, a joint entry and a rotor entry.
 STATE_KEYS = ('base', 'joints', 'inputs')
 BASE_KEYS = ('position', 'orientation', 'linear_velocity', 'angular_velocity')
-JOINT_KEYS = ('position', 'velocity', 'effort')
+JOINT_KEYS = ('position', 'velocity', 'effort', 'effort_derivatives')
+#: Largest --order (the cost grows like K^2; K = 10 is far beyond any use of the derivatives).
+MAX_ORDER = 10
 ROTOR_KEYS = ('inertia', 'gear_ratio')
 INPUT_KEYS = ('actuated', 'wrenches')
 WRENCH_KEYS = ('frame', 'kind', 'expressed_in', 'value')
@@ -79,8 +91,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='base-twist coordinates of the linearization A, B (default body)')
     parser.add_argument('--discrete', type=float, default=None, metavar='DT',
                         help='discrete-time linearization with step DT [s] (Lie-Euler)')
+    parser.add_argument('--order', type=_order, default=None, metavar='K',
+                        help=f'also output qdd_derivatives (K+1, nv): d^(r+1)v/dt^(r+1), '
+                             f"r = 0..K (0 <= K <= {MAX_ORDER}), with the joints' "
+                             'effort_derivatives (default 0) as tau_derivatives')
     parser.add_argument('-o', '--output', required=True, metavar='OUT.npz',
                         help='output file (numpy .npz)')
+
+
+def _order(text: str) -> int:
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'must be an integer in [0, {MAX_ORDER}], got '
+                                         f'{text!r}') from None
+    if not 0 <= k <= MAX_ORDER:
+        raise argparse.ArgumentTypeError(f'must be an integer in [0, {MAX_ORDER}], got {k}')
+    return k
 
 
 def _read_text(path: str, what: str) -> str:
@@ -223,6 +250,47 @@ def parse_inputs(model, content, tau) -> tuple:
     return selection, np.concatenate([efforts, *values])
 
 
+def parse_effort_derivatives(model, content, order: int | None) -> np.ndarray | None:
+    """STATE.yaml joints' ``effort_derivatives`` -> tau_derivatives rows 1..K, (K, nv).
+
+    Row r-1 holds d^r tau / dt^r (zero base wrench, joints in model order, missing = 0);
+    entries beyond the K-th are ignored. None when ``order`` is None (then giving
+    ``effort_derivatives`` is an error: they would be silently unused).
+    """
+    joints = content.get('joints') or {}
+    given = {name: entry['effort_derivatives'] for name, entry in joints.items()
+             if isinstance(entry, dict) and 'effort_derivatives' in entry}
+    if order is None:
+        if given:
+            raise InputError(f'effort_derivatives of joint {next(iter(given))!r} need --order K')
+        return None
+    out = np.zeros((order, model.nv))
+    base = 6 if model.floating_base else 0
+    index = {n: k for k, n in enumerate(model.joint_names)}
+    for name, values in given.items():
+        where = f'joint {name!r} effort_derivatives'
+        if not isinstance(values, (list, tuple)):
+            raise InputError(f'{where} must be a list of numbers [dtau/dt, d2tau/dt2, ...], '
+                             f'got {values!r}')
+        derivs = _vector(values, len(values), where)
+        m = min(order, derivs.size)
+        out[:m, base + index[str(name)]] = derivs[:m]
+    return out
+
+
+def higher_order_outputs(model, q, v, tau, tau_higher: np.ndarray) -> dict[str, np.ndarray]:
+    """``qdd_derivatives`` (K+1, nv) and ``tau_derivatives`` (K+1, nv) at (q, v).
+
+    Forward dynamics derivatives (seed 002 Alg. 3) with tau's derivatives ``[tau, tau_higher]``.
+    """
+    from rbd_linearizer.algorithm.higher_order import forward_dynamics_derivatives
+
+    tau_derivs = np.vstack([tau, tau_higher])
+    k = tau_derivs.shape[0] - 1
+    return {'qdd_derivatives': forward_dynamics_derivatives(model, None, q, v, tau_derivs, k),
+            'tau_derivatives': tau_derivs, 'order': np.array(k)}
+
+
 def linearization_outputs(model, q, v, selection, u, representation: str,
                           dt: float | None) -> dict[str, np.ndarray]:
     """Return A, B, f, u0 and the state / input layout of the linearization at (q, v, u)."""
@@ -284,7 +352,14 @@ def run(args: argparse.Namespace) -> dict[str, np.ndarray]:
                         rotors=rotors, mimic='independent', check_triangle_inequality=False)
     q, v, tau = parse_state(model, state)
     selection, u = parse_inputs(model, state, tau)
+    order = getattr(args, 'order', None)
+    if order is not None and rotors:
+        raise InputError('--order is not available with --rotors (the higher-order algorithms '
+                         'have no rotor inertia)')
+    tau_higher = parse_effort_derivatives(model, state, order)
     result = compute(model, q, v, tau)
+    if tau_higher is not None:
+        result.update(higher_order_outputs(model, q, v, tau, tau_higher))
     if not rotors:
         result.update(linearization_outputs(model, q, v, selection, u,
                                             getattr(args, 'velocity_representation', 'body'),
