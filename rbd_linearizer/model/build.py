@@ -253,6 +253,12 @@ class _TreeBuilder:
             inertia_com[i] = inertia[i, 3:, 3:] + mass[i] * c @ c
             inertia_com[i] = 0.5 * (inertia_com[i] + inertia_com[i].T)
             inertia[i] = spatial_inertia(mass[i], com[i], inertia_com[i])
+        for label, values in (('mass', mass), ('CoM', com), ('inertia', inertia_com),
+                              ('spatial inertia', inertia)):
+            bad = np.flatnonzero(~np.all(np.isfinite(values.reshape(nb, -1)), axis=1))
+            if bad.size:  # defence in depth: the parser bounds every number (max_magnitude)
+                raise ModelError(f'body {self.body_names[bad[0]]!r}: {label} is not finite '
+                                 'after merging its links (numbers too large)')
         rotor_inertia, gear_ratio = self.rotors(rotors, nb)
         if gravity is None:
             gravity = DEFAULT_GRAVITY

@@ -23,7 +23,8 @@
 3. Validation. The object model is checked and converted to plain records: every number must be
    finite (urdf_parser_py accepts NaN/inf; the error names the element), URDF ``rpy`` is fixed-axis
    roll-pitch-yaw: ``R = Rz(yaw) Ry(pitch) Rx(roll)``, joint axes are normalized (a zero axis is
-   rejected), inertias are checked for physical consistency (mass >= 0, symmetric positive
+   rejected), the numbers the dynamics use are bounded by ``ParseLimits.max_magnitude``, inertias
+   are checked for physical consistency (mass >= 0, symmetric positive
    semi-definite rotational inertia obeying the triangle inequality of principal moments), names
    must be unique, joints must reference existing links, and ``<mimic>`` follows the mimic policy.
 """
@@ -89,12 +90,17 @@ class ParseLimits:
     ``max_bytes`` bounds the UTF-8 size of the document, ``max_links`` / ``max_joints`` the number
     of ``<link>`` / ``<joint>`` elements, ``max_depth`` the number of links on the longest
     root-to-leaf path of the kinematic tree. (The XML nesting depth is bounded by libxml2 itself.)
+    ``max_magnitude`` bounds the absolute value of every number the dynamics use: ``<origin
+    xyz>`` (m), ``<mass value>`` (kg) and ``<inertia>`` entries (kg m^2). 1e9 is far beyond any
+    robot, yet keeps products such as m c^2 and the spatial inertias finite with a wide margin
+    (1e300 would overflow to inf and turn every output into NaN).
     """
 
     max_bytes: int = 10_000_000
     max_links: int = 2000
     max_joints: int = 1000
     max_depth: int = 256
+    max_magnitude: float = 1e9
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -239,8 +245,9 @@ def parse_urdf(
         raise ModelError(f'robot {name!r} has no <link>')
 
     robot, messages = _object_model(root, name, link_elements, joint_elements)
-    links = tuple(_convert_link(link, check_triangle_inequality) for link in robot.links)
-    joints = tuple(_convert_joint(joint) for joint in robot.joints)
+    links = tuple(_convert_link(link, check_triangle_inequality, limits.max_magnitude)
+                  for link in robot.links)
+    joints = tuple(_convert_joint(joint, limits.max_magnitude) for joint in robot.joints)
     _check_unique('link', [link.name for link in links])
     _check_unique('joint', [joint.name for joint in joints])
     link_names = {link.name for link in links}
@@ -289,11 +296,20 @@ def check_inertia(mass: float, inertia: np.ndarray, where: str, triangle: bool =
         raise ModelError(f'{where}: mass or inertia is not finite')
     if mass < 0.0:
         raise ModelError(f'{where}: negative mass {mass!r}')
-    scale = max(float(np.trace(inertia)), 0.0)
+    with np.errstate(over='ignore', invalid='ignore'):
+        scale = max(float(np.trace(inertia)), 0.0)
+        asymmetry = float(np.max(np.abs(inertia - inertia.T)))
+        symmetric = 0.5 * inertia + 0.5 * inertia.T  # halves first: no overflow near 1e308
+    if not (math.isfinite(scale) and math.isfinite(asymmetry)):
+        raise ModelError(f'{where}: inertia is too large (its trace overflows)')
     tol = _INERTIA_RTOL * scale + _INERTIA_ATOL
-    if np.max(np.abs(inertia - inertia.T)) > tol:
+    if asymmetry > tol:
         raise ModelError(f'{where}: inertia matrix is not symmetric')
-    moments = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
+    try:
+        moments = np.linalg.eigvalsh(symmetric)
+    except np.linalg.LinAlgError:  # e.g. entries near 1e308 (scaling overflows in LAPACK)
+        raise ModelError(f'{where}: principal moments of the inertia cannot be computed '
+                         '(entries too large)') from None
     if moments[0] < -tol:
         raise ModelError(
             f'{where}: inertia is not positive semi-definite (principal moments {_fmt(moments)})')
@@ -538,6 +554,14 @@ def _finite_scalar(value, where: str, default: float | None = None) -> float:
     return value
 
 
+def _bounded(value, where: str, bound: float):
+    """Return ``value`` (scalar or array) unless some |entry| exceeds ``bound``."""
+    if np.any(np.abs(value) > bound):
+        shown = _fmt(value) if np.ndim(value) else f'{float(value):.6g}'
+        raise ModelError(f'{where} = {shown} exceeds max_magnitude={bound:g}')
+    return value
+
+
 def _finite_vector(values, where: str) -> np.ndarray:
     array = np.array(values, dtype=float)
     if array.shape != (3,):
@@ -556,16 +580,19 @@ def _pose(origin, where: str) -> tuple[np.ndarray, np.ndarray]:
     return rpy_to_matrix(rpy), xyz
 
 
-def _convert_link(link, triangle: bool) -> UrdfLink:
+def _convert_link(link, triangle: bool, bound: float = math.inf) -> UrdfLink:
     where = f'link {link.name!r}'
     inertial = link.inertial
     if inertial is None:
         return UrdfLink(link.name, None)
     rotation, com = _pose(inertial.origin, f'{where} <inertial>')
-    mass = _finite_scalar(inertial.mass, f'{where} <mass value>')
+    _bounded(com, f'{where} <inertial> <origin xyz>', bound)
+    mass = _bounded(_finite_scalar(inertial.mass, f'{where} <mass value>'),
+                    f'{where} <mass value>', bound)
     if inertial.inertia is None:
         raise ModelError(f'{where}: <inertial> has no <inertia>')
-    c = {k: _finite_scalar(getattr(inertial.inertia, k), f'{where} <inertia {k}>')
+    c = {k: _bounded(_finite_scalar(getattr(inertial.inertia, k), f'{where} <inertia {k}>'),
+                     f'{where} <inertia {k}>', bound)
          for k in ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz')}
     inertia = np.array([
         [c['ixx'], c['ixy'], c['ixz']],
@@ -578,17 +605,19 @@ def _convert_link(link, triangle: bool) -> UrdfLink:
     return UrdfLink(link.name, UrdfInertial(mass, com, inertia))
 
 
-def _convert_joint(joint) -> UrdfJoint:
+def _convert_joint(joint, bound: float = math.inf) -> UrdfJoint:
     where = f'joint {joint.name!r}'
     jtype = joint.type  # a known type: checked on the XML (step 1)
     rotation, translation = _pose(joint.origin, where)
+    _bounded(translation, f'{where} <origin xyz>', bound)
     axis = _finite_vector((1.0, 0.0, 0.0) if joint.axis is None else joint.axis,
                           f'{where} <axis xyz>')
-    norm = float(np.linalg.norm(axis))
     if jtype in ('revolute', 'continuous', 'prismatic', 'planar'):
-        if norm == 0.0:
+        largest = float(np.max(np.abs(axis)))
+        if largest == 0.0:
             raise ModelError(f'{where} has a zero <axis xyz>')
-        axis = axis / norm
+        axis = axis / largest  # scale first: the norm of (1e300, 1e300, 0) would overflow
+        axis = axis / float(np.linalg.norm(axis))
     lower = upper = math.nan
     limit = joint.limit
     if limit is not None:
