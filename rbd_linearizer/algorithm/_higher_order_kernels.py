@@ -1,21 +1,31 @@
-"""Compiled order loops of higher_order (seed 002 Alg. 1-4); the geometry stays in numpy.
+"""Compiled kernels of higher_order (seed 002 Alg. 1-4), allocation-free in their loops.
 
-Same quantities and equations as the numpy reference in ``higher_order`` (``_Tree``), with
-lists replaced by arrays: ``S[j, r]`` (6, 6; the joint's screws in the first nvj[j] columns, zeros
-after), ``V[j, r]`` (6,), ``M[j, r]`` (6, 6), ``XT[j, r]`` = r-th derivative of
-``Ad_{C_j^-1}^T``. Joint velocities are padded to 6 entries (zeros), so every product is 6x6.
+Same quantities and equations as the numpy reference in ``higher_order`` (``_Tree``). Every
+6-vector is a row of a 2-D float64 array, so the helpers below take (array, row) pairs and no
+array view or temporary is made inside the per-order / per-body loops (all work arrays are
+allocated once at the top of each kernel call):
+
+- ``Vs[j*L + r]``: r-th time derivative of the spatial twist of body j (L order slots);
+- ``Ss[(j*L + r)*6 + c]``: column c < nvj[j] of the r-th derivative of the joint's world screw
+  (the base: the 6 columns of Ad_C);
+- ``Ms[(j*L + r)*6 + i]``: row i of the r-th derivative of the world inertia M_j (Eq. 61);
+- ``Xs[(j*LX + r)*6 + i]``: row i of the r-th derivative of Ad_{C_j^-1} (the transpose of
+  Eq. 70's ``Ad^T``), only with external wrenches.
+
+Spatial vectors are linear first: twist [v; w], ``ad_V x = [w x x_l + v x x_a; w x x_a]``,
+``ad_V^T f = [-w x f_l; -v x f_l - w x f_a]``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from rbd_linearizer._jit import jit
+from rbd_linearizer._jit import jit, jit_inline
 
 
 @jit
 def binomials(n):
-    # Pascal table (n+1, n+1) of C(a, b) as float64
+    # int -> float64[:, :] Pascal table (n+1, n+1) of C(a, b)
     C = np.zeros((n + 1, n + 1))
     for a in range(n + 1):
         C[a, 0] = 1.0
@@ -24,129 +34,388 @@ def binomials(n):
     return C
 
 
-@jit
-def ad6(V, out):
-    # motion cross-product matrix, linear first: [[w^, v^], [0, w^]]
-    for r in range(6):
-        for c in range(6):
-            out[r, c] = 0.0
-    for o in range(2):
-        b = 3 * o
-        x, y, z = V[3], V[4], V[5]
-        out[b + 0, b + 1] = -z
-        out[b + 0, b + 2] = y
-        out[b + 1, b + 0] = z
-        out[b + 1, b + 2] = -x
-        out[b + 2, b + 0] = -y
-        out[b + 2, b + 1] = x
-    x, y, z = V[0], V[1], V[2]
-    out[0, 4] = -z
-    out[0, 5] = y
-    out[1, 3] = z
-    out[1, 5] = -x
-    out[2, 3] = -y
-    out[2, 4] = x
+@jit_inline
+def ad_acc(c, V, iv, A, ia, out, io):
+    # out[io] += c * ad_{V[iv]} A[ia]  (motion cross product)
+    v0, v1, v2 = V[iv, 0], V[iv, 1], V[iv, 2]
+    w0, w1, w2 = V[iv, 3], V[iv, 4], V[iv, 5]
+    a0, a1, a2 = A[ia, 0], A[ia, 1], A[ia, 2]
+    a3, a4, a5 = A[ia, 3], A[ia, 4], A[ia, 5]
+    out[io, 0] += c * (w1 * a2 - w2 * a1 + v1 * a5 - v2 * a4)
+    out[io, 1] += c * (w2 * a0 - w0 * a2 + v2 * a3 - v0 * a5)
+    out[io, 2] += c * (w0 * a1 - w1 * a0 + v0 * a4 - v1 * a3)
+    out[io, 3] += c * (w1 * a5 - w2 * a4)
+    out[io, 4] += c * (w2 * a3 - w0 * a5)
+    out[io, 5] += c * (w0 * a4 - w1 * a3)
 
 
-@jit
-def next_order(j, r, S, V, M, XT, nxt, C, a, at):
-    # Alg. 1 S^(r) and Eq. 61 M^(r) (and Eq. 70 XT^(r) when r < nxt), from V[j, 0..r-1]
-    S[j, r] = 0.0
-    M[j, r] = 0.0
-    if r < nxt:
-        XT[j, r] = 0.0
+@jit_inline
+def adT_acc(c, V, iv, A, ia, out, io):
+    # out[io] += c * ad_{V[iv]}^T A[ia]  (minus the force cross product)
+    v0, v1, v2 = V[iv, 0], V[iv, 1], V[iv, 2]
+    w0, w1, w2 = V[iv, 3], V[iv, 4], V[iv, 5]
+    f0, f1, f2 = A[ia, 0], A[ia, 1], A[ia, 2]
+    f3, f4, f5 = A[ia, 3], A[ia, 4], A[ia, 5]
+    out[io, 0] -= c * (w1 * f2 - w2 * f1)
+    out[io, 1] -= c * (w2 * f0 - w0 * f2)
+    out[io, 2] -= c * (w0 * f1 - w1 * f0)
+    out[io, 3] -= c * (v1 * f2 - v2 * f1 + w1 * f5 - w2 * f4)
+    out[io, 4] -= c * (v2 * f0 - v0 * f2 + w2 * f3 - w0 * f5)
+    out[io, 5] -= c * (v0 * f1 - v1 * f0 + w0 * f4 - w1 * f3)
+
+
+@jit_inline
+def mv_acc(c, M, im, V, iv, out, io):
+    # out[io] += c * (M[im:im+6] as a 6x6 matrix) @ V[iv]
+    x0, x1, x2 = V[iv, 0], V[iv, 1], V[iv, 2]
+    x3, x4, x5 = V[iv, 3], V[iv, 4], V[iv, 5]
+    for i in range(6):
+        out[io, i] += c * (M[im + i, 0] * x0 + M[im + i, 1] * x1 + M[im + i, 2] * x2
+                           + M[im + i, 3] * x3 + M[im + i, 4] * x4 + M[im + i, 5] * x5)
+
+
+@jit_inline
+def dot6(A, ia, B, ib):
+    # A[ia] . B[ib]
+    return (A[ia, 0] * B[ib, 0] + A[ia, 1] * B[ib, 1] + A[ia, 2] * B[ib, 2]
+            + A[ia, 3] * B[ib, 3] + A[ia, 4] * B[ib, 4] + A[ia, 5] * B[ib, 5])
+
+
+@jit_inline
+def axpy6(c, A, ia, out, io):
+    # out[io] += c * A[ia]
+    for e in range(6):
+        out[io, e] += c * A[ia, e]
+
+
+@jit_inline
+def next_order(j, r, n, L, LX, do_x, C, Vs, Ss, Ms, Xs, T):
+    # From V_j^(0..r-1): Alg. 1 S^(r) = sum_m C(r-1, m) ad_{V^(m)} S^(r-1-m); Eq. 61
+    # M^(r) = -sum_m C(r-1, m) (M^(r-1-m) ad + ad^T M^(r-1-m)); Eq. 70 (transposed)
+    # X^(r) = -sum_m C(r-1, m) X^(r-1-m) ad_{V^(m)} when do_x. T: (6, 6) scratch.
+    sr = (j * L + r) * 6
+    xr = (j * LX + r) * 6
+    for i in range(6):
+        for e in range(6):
+            Ms[sr + i, e] = 0.0
+            if i < n:
+                Ss[sr + i, e] = 0.0
+            if do_x:
+                Xs[xr + i, e] = 0.0
     for m in range(r):
         c = C[r - 1, m]
-        ad6(V[j, m], a)
-        at[:, :] = a.T
-        S[j, r] += c * (a @ S[j, r - 1 - m])
-        Mm = M[j, r - 1 - m]
-        M[j, r] -= c * (Mm @ a + at @ Mm)
-        if r < nxt:
-            XT[j, r] -= c * (at @ XT[j, r - 1 - m])
+        vm = j * L + m
+        src = (j * L + r - 1 - m) * 6
+        for col in range(n):
+            ad_acc(c, Vs, vm, Ss, src + col, Ss, sr + col)
+        # T = M^(r-1-m) ad_V (row i of M ad = ad^T row i); M symmetric, so ad^T M = T^T
+        for i in range(6):
+            for e in range(6):
+                T[i, e] = 0.0
+            adT_acc(1.0, Vs, vm, Ms, src + i, T, i)
+        for i in range(6):
+            for e in range(6):
+                Ms[sr + i, e] -= c * (T[i, e] + T[e, i])
+        if do_x:
+            xs = (j * LX + r - 1 - m) * 6
+            for i in range(6):
+                adT_acc(-c, Vs, vm, Xs, xs + i, Xs, xr + i)
 
 
 @jit
-def external(j, r, M, XT, G, fb, use_f, C):
-    # applied wrench of order r on body j: gravity M^(r) G (Eqs. 63-64) + Eq. 69 external
-    w = M[j, r] @ G
+def geometry_into(parents, jtype, axis, treeR, treep, idx_q, inertia, q, recentre, Ss, Ms, Xs,
+                  L, LX, want_x, Rw, pw, R3, p3):
+    # Order-0 world geometry (Alg. 1 r = 0, Eq. 60) into slot 0 of Ss, Ms (and Xs if want_x):
+    # S_j = Ad_{C_j} S_local, M_j = Ad_{C_j^-1}^T I_j Ad_{C_j^-1}, X_j = Ad_{C_j^-1}.
+    # recentre: the inertial frame at the base origin (a FREE joint's translation taken as 0).
+    # Scratch: Rw (nb, 3, 3), pw (nb, 3) world poses; R3 (3, 3), p3 (3,) the local pose.
+    nb = parents.shape[0]
+    for j in range(nb):
+        jt = jtype[j]
+        iq = idx_q[j]
+        par = parents[j]
+        # local joint motion (l.., pl..)
+        l00, l01, l02, l10, l11, l12, l20, l21, l22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
+        pl0, pl1, pl2 = 0.0, 0.0, 0.0
+        if jt == 0:  # FREE: (R(quat x y z w), p)
+            x, y, z, w = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]
+            s = 2.0 / (x * x + y * y + z * z + w * w)
+            l00 = 1.0 - s * (y * y + z * z)
+            l01 = s * (x * y - z * w)
+            l02 = s * (x * z + y * w)
+            l10 = s * (x * y + z * w)
+            l11 = 1.0 - s * (x * x + z * z)
+            l12 = s * (y * z - x * w)
+            l20 = s * (x * z - y * w)
+            l21 = s * (y * z + x * w)
+            l22 = 1.0 - s * (x * x + y * y)
+            if not recentre:
+                pl0, pl1, pl2 = q[iq], q[iq + 1], q[iq + 2]
+        elif jt == 1:  # revolute: Rodrigues about the unit axis
+            th = q[iq]
+            cth, sth = np.cos(th), np.sin(th)
+            kx, ky, kz = axis[j, 0], axis[j, 1], axis[j, 2]
+            u = 1.0 - cth
+            l00 = cth + u * kx * kx
+            l01 = u * kx * ky - sth * kz
+            l02 = u * kx * kz + sth * ky
+            l10 = u * kx * ky + sth * kz
+            l11 = cth + u * ky * ky
+            l12 = u * ky * kz - sth * kx
+            l20 = u * kx * kz - sth * ky
+            l21 = u * ky * kz + sth * kx
+            l22 = cth + u * kz * kz
+        else:  # prismatic
+            pl0, pl1, pl2 = axis[j, 0] * q[iq], axis[j, 1] * q[iq], axis[j, 2] * q[iq]
+        # body in parent: R3 = treeR Rl, p3 = treeR pl + treep
+        for a in range(3):
+            t0, t1, t2 = treeR[j, a, 0], treeR[j, a, 1], treeR[j, a, 2]
+            R3[a, 0] = t0 * l00 + t1 * l10 + t2 * l20
+            R3[a, 1] = t0 * l01 + t1 * l11 + t2 * l21
+            R3[a, 2] = t0 * l02 + t1 * l12 + t2 * l22
+            p3[a] = t0 * pl0 + t1 * pl1 + t2 * pl2 + treep[j, a]
+        # world = parent world * body in parent
+        for a in range(3):
+            if par >= 0:
+                for b in range(3):
+                    Rw[j, a, b] = (Rw[par, a, 0] * R3[0, b] + Rw[par, a, 1] * R3[1, b]
+                                   + Rw[par, a, 2] * R3[2, b])
+                pw[j, a] = (Rw[par, a, 0] * p3[0] + Rw[par, a, 1] * p3[1]
+                            + Rw[par, a, 2] * p3[2] + pw[par, a])
+            else:
+                for b in range(3):
+                    Rw[j, a, b] = R3[a, b]
+                pw[j, a] = p3[a]
+        px, py, pz = pw[j, 0], pw[j, 1], pw[j, 2]
+        s0 = (j * L) * 6
+        # screws: columns of Ad_C S_local; Ad_C [l; a] = [R l + p x R a; R a]
+        if jt == 0:
+            for c in range(6):
+                for e in range(6):
+                    Ss[s0 + c, e] = 0.0
+            for c in range(3):
+                ux, uy, uz = Rw[j, 0, c], Rw[j, 1, c], Rw[j, 2, c]
+                Ss[s0 + c, 0], Ss[s0 + c, 1], Ss[s0 + c, 2] = ux, uy, uz
+                Ss[s0 + 3 + c, 0] = py * uz - pz * uy
+                Ss[s0 + 3 + c, 1] = pz * ux - px * uz
+                Ss[s0 + 3 + c, 2] = px * uy - py * ux
+                Ss[s0 + 3 + c, 3], Ss[s0 + 3 + c, 4], Ss[s0 + 3 + c, 5] = ux, uy, uz
+        else:
+            ax0, ax1, ax2 = axis[j, 0], axis[j, 1], axis[j, 2]
+            ux = Rw[j, 0, 0] * ax0 + Rw[j, 0, 1] * ax1 + Rw[j, 0, 2] * ax2
+            uy = Rw[j, 1, 0] * ax0 + Rw[j, 1, 1] * ax1 + Rw[j, 1, 2] * ax2
+            uz = Rw[j, 2, 0] * ax0 + Rw[j, 2, 1] * ax1 + Rw[j, 2, 2] * ax2
+            if jt == 1:
+                Ss[s0, 0] = py * uz - pz * uy
+                Ss[s0, 1] = pz * ux - px * uz
+                Ss[s0, 2] = px * uy - py * ux
+                Ss[s0, 3], Ss[s0, 4], Ss[s0, 5] = ux, uy, uz
+            else:
+                Ss[s0, 0], Ss[s0, 1], Ss[s0, 2] = ux, uy, uz
+                Ss[s0, 3], Ss[s0, 4], Ss[s0, 5] = 0.0, 0.0, 0.0
+        # inertia about the world origin from the body-origin one [[m 1, -h^], [h^, Io]]
+        # (h = m c): hw = R h + m p, Iw = R Io R^T - (R h)^ p^ - p^ (R h)^ - m p^ p^
+        m = inertia[j, 0, 0]
+        hx, hy, hz = inertia[j, 5, 1], inertia[j, 3, 2], inertia[j, 4, 0]
+        for a in range(3):  # R3 <- Io R^T
+            for b in range(3):
+                R3[a, b] = (inertia[j, 3 + a, 3] * Rw[j, b, 0] + inertia[j, 3 + a, 4] * Rw[j, b, 1]
+                            + inertia[j, 3 + a, 5] * Rw[j, b, 2])
+        rhx = Rw[j, 0, 0] * hx + Rw[j, 0, 1] * hy + Rw[j, 0, 2] * hz
+        rhy = Rw[j, 1, 0] * hx + Rw[j, 1, 1] * hy + Rw[j, 1, 2] * hz
+        rhz = Rw[j, 2, 0] * hx + Rw[j, 2, 1] * hy + Rw[j, 2, 2] * hz
+        # cross-product matrices as scalars: A = (R h)^, P = p^; B = A P + P A + m P P
+        # (A P)_{ab} = (Rh)_b p_a - (Rh . p) d_ab, likewise P A; P P = p p^T - |p|^2 1
+        rp = rhx * px + rhy * py + rhz * pz
+        pp = px * px + py * py + pz * pz
+        hv0, hv1, hv2 = rhx, rhy, rhz
+        pv0, pv1, pv2 = px, py, pz
+        for a in range(3):
+            ha = hv0 if a == 0 else (hv1 if a == 1 else hv2)
+            pa = pv0 if a == 0 else (pv1 if a == 1 else pv2)
+            for b in range(3):
+                hb = hv0 if b == 0 else (hv1 if b == 1 else hv2)
+                pb = pv0 if b == 0 else (pv1 if b == 1 else pv2)
+                bab = hb * pa + pb * ha + m * pa * pb
+                if a == b:
+                    bab -= 2.0 * rp + m * pp
+                iw = (Rw[j, a, 0] * R3[0, b] + Rw[j, a, 1] * R3[1, b] + Rw[j, a, 2] * R3[2, b])
+                Ms[s0 + 3 + a, 3 + b] = iw - bab
+        wx, wy, wz = rhx + m * px, rhy + m * py, rhz + m * pz
+        for a in range(3):
+            for b in range(3):
+                Ms[s0 + a, b] = m if a == b else 0.0
+        # [[m 1, -hw^], [hw^, Iw]]
+        Ms[s0 + 0, 3], Ms[s0 + 0, 4], Ms[s0 + 0, 5] = 0.0, wz, -wy
+        Ms[s0 + 1, 3], Ms[s0 + 1, 4], Ms[s0 + 1, 5] = -wz, 0.0, wx
+        Ms[s0 + 2, 3], Ms[s0 + 2, 4], Ms[s0 + 2, 5] = wy, -wx, 0.0
+        Ms[s0 + 3, 0], Ms[s0 + 3, 1], Ms[s0 + 3, 2] = 0.0, -wz, wy
+        Ms[s0 + 4, 0], Ms[s0 + 4, 1], Ms[s0 + 4, 2] = wz, 0.0, -wx
+        Ms[s0 + 5, 0], Ms[s0 + 5, 1], Ms[s0 + 5, 2] = -wy, wx, 0.0
+        if want_x:
+            # X = Ad_{C^-1} = [[R^T, -R^T p^], [0, R^T]]; (R^T p^)_{ab} = (R_{:,a} x ... ) below
+            x0 = (j * LX) * 6
+            for a in range(3):
+                ra0, ra1, ra2 = Rw[j, 0, a], Rw[j, 1, a], Rw[j, 2, a]  # column a of R
+                for b in range(3):
+                    Xs[x0 + a, b] = Rw[j, b, a]
+                    Xs[x0 + 3 + a, 3 + b] = Rw[j, b, a]
+                    Xs[x0 + 3 + a, b] = 0.0
+                # row a of R^T p^ = (R_{:,a})^T p^ = -(p x R_{:,a})^T... = (R_{:,a} x p)^T
+                Xs[x0 + a, 3] = -(ra1 * pz - ra2 * py)
+                Xs[x0 + a, 4] = -(ra2 * px - ra0 * pz)
+                Xs[x0 + a, 5] = -(ra0 * py - ra1 * px)
+
+
+@jit
+def geometry_kernel(parents, jtype, axis, treeR, treep, idx_q, inertia, q, S0, M0, XT0):
+    # Order-0 world geometry as (nb, 6, 6) arrays (tests compare it with higher_order._Tree):
+    # S0[j] = Ad_{C_j} S_local (zero-padded columns), M0[j], XT0[j] = Ad_{C_j^-1}^T.
+    nb = parents.shape[0]
+    Ss = np.zeros((nb * 6, 6))
+    Ms = np.zeros((nb * 6, 6))
+    Xs = np.zeros((nb * 6, 6))
+    geometry_into(parents, jtype, axis, treeR, treep, idx_q, inertia, q, False, Ss, Ms, Xs, 1, 1,
+                  True, np.zeros((nb, 3, 3)), np.zeros((nb, 3)), np.zeros((3, 3)), np.zeros(3))
+    for j in range(nb):
+        n = 6 if jtype[j] == 0 else 1
+        for a in range(6):
+            for b in range(6):
+                S0[j, a, b] = Ss[j * 6 + b, a] if b < n else 0.0
+                M0[j, a, b] = Ms[j * 6 + a, b]
+                XT0[j, a, b] = Xs[j * 6 + b, a]
+
+
+#: input check codes of id_kernel / hybrid_kernel (-1 = fine; >= 0: a body index, see there)
+OK, BAD_Q, BAD_QUAT, BAD_V, BAD_DERIVS, BAD_FEXT = -1, -2, -3, -4, -5, -6
+
+
+@jit_inline
+def all_finite(x):
+    # True if every entry of the C-contiguous array x is finite
+    for e in x.flat:
+        if not np.isfinite(e):
+            return False
+    return True
+
+
+@jit_inline
+def check_q(q, jtype, quat_tol):
+    # OK, BAD_Q (NaN / inf) or BAD_QUAT (| |quat|^2 - 1 | > quat_tol on a FREE base)
+    if not all_finite(q):
+        return BAD_Q
+    if jtype.shape[0] > 0 and jtype[0] == 0:
+        n2 = q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6]
+        if abs(n2 - 1.0) > quat_tol:
+            return BAD_QUAT
+    return OK
+
+
+@jit_inline
+def applied_acc(j, r, L, LX, use_f, C, Ms, G, Xs, fb, out, io):
+    # out[io] -= applied wrench of order r on body j: gravity M^(r) G (Eqs. 63-64) and the
+    # external wrench (W^0)^(r) = sum_i C(r, i) (X^(i))^T (W^b)^(r-i) (Eqs. 69-70)
+    mv_acc(-1.0, Ms, (j * L + r) * 6, G, 0, out, io)
     if use_f:
         for i in range(r + 1):
-            w += C[r, i] * (XT[j, i] @ fb[r - i, j])
-    return w
+            c = C[r, i]
+            xi = (j * LX + i) * 6
+            for a in range(6):
+                f = c * fb[r - i, j, a]
+                for e in range(6):
+                    out[io, e] -= f * Xs[xi + a, e]
 
 
 @jit
-def id_kernel(parents, iv, nvj, S0, M0, XT0, G, nu, fb, use_f, k, out):
-    # H-GRNE-FBS (Alg. 2) for orders 0..k; nu (k+2, nv); writes out (k+1, nv)
+def id_kernel(parents, iv, nvj, jtype, axis, treeR, treep, idx_q, inertia, gravity, q, nu, fb,
+              use_f, k, quat_tol, out):
+    # H-GRNE-FBS (seed 002 Alg. 2) for orders 0..k. nu (k+2, nv): v and its derivatives;
+    # fb (k+1, nb, 6) body-frame external wrench derivatives (read if use_f); writes out (k+1, nv).
+    # Returns OK or an input check code (then nothing is written).
+    code = check_q(q, jtype, quat_tol)
+    if code != OK:
+        return code
+    if not all_finite(nu):
+        return BAD_DERIVS
+    if use_f and not all_finite(fb):
+        return BAD_FEXT
     nb = parents.shape[0]
-    K = k + 1
-    C = binomials(K + 1)
-    S = np.zeros((nb, K + 1, 6, 6))
-    V = np.zeros((nb, K + 1, 6))
-    M = np.zeros((nb, K + 1, 6, 6))
-    XT = np.zeros((nb, K + 1, 6, 6))
-    W = np.zeros((nb, K, 6))
-    a = np.empty((6, 6))
-    at = np.empty((6, 6))
-    nuj = np.zeros((K + 1, 6))
+    K = k + 1  # orders of the output
+    L = K + 1  # orders of S, V, M (Alg. 2 needs Pi^(k+1))
+    LX = K if use_f else 1
+    C = binomials(L)
+    Vs = np.zeros((nb * L, 6))
+    Ss = np.zeros((nb * L * 6, 6))
+    Ms = np.zeros((nb * L * 6, 6))
+    Xs = np.zeros((nb * LX * 6, 6))
+    W = np.zeros((nb * K, 6))
+    T = np.empty((6, 6))
+    G = np.zeros((1, 6))
+    G[0, 0], G[0, 1], G[0, 2] = gravity[0], gravity[1], gravity[2]
+    geometry_into(parents, jtype, axis, treeR, treep, idx_q, inertia, q, True, Ss, Ms, Xs, L, LX,
+                  use_f, np.empty((nb, 3, 3)), np.empty((nb, 3)), np.empty((3, 3)), np.empty(3))
+    # Alg. 1 with K = k + 1 (pre-order = body order since parents[j] < j)
     for j in range(nb):
         p = parents[j]
-        S[j, 0] = S0[j]
-        M[j, 0] = M0[j]
-        XT[j, 0] = XT0[j]
-        nuj[:, :] = 0.0
-        for c in range(nvj[j]):
-            nuj[:, c] = nu[:, iv[j] + c]
-        for r in range(K + 1):
+        n = nvj[j]
+        o = iv[j]
+        for r in range(L):
             if r > 0:
-                next_order(j, r, S, V, M, XT, K, C, a, at)
+                next_order(j, r, n, L, LX, use_f and r < LX, C, Vs, Ss, Ms, Xs, T)
+            row = j * L + r
             if p >= 0:
-                V[j, r] = V[p, r]
+                for e in range(6):
+                    Vs[row, e] = Vs[p * L + r, e]
+            # V_j^(r) = V_p^(r) + sum_i C(r, i) S_j^(i) nu_j^(r-i)
             for i in range(r + 1):
-                V[j, r] += C[r, i] * (S[j, i] @ nuj[r - i])
+                for col in range(n):
+                    axpy6(C[r, i] * nu[r - i, o + col], Ss, (j * L + i) * 6 + col, Vs, row)
+    # W_j^(r) = Pi_j^(r+1) - applied^(r) (Eqs. 62-64); children added in the backward pass
     for j in range(nb):
         for r in range(K):
-            # W_j^(r) = Pi^(r+1) - applied^(r) (Eq. 62; children added below)
-            w = -external(j, r, M, XT, G, fb, use_f, C)
+            wr = j * K + r
             for m in range(r + 2):
-                w += C[r + 1, m] * (M[j, r + 1 - m] @ V[j, m])
-            W[j, r] += w
+                mv_acc(C[r + 1, m], Ms, (j * L + r + 1 - m) * 6, Vs, j * L + m, W, wr)
+            applied_acc(j, r, L, LX, use_f, C, Ms, G, Xs, fb, W, wr)
+    # backward: tau_j^(r) = sum_i C(r, i) (S_j^(r-i))^T W_j^(i); W_p += W_j
     for j in range(nb - 1, -1, -1):
         p = parents[j]
+        o = iv[j]
         for r in range(K):
-            y = np.zeros(6)
-            for i in range(r + 1):
-                y += C[r, i] * (W[j, i] @ S[j, r - i])
-            for c in range(nvj[j]):
-                out[r, iv[j] + c] = y[c]
+            for col in range(nvj[j]):
+                y = 0.0
+                for i in range(r + 1):
+                    y += C[r, i] * dot6(Ss, (j * L + r - i) * 6 + col, W, j * K + i)
+                out[r, o + col] = y
             if p >= 0:
-                W[p, r] += W[j, r]
+                axpy6(1.0, W, j * K + r, W, p * K + r)
+    return OK
 
 
-@jit
-def chol_ok(D, n):
-    # True if the leading n x n block of D is symmetric positive definite (Cholesky succeeds)
-    L = np.zeros((n, n))
+@jit_inline
+def chol_ok(D, n, Lw):
+    # True if the leading n x n block of D is symmetric positive definite; Lw (6, 6) scratch
     for i in range(n):
         for c in range(i + 1):
             s = D[i, c]
             for m in range(c):
-                s -= L[i, m] * L[c, m]
+                s -= Lw[i, m] * Lw[c, m]
             if i == c:
                 if not s > 0.0:
                     return False
-                L[i, i] = np.sqrt(s)
+                Lw[i, i] = np.sqrt(s)
             else:
-                L[i, c] = s / L[c, c]
+                Lw[i, c] = s / Lw[c, c]
     return True
 
 
-@jit
-def spd_inverse_into(D, n, out):
+@jit_inline
+def spd_inverse_into(D, n, out, A):
     # out[:n, :n] = inverse of the SPD block D[:n, :n] (Gauss-Jordan without pivoting: SPD
-    # pivots are positive), out zero elsewhere; n <= 6
-    A = np.zeros((6, 12))
+    # pivots are positive), out zero elsewhere; n <= 6; A (6, 12) scratch
+    for r in range(6):
+        for c in range(12):
+            A[r, c] = 0.0
     for r in range(n):
         for c in range(n):
             A[r, c] = D[r, c]
@@ -161,188 +430,202 @@ def spd_inverse_into(D, n, out):
                 if f != 0.0:
                     for m in range(12):
                         A[r, m] -= f * A[c, m]
-    out[:, :] = 0.0
-    for r in range(n):
-        for c in range(n):
-            out[r, c] = A[r, 6 + c]
+    for r in range(6):
+        for c in range(6):
+            out[r, c] = A[r, 6 + c] if r < n and c < n else 0.0
 
 
 @jit
-def hybrid_kernel(parents, iv, nvj, S0, M0, XT0, G, v, pres, dv, tau, fb, use_f, k, acc_out,
-                  tau_out):
-    # H-GHYB-FBS (Alg. 4; Alg. 3 when nothing is prescribed) for orders 0..k. Writes acc_out
-    # (k+1, nv) and tau_out (k+1, nv) (tau_out holds tau on entry). Returns -1 or the index of
-    # a body whose pivot D_j is not positive definite.
+def hybrid_kernel(parents, iv, nvj, jtype, axis, treeR, treep, idx_q, inertia, gravity, q, v,
+                  pres, dv, tau, fb, use_f, k, quat_tol, acc_out, tau_out):
+    # H-GHYB-FBS (seed 002 Alg. 4; Alg. 3 when nothing is prescribed) for orders 0..k. Writes
+    # acc_out (k+1, nv) and tau_out (k+1, nv) (tau_out holds tau on entry). Returns OK, an input
+    # check code, or the index of a body whose pivot D_j is not positive definite.
+    code = check_q(q, jtype, quat_tol)
+    if code != OK:
+        return code
+    if not all_finite(v):
+        return BAD_V
+    if not (all_finite(dv) and all_finite(tau)):
+        return BAD_DERIVS
+    if use_f and not all_finite(fb):
+        return BAD_FEXT
     nb = parents.shape[0]
-    nv = v.shape[0]
-    C = binomials(k + 2)
-    S = np.zeros((nb, k + 2, 6, 6))
-    V = np.zeros((nb, k + 2, 6))
-    M = np.zeros((nb, k + 2, 6, 6))
-    XT = np.zeros((nb, k + 2, 6, 6))
-    WA = np.zeros((nb, k + 1, 6))
-    MA = np.zeros((nb, 6, 6))
+    L = k + 2  # orders 0..k+1 of S, V, M
+    K = k + 1
+    LX = K if use_f else 1
+    C = binomials(L)
+    Vs = np.zeros((nb * L, 6))
+    Ss = np.zeros((nb * L * 6, 6))
+    Ms = np.zeros((nb * L * 6, 6))
+    Xs = np.zeros((nb * LX * 6, 6))
+    nus = np.zeros((nb * L, 6))  # joint velocity derivatives 0..k+1 (first nvj[j] entries)
+    MA = np.zeros((nb * 6, 6))  # articulated inertias (rows)
     Dinv = np.zeros((nb, 6, 6))
-    nus = np.zeros((nb, k + 2, 6))  # padded joint velocity derivatives 0..k+1
-    a = np.empty((6, 6))
-    at = np.empty((6, 6))
+    WA = np.zeros((nb * K, 6))  # articulated bias wrenches W^A_j(r) (Eq. 22)
+    Wj = np.zeros((nb * K, 6))  # W_j^(r) = M^A_j V_j^(r+1) + W^A_j(r) (Lemma 2)
     Vb = np.zeros((nb, 6))
     accw = np.zeros((nb, 6))
     qt = np.zeros((nb, 6))
+    U = np.zeros((6, 6))  # rows: M^A S_col
+    D = np.zeros((6, 6))
+    T = np.empty((6, 6))
+    A12 = np.empty((6, 12))
+    tmp = np.zeros((2, 6))
+    x = np.zeros(6)
+    y = np.zeros(6)
+    G = np.zeros((1, 6))
+    G[0, 0], G[0, 1], G[0, 2] = gravity[0], gravity[1], gravity[2]
+    geometry_into(parents, jtype, axis, treeR, treep, idx_q, inertia, q, True, Ss, Ms, Xs, L, LX,
+                  use_f, np.empty((nb, 3, 3)), np.empty((nb, 3)), np.empty((3, 3)), np.empty(3))
     for j in range(nb):
         p = parents[j]
-        S[j, 0] = S0[j]
-        M[j, 0] = M0[j]
-        XT[j, 0] = XT0[j]
-        MA[j] = M0[j]
-        for c in range(nvj[j]):
-            nus[j, 0, c] = v[iv[j] + c]
+        n = nvj[j]
+        row = j * L
+        for i in range(6):
+            for e in range(6):
+                MA[j * 6 + i, e] = Ms[row * 6 + i, e]
         if p >= 0:
-            V[j, 0] = V[p, 0]
-        V[j, 0] += S[j, 0] @ nus[j, 0]
+            for e in range(6):
+                Vs[row, e] = Vs[p * L, e]
+        for col in range(n):
+            nus[row, col] = v[iv[j] + col]
+            axpy6(v[iv[j] + col], Ss, row * 6 + col, Vs, row)
     # articulated inertias once per instant (Eqs. 23-24; Alg. 4: prescribed children rigidly)
     for j in range(nb - 1, -1, -1):
         p = parents[j]
         if pres[j]:
             if p >= 0:
-                MA[p] += MA[j]
+                for i in range(6):
+                    for e in range(6):
+                        MA[p * 6 + i, e] += MA[j * 6 + i, e]
             continue
         n = nvj[j]
-        U = MA[j] @ S[j, 0]
-        D = S[j, 0].T @ U
-        if not chol_ok(D, n):
+        s0 = j * L * 6
+        for col in range(n):
+            for e in range(6):
+                U[col, e] = 0.0
+            mv_acc(1.0, MA, j * 6, Ss, s0 + col, U, col)
+        if n == 1:  # 1-DoF fast path: scalar pivot
+            d = dot6(Ss, s0, U, 0)
+            if not d > 0.0:
+                return j
+            Dinv[j, 0, 0] = 1.0 / d
+            if p >= 0:
+                for i in range(6):
+                    ui = U[0, i] / d
+                    for e in range(6):
+                        MA[p * 6 + i, e] += MA[j * 6 + i, e] - ui * U[0, e]
+            continue
+        for a in range(n):
+            for b in range(n):
+                D[a, b] = dot6(Ss, s0 + a, U, b)
+        if not chol_ok(D, n, T):
             return j
-        spd_inverse_into(D, n, Dinv[j])
+        spd_inverse_into(D, n, Dinv[j], A12)
         if p >= 0:
-            MA[p] += MA[j] - U @ Dinv[j] @ U.T
+            for i in range(6):
+                for e in range(6):
+                    s = MA[j * 6 + i, e]
+                    for a in range(n):
+                        for b in range(n):
+                            s -= U[a, i] * Dinv[j, a, b] * U[b, e]
+                    MA[p * 6 + i, e] += s
     for rho in range(k + 1):
         for j in range(nb):
-            next_order(j, rho + 1, S, V, M, XT, k + 1, C, a, at)
-            # (c) V_bias^(rho+1), Eq. 66
-            Vb[j] = 0.0
+            n = nvj[j]
+            # (a) S^(rho+1), (b) M^(rho+1) (Eq. 61), X^(rho+1) when needed
+            next_order(j, rho + 1, n, L, LX, use_f and rho + 1 < LX, C, Vs, Ss, Ms, Xs, T)
+            # (c) V_bias^(rho+1) = sum_{b=1}^{rho+1} C(rho+1, b) S^(b) nu^(rho+1-b)   (Eq. 66)
+            for e in range(6):
+                Vb[j, e] = 0.0
             for b in range(1, rho + 2):
-                Vb[j] += C[rho + 1, b] * (S[j, b] @ nus[j, rho + 1 - b])
-        accw[:, :] = 0.0
+                for col in range(n):
+                    axpy6(C[rho + 1, b] * nus[j * L + rho + 1 - b, col], Ss,
+                          (j * L + b) * 6 + col, Vb, j)
+        # (d) backward, Eqs. 24-25
+        for j in range(nb):
+            for e in range(6):
+                accw[j, e] = 0.0
         for j in range(nb - 1, -1, -1):
             n = nvj[j]
-            wa = accw[j] - external(j, rho, M, XT, G, fb, use_f, C)
+            o = iv[j]
+            s0 = j * L * 6
+            wr = j * K + rho
+            # W^A_j = children terms - applied^(rho) + Pi_bias^(rho+1) (Eq. 65)
+            for e in range(6):
+                WA[wr, e] = accw[j, e]
+            applied_acc(j, rho, L, LX, use_f, C, Ms, G, Xs, fb, WA, wr)
             for m in range(rho + 1):
-                wa += C[rho + 1, m] * (M[j, rho + 1 - m] @ V[j, m])  # Pi_bias^(rho+1), Eq. 65
-            WA[j, rho] = wa
-            qt[j] = 0.0
+                mv_acc(C[rho + 1, m], Ms, (j * L + rho + 1 - m) * 6, Vs, j * L + m, WA, wr)
+            for e in range(6):
+                qt[j, e] = 0.0
             if pres[j]:
-                for c in range(n):
-                    qt[j, c] = dv[rho, iv[j] + c]
+                for col in range(n):
+                    qt[j, col] = dv[rho, o + col]
             else:
-                # tau~ (Lemma 2), then q~ (Eq. 25)
-                y = np.zeros(6)
-                for c in range(n):
-                    y[c] = tau[rho, iv[j] + c]
-                for m in range(rho):
-                    w = MA[j] @ V[j, m + 1] + WA[j, m]
-                    y -= C[rho, m] * (w @ S[j, rho - m])
-                y -= (MA[j] @ Vb[j] + wa) @ S[j, 0]
-                for c in range(n, 6):
-                    y[c] = 0.0
-                qt[j] = Dinv[j] @ y
+                # tmp[0] = M^A V_bias + W^A; tau~ (Lemma 2) from the stored W_j^(m), m < rho
+                for e in range(6):
+                    tmp[0, e] = WA[wr, e]
+                mv_acc(1.0, MA, j * 6, Vb, j, tmp, 0)
+                for col in range(n):
+                    yc = tau[rho, o + col] - dot6(Ss, s0 + col, tmp, 0)
+                    for m in range(rho):
+                        yc -= C[rho, m] * dot6(Ss, (j * L + rho - m) * 6 + col, Wj, j * K + m)
+                    y[col] = yc
+                # q~ (Eq. 25)
+                for a in range(n):
+                    s = 0.0
+                    for b in range(n):
+                        s += Dinv[j, a, b] * y[b]
+                    qt[j, a] = s
             p = parents[j]
             if p >= 0:
-                accw[p] += wa + MA[j] @ (S[j, 0] @ qt[j] + Vb[j])
+                # accw[p] += W^A_j + M^A_j (S q~ + V_bias)
+                for e in range(6):
+                    tmp[1, e] = Vb[j, e]
+                for col in range(n):
+                    axpy6(qt[j, col], Ss, s0 + col, tmp, 1)
+                axpy6(1.0, WA, wr, accw, p)
+                mv_acc(1.0, MA, j * 6, tmp, 1, accw, p)
+        # (e) forward, Eq. 26 (root: parent = the world, zero twist at every order)
         for j in range(nb):
             p = parents[j]
             n = nvj[j]
-            Vp = np.zeros(6)
-            if p >= 0:
-                Vp = V[p, rho + 1].copy()
-            x = qt[j].copy()
+            o = iv[j]
+            s0 = j * L * 6
+            row = j * L + rho + 1
+            wr = j * K + rho
+            for e in range(6):
+                Vs[row, e] = Vs[p * L + rho + 1, e] if p >= 0 else 0.0
+            for col in range(n):
+                x[col] = qt[j, col]
             if not pres[j]:
-                x -= Dinv[j] @ ((MA[j] @ Vp) @ S[j, 0])
-            for c in range(n, 6):
-                x[c] = 0.0
-            nus[j, rho + 1] = x
-            for c in range(n):
-                acc_out[rho, iv[j] + c] = x[c]
-            V[j, rho + 1] = Vp + S[j, 0] @ x + Vb[j]
+                # x -= D^-1 S^T M^A V_p^(rho+1)
+                for e in range(6):
+                    tmp[0, e] = 0.0
+                mv_acc(1.0, MA, j * 6, Vs, row, tmp, 0)  # Vs[row] holds V_p^(rho+1) here
+                for a in range(n):
+                    y[a] = dot6(Ss, s0 + a, tmp, 0)
+                for a in range(n):
+                    s = 0.0
+                    for b in range(n):
+                        s += Dinv[j, a, b] * y[b]
+                    x[a] -= s
+            for col in range(n):
+                nus[row, col] = x[col]
+                acc_out[rho, o + col] = x[col]
+                axpy6(x[col], Ss, s0 + col, Vs, row)
+            axpy6(1.0, Vb, j, Vs, row)
+            # Lemma 2: W_j^(rho) = M^A_j V_j^(rho+1) + W^A_j(rho)
+            for e in range(6):
+                Wj[wr, e] = WA[wr, e]
+            mv_acc(1.0, MA, j * 6, Vs, row, Wj, wr)
             if pres[j]:
-                y = np.zeros(6)
-                for m in range(rho + 1):
-                    w = MA[j] @ V[j, m + 1] + WA[j, m]
-                    y += C[rho, m] * (w @ S[j, rho - m])
-                for c in range(n):
-                    tau_out[rho, iv[j] + c] = y[c]
-    _ = nv
-    return -1
-
-
-@jit
-def geometry_kernel(parents, jtype, axis, treeR, treep, idx_q, inertia, q, S0, M0, XT0):
-    # Order-0 world geometry (Alg. 1 r = 0, Eq. 60): S0[j] = Ad_{C_j} S_local (padded),
-    # M0[j] = Ad_{C_j^-1}^T I_j Ad_{C_j^-1}, XT0[j] = Ad_{C_j^-1}^T. Same as higher_order._Tree.
-    nb = parents.shape[0]
-    Rw = np.zeros((nb, 3, 3))
-    pw = np.zeros((nb, 3))
-    Rl = np.zeros((3, 3))
-    pl = np.zeros(3)
-    X = np.zeros((6, 6))
-    Ad = np.zeros((6, 6))
-    Sl = np.zeros((6, 6))
-    for j in range(nb):
-        jt = jtype[j]
-        iq = idx_q[j]
-        ax = axis[j]
-        Rl[:, :] = 0.0
-        pl[:] = 0.0
-        Sl[:, :] = 0.0
-        if jt == 0:  # FREE: (R(quat x y z w), p)
-            x, y, z, w = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]
-            s = 2.0 / (x * x + y * y + z * z + w * w)
-            Rl[0, 0] = 1.0 - s * (y * y + z * z)
-            Rl[0, 1] = s * (x * y - z * w)
-            Rl[0, 2] = s * (x * z + y * w)
-            Rl[1, 0] = s * (x * y + z * w)
-            Rl[1, 1] = 1.0 - s * (x * x + z * z)
-            Rl[1, 2] = s * (y * z - x * w)
-            Rl[2, 0] = s * (x * z - y * w)
-            Rl[2, 1] = s * (y * z + x * w)
-            Rl[2, 2] = 1.0 - s * (x * x + y * y)
-            for c in range(3):
-                pl[c] = q[iq + c]
-            for c in range(6):
-                Sl[c, c] = 1.0
-        elif jt == 1:  # revolute: Rodrigues about the unit axis
-            th = q[iq]
-            cth, sth = np.cos(th), np.sin(th)
-            kx, ky, kz = ax[0], ax[1], ax[2]
-            K = np.array([[0.0, -kz, ky], [kz, 0.0, -kx], [-ky, kx, 0.0]])
-            Rl[:, :] = np.eye(3) + sth * K + (1.0 - cth) * (K @ K)
-            for c in range(3):
-                Sl[3 + c, 0] = ax[c]
-        else:  # prismatic
-            for c in range(3):
-                Rl[c, c] = 1.0
-                pl[c] = ax[c] * q[iq]
-                Sl[c, 0] = ax[c]
-        # body in parent = tree * joint motion; world = parent world * that
-        R = treeR[j] @ Rl
-        p = treeR[j] @ pl + treep[j]
-        par = parents[j]
-        if par >= 0:
-            Rw[j] = Rw[par] @ R
-            pw[j] = Rw[par] @ p + pw[par]
-        else:
-            Rw[j] = R
-            pw[j] = p
-        Rj = Rw[j]
-        pj = pw[j]
-        P = np.array([[0.0, -pj[2], pj[1]], [pj[2], 0.0, -pj[0]], [-pj[1], pj[0], 0.0]])
-        Ad[:, :] = 0.0
-        Ad[:3, :3] = Rj
-        Ad[:3, 3:] = P @ Rj
-        Ad[3:, 3:] = Rj
-        X[:, :] = 0.0
-        X[:3, :3] = Rj.T
-        X[:3, 3:] = -(Rj.T @ P)
-        X[3:, 3:] = Rj.T
-        S0[j] = Ad @ Sl
-        XT0[j] = X.T
-        M0[j] = X.T @ (inertia[j] @ X)
+                # tau_j^(rho) = sum_m C(rho, m) (S^(rho-m))^T W_j^(m)
+                for col in range(n):
+                    s = 0.0
+                    for m in range(rho + 1):
+                        s += C[rho, m] * dot6(Ss, (j * L + rho - m) * 6 + col, Wj, j * K + m)
+                    tau_out[rho, o + col] = s
+    return OK

@@ -34,8 +34,11 @@ from rbd_linearizer.algorithm import _higher_order_kernels as _kern
 from rbd_linearizer.algorithm._joints import BAD_QUAT, QUAT_TOL, as_vector, raise_code
 from rbd_linearizer.conventions import JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE
 from rbd_linearizer.errors import StateError
-from rbd_linearizer.model.data import check_data
+from rbd_linearizer.model.data import Data, check_data
 from rbd_linearizer.spatial import se3, so3
+
+_F64 = np.dtype(np.float64)
+_ND = np.ndarray
 
 __all__ = [
     'forward_dynamics_derivatives',
@@ -192,16 +195,45 @@ def _check_common(model, data, q, k):
     return q, int(k)
 
 
+def _check_fast(model, data, q, k):
+    # the checks of the kernel paths: data, order, shape of q (finiteness and the unit
+    # quaternion are checked inside the kernels, which also re-centre the frame at the base)
+    if data is not None and (data.__class__ is not Data or data.model is not model):
+        check_data(model, data)
+    if k.__class__ is not int and (isinstance(k, bool) or not isinstance(k, (int, np.integer))):
+        raise StateError(f'the order k must be an integer >= 0, got {k!r}')
+    if k < 0:
+        raise StateError(f'the order k must be an integer >= 0, got {k!r}')
+    return as_vector(q, model.nq, 'q'), int(k)
+
+
 def _as_derivs(x, rows: int, nv: int, name: str) -> np.ndarray:
+    # contiguous float64 (rows, nv), no copy when it already is one (finiteness: in the kernel)
+    if x.__class__ is _ND and x.dtype is _F64 and x.shape == (rows, nv) and x.flags.c_contiguous:
+        return x
     try:
-        y = np.array(x, dtype=np.float64)
+        y = np.ascontiguousarray(x, dtype=np.float64)
     except (TypeError, ValueError) as err:
         raise StateError(f'{name} must be a float array of shape ({rows}, {nv}): {err}') from None
     if y.shape != (rows, nv):
         raise StateError(f'{name} must have shape ({rows}, {nv}), got {y.shape}')
-    if not np.all(np.isfinite(y)):
-        raise StateError(f'{name} contains NaN or inf')
     return y
+
+
+_MESSAGES = {
+    _kern.BAD_Q: 'q contains NaN or inf',
+    _kern.BAD_V: 'v contains NaN or inf',
+    _kern.BAD_DERIVS: 'the derivative arrays contain NaN or inf',
+    _kern.BAD_FEXT: 'f_ext_derivs contains NaN or inf',
+}
+
+
+def _raise_kernel_code(code: int) -> None:
+    if code >= 0:
+        raise StateError(f'articulated inertia of body {code} not positive definite')
+    if code == _kern.BAD_QUAT:
+        raise_code(BAD_QUAT)
+    raise StateError(_MESSAGES.get(code, f'invalid input (code {code})'))
 
 
 def inverse_dynamics_derivatives(model, data, q, v_derivs, k, f_ext_derivs=None):
@@ -222,17 +254,27 @@ def inverse_dynamics_derivatives(model, data, q, v_derivs, k, f_ext_derivs=None)
         (k+1, nv) array: row r is d^r tau / dt^r, tau = rnea(q, v, dv/dt, f_ext) (base wrench in
         the base body frame, linear first; gravity = model.gravity). Row 0 equals ``rnea``.
     """
-    q, k = _check_common(model, data, q, k)
+    q, k = _check_fast(model, data, q, k)
     nu = _as_derivs(v_derivs, k + 2, model.nv, 'v_derivs')
     fext = _as_fext_derivs(f_ext_derivs, k, model.nb)
-    g = _geometry(model, q)
-    out = np.zeros((k + 1, model.nv))
-    _kern.id_kernel(*g, nu, _fb(fext, model.nb), fext is not None, k, out)
+    out = np.empty((k + 1, model.nv))
+    code = _kern.id_kernel(*_model_arrays(model), q, nu, _fb(fext), fext is not None, k,
+                           QUAT_TOL, out)
+    if code != _kern.OK:
+        _raise_kernel_code(code)
     return out
 
 
+def _model_arrays(model):
+    # the kernels' model arguments (geometry and order loops run in one kernel call)
+    return (model.parents, model.idx_v, model.nv_joint, model.joint_type, model.joint_axis,
+            model.tree_rotation, model.tree_translation, model.idx_q, model.inertia,
+            model.gravity)
+
+
 def _geometry(model, q):
-    # kernel inputs: tree arrays, order-0 screws (padded to 6 columns), inertias, Ad^-T, gravity
+    # order-0 screws (padded to 6 columns), inertias, Ad^-T as (nb, 6, 6) from the kernels'
+    # geometry (the tests compare it with _geometry_reference)
     nb = model.nb
     S0, M0, XT0 = np.zeros((nb, 6, 6)), np.empty((nb, 6, 6)), np.empty((nb, 6, 6))
     _kern.geometry_kernel(model.parents, model.joint_type, model.joint_axis, model.tree_rotation,
@@ -252,8 +294,12 @@ def _geometry_reference(model, q):
             np.array([x[0] for x in t.XT]), t.G)
 
 
-def _fb(fext, nb):
-    return np.zeros((0, nb, 6)) if fext is None else fext
+#: stands for "no external wrench" in the kernels (same array type, never read)
+_NO_FEXT = np.zeros((1, 1, 6))
+
+
+def _fb(fext):
+    return _NO_FEXT if fext is None else fext
 
 
 def _inverse_reference(model, q, nu, k, fext):
@@ -307,12 +353,12 @@ def forward_dynamics_derivatives(model, data, q, v, tau_derivs, k, f_ext_derivs=
     The articulated inertias M^A_j and the pivots D_j are computed once (Lemma 2, Eq. 23) and
     reused at every order; only the bias wrenches W^A_j(r) depend on the order.
     """
-    q, k = _check_common(model, data, q, k)
-    v = _as_state(v, model.nv)
+    q, k = _check_fast(model, data, q, k)
+    v = as_vector(v, model.nv, 'v')
     tau = _as_derivs(tau_derivs, k + 1, model.nv, 'tau_derivs')
     fext = _as_fext_derivs(f_ext_derivs, k, model.nb)
     pres = np.zeros(model.nb, dtype=bool)
-    acc, _ = _hybrid_compiled(model, q, v, k, pres, np.zeros_like(tau), tau, fext)
+    acc, _ = _hybrid_compiled(model, q, v, k, pres, tau, tau, fext)  # dv: not read
     return acc
 
 
@@ -340,8 +386,8 @@ def hybrid_dynamics_derivatives(
     torques of prescribed joints use Lemma 2 with the hybrid articulated inertia,
     ``W_j^(m) = M^A_j V_j^(m+1) + W^A_j(m)`` (seed 002 §2.4).
     """
-    q, k = _check_common(model, data, q, k)
-    v = _as_state(v, model.nv)
+    q, k = _check_fast(model, data, q, k)
+    v = as_vector(v, model.nv, 'v')
     mask = np.asarray(prescribed)
     if mask.shape != (model.nv,) or mask.dtype != bool:
         raise StateError(f'prescribed must be a bool array of shape ({model.nv},)')
@@ -357,12 +403,12 @@ def hybrid_dynamics_derivatives(
 
 
 def _hybrid_compiled(model, q, v, k, pres, dv, tau, fext):
-    acc = np.zeros((k + 1, model.nv))
+    acc = np.empty((k + 1, model.nv))
     tau_out = tau.copy()
-    code = _kern.hybrid_kernel(*_geometry(model, q), v, pres, dv, tau, _fb(fext, model.nb),
-                               fext is not None, k, acc, tau_out)
-    if code >= 0:
-        raise StateError(f'articulated inertia of body {code} not positive definite')
+    code = _kern.hybrid_kernel(*_model_arrays(model), q, v, pres, dv, tau, _fb(fext),
+                               fext is not None, k, QUAT_TOL, acc, tau_out)
+    if code != _kern.OK:
+        _raise_kernel_code(code)
     return acc, tau_out
 
 
