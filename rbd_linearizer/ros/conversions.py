@@ -18,7 +18,9 @@ from array import array
 from builtin_interfaces.msg import Time
 import numpy as np
 
-from rbd_linearizer.errors import RbdError
+from rbd_linearizer.errors import RbdError, StateError
+from rbd_linearizer.linearization.representation import base_twist_to_body
+from rbd_linearizer.model.state import normalize_quaternion
 from rbd_linearizer.msg import DynamicsTerms as DynamicsTermsMsg
 from rbd_linearizer.msg import Linearization as LinearizationMsg
 from rbd_linearizer.msg import Matrix
@@ -256,3 +258,33 @@ def odometry_arrays(msg) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
             np.array([o.x, o.y, o.z, o.w], dtype=np.float64),
             np.array([tw.linear.x, tw.linear.y, tw.linear.z,
                       tw.angular.x, tw.angular.y, tw.angular.z], dtype=np.float64))
+
+
+def base_state_from_odometry(msg, world_frame: str, twist_frame: str = 'child'):
+    """Return ``(stamp_ns, position, quaternion_xyzw, twist_body)`` of a checked nav_msgs/Odometry.
+
+    Raises StateError, naming the reason, unless ``header.frame_id == world_frame`` (the pose is
+    in the world frame of the outputs), the position and twist are finite and the quaternion
+    passes ``normalize_quaternion`` (zero, NaN or a norm off by more than 1e-3 are rejected;
+    within it, normalized). ``twist_frame='world'``: the twist is in world axes at the base
+    origin and is rotated into the body frame; ``'child'`` (REP-105): already in the body frame.
+    The covariances are not used by the linearizer, so NaN there is ignored; ``child_frame_id``
+    is not checked (odometry sources name the base frame freely, e.g. ``base_link`` for a URDF
+    root ``base``). Every returned array is finite.
+    """
+    frame = str(msg.header.frame_id)
+    if frame != world_frame:
+        raise StateError(f'odometry header.frame_id {frame[:64]!r} is not the world frame '
+                         f'{world_frame!r} (parameter world_frame)')
+    stamp, position, quaternion, twist = odometry_arrays(msg)
+    if not (np.all(np.isfinite(position)) and np.all(np.isfinite(twist))):
+        raise StateError('non-finite base position or twist')
+    quaternion = normalize_quaternion(quaternion)
+    if twist_frame == 'world':
+        with np.errstate(over='ignore', invalid='ignore'):
+            twist = base_twist_to_body(np.concatenate([position, quaternion]), twist, 'mixed')
+        if not np.all(np.isfinite(twist)):
+            raise StateError('base twist overflows when rotated into the body frame')
+    elif twist_frame != 'child':
+        raise StateError(f"twist_frame must be 'child' or 'world', not {twist_frame!r}")
+    return stamp, position, quaternion, twist

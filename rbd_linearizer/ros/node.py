@@ -67,10 +67,10 @@ from rbd_linearizer.results import DynamicsTerms, Linearization, MultibodyState
 from rbd_linearizer.ros import params as P
 from rbd_linearizer.ros.builtin_source import BuiltinStateSource
 from rbd_linearizer.ros.conversions import (
+    base_state_from_odometry,
     dynamics_terms_to_msg,
     joint_state_arrays,
     linearization_to_msg,
-    odometry_arrays,
 )
 from rbd_linearizer.ros.qos import latched_qos, qos_from_name, result_qos
 from rbd_linearizer.ros.state_sync import BaseSample, JointSample, StateSync
@@ -373,14 +373,9 @@ class _LinearizerMixin:
         served = self._served
         if served is None or not served.model.floating_base:
             return
-        stamp, position, quaternion, twist = odometry_arrays(msg)
-        try:
-            if not (np.all(np.isfinite(position)) and np.all(np.isfinite(twist))):
-                raise StateError('non-finite base position or twist')
-            quaternion = normalize_quaternion(quaternion)
-            if self._cfg['base_twist_frame'] == 'world':
-                q = np.concatenate([position, quaternion])
-                twist = base_twist_to_body(q, twist, 'mixed')
+        try:  # frame, finite pose and twist, unit quaternion (docs/reliability.md)
+            stamp, position, quaternion, twist = base_state_from_odometry(
+                msg, self._cfg['world_frame'], self._cfg['base_twist_frame'])
         except StateError as e:
             self._reject('odometry', str(e))
             return
@@ -460,6 +455,11 @@ class _LinearizerMixin:
                    if cfg['publish_dynamics'] else None)
         except Exception as e:  # noqa: BLE001 - a bad point skips this tick, never the node
             self._reject('state', f'linearization failed: {type(e).__name__}: {e}')
+            return
+        bad = _non_finite_fields(lin, dyn)
+        if bad:  # e.g. overflow at absurd velocities: never publish NaN or inf
+            self._reject('output', f'non-finite {", ".join(bad)} at the state stamped {stamp} '
+                                   'ns (not published)')
             return
         if lin is not None:
             self._lin_pub.publish(linearization_to_msg(lin, cfg['world_frame']))
@@ -561,6 +561,9 @@ class _LinearizerMixin:
                                  f'{served.resolved.nu} ({", ".join(served.resolved.names)})')
             lin = served.linearize(q, v, u, cfg, self.get_clock().now().nanoseconds,
                                    representation=rep, time_model=tm, dt=dt)
+            bad = _non_finite_fields(lin)
+            if bad:
+                raise StateError(f'non-finite {", ".join(bad)} at this state (overflow)')
         except Exception as e:  # noqa: BLE001 - any bad request gets success=false
             response.success = False
             response.message = str(e) if isinstance(e, RbdError) else f'{type(e).__name__}: {e}'
@@ -638,6 +641,7 @@ class _LinearizerMixin:
             'rejected_odometry': str(st.rejected['odometry']),
             'rejected_state': str(st.rejected['state']),
             'rejected_inputs': str(st.rejected['inputs']),
+            'rejected_output': str(st.rejected['output']),
             'model_errors': str(st.model_errors),
             'last_error': st.last_error,
         }
@@ -667,6 +671,18 @@ class _LinearizerMixin:
             f"published {s['published']} ({s['rate_hz_achieved']} Hz); compute p50 "
             f"{s['compute_ms_p50']} ms, p99 {s['compute_ms_p99']} ms; dropped "
             f"{s['dropped_ticks']}, stale {s['stale_ticks']}, rejected {s['rejected_messages']}")
+
+
+def _non_finite_fields(*results) -> list[str]:
+    # Names of the arrays of Linearization / DynamicsTerms results that hold NaN or inf.
+    bad = []
+    for result in results:
+        for name in ('A', 'B', 'f', 'u0', 'M', 'Minv', 'C', 'g', 'h', 'base_position',
+                     'base_quaternion', 'base_twist', 'joint_positions', 'joint_velocities'):
+            value = getattr(result, name, None)
+            if value is not None and not np.all(np.isfinite(value)):
+                bad.append(name)
+    return bad
 
 
 def _descriptor(p: P.Param) -> ParameterDescriptor:
