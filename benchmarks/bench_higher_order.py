@@ -1,0 +1,353 @@
+"""Time per call of the higher-order dynamics derivatives (seed 002) against the order r.
+
+Usage: python benchmarks/bench_higher_order.py [--quick] [--rmax 10] [--number N] [--repeat R]
+
+Models: (a) the N = 101 tree of seed 002's r-sweep (Fig. 4: the aerial manipulator's tree with
+5 branches of 20 bodies hanging from the free-flying base; joint axes y, x, z in turn along each
+branch, links 0.12 m, CoM 0.06 m below each joint, masses and inertias of seed 002 Table 3),
+(b) the seed-002 aerial manipulator itself (rbd_linearizer/resources, N = 7, nv = 12).
+
+Per model and order r = 0..rmax: ``inverse_dynamics_derivatives(k=r)`` (Alg. 2) and
+``forward_dynamics_derivatives(k=r)`` (Alg. 3), each call computing all orders 0..r, timed with
+timeit (median and minimum over repeats; warm-up excluded); Pinocchio's order-0 ``rnea`` and
+``aba`` on the same model (``test/reference/pin_oracle.py``) for scale. Fits of the medians:
+``t = a + b r + c r^2`` (least squares) and ``t = A (r + 1)^p`` (log-log least squares).
+
+Baseline: central finite differences in time of the order-0 recursion (our compiled ``rnea``
+and ``aba``) along the exact trajectory whose Taylor coefficients at t = 0 are the inputs
+(joints: polynomials; base pose: the body-twist polynomial integrated with RK4 on SE(3)).
+The r-th derivative uses the (r + 1)-point binomial stencil
+``h^-r sum_i (-1)^i C(r, i) f(t + (r/2 - i) h)``, i.e. nested central differences with the
+coinciding points evaluated once (nested without sharing: 2^r evaluations). Its cost is
+(r + 1) order-0 calls (the trajectory states are precomputed and excluded, which favours the
+baseline); its error is printed at the best step of a sweep (also in its favour).
+
+Seed 002's own numbers (Fig. 3 caption, N = 7, r = 0..5, i7-12700H, implementation language
+not stated, probably C++) are printed beside ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+import platform
+import sys
+import time
+import timeit
+
+import numpy as np
+import pinocchio as pin
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from reference.pin_oracle import pin_model, q_to_pin, v_to_pin  # noqa: E402
+
+from rbd_linearizer.algorithm import aba, random_configuration, rnea  # noqa: E402
+from rbd_linearizer.algorithm.higher_order import (  # noqa: E402
+    forward_dynamics_derivatives,
+    inverse_dynamics_derivatives,
+)
+from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE  # noqa: E402
+from rbd_linearizer.model import build_model  # noqa: E402
+from rbd_linearizer.model.data import create_data  # noqa: E402
+from rbd_linearizer.model.robots import default_robot_urdf  # noqa: E402
+from rbd_linearizer.model.sample_models import model_from_arrays  # noqa: E402
+from rbd_linearizer.spatial import se3, so3  # noqa: E402
+
+#: seed 002, Fig. 3 caption: mean time per call [us], N = 7, r = 0..5
+PAPER_ID = (2.326, 3.078, 2.867, 4.355, 5.960, 8.171)
+PAPER_FD = (4.106, 4.802, 6.486, 6.461, 8.589, 11.085)
+
+
+def tree_model(branches: int = 5, per_branch: int = 20):
+    """Seed 002's benchmark tree: a free base with ``branches`` chains of ``per_branch`` bodies.
+
+    N = 1 + branches * per_branch bodies. Geometry and inertias follow seed 002 Table 3 / Eq. 29
+    (base 2.5 kg, links 0.25 kg, CoM 0.06 m below the joint, 0.12 m between joints), the
+    branches spread along x under the base, joint axes y, x, z in turn.
+    """
+    nb = 1 + branches * per_branch
+    parents = np.empty(nb, dtype=np.int64)
+    jtype = np.full(nb, JOINT_REVOLUTE, dtype=np.int64)
+    axis = np.zeros((nb, 3))
+    rot = np.tile(np.eye(3), (nb, 1, 1))
+    trans = np.zeros((nb, 3))
+    mass = np.full(nb, 0.25)
+    com = np.tile([0.0, 0.0, -0.06], (nb, 1))
+    inertia = np.tile(np.diag([0.002, 0.002, 0.001]), (nb, 1, 1))
+    parents[0], jtype[0] = -1, JOINT_FREE
+    mass[0], com[0], inertia[0] = 2.5, 0.0, np.diag([0.03, 0.03, 0.05])
+    axes = np.eye(3)[[1, 0, 2]]
+    i = 1
+    for b in range(branches):
+        for k in range(per_branch):
+            parents[i] = 0 if k == 0 else i - 1
+            axis[i] = axes[k % 3]
+            x = 0.18 * (b - (branches - 1) / 2) / max(1, (branches - 1) / 2)
+            trans[i] = (x, 0.0, -0.10) if k == 0 else (0.0, 0.0, -0.12)
+            i += 1
+    return model_from_arrays(parents, jtype, axis, rot, trans, mass, com, inertia,
+                             name=f'seed002_tree_{nb}')
+
+
+class TaylorTrajectory:
+    """The trajectory whose derivatives at t = 0 are ``v_derivs`` (rows 0..K), exactly.
+
+    v(t) = sum_i v^(i) t^i / i!; joints s(t) = s0 + sum_i v^(i) t^(i+1) / (i+1)!; base pose
+    dC/dt = C hat(v_base(t)) (body twist) by RK4 with ``steps_per_unit`` steps per unit time.
+    """
+
+    def __init__(self, model, q0, v_derivs, steps_per_unit=1000):
+        self.model, self.q0, self.vd = model, q0, np.asarray(v_derivs)
+        self.spu = steps_per_unit
+
+    def v(self, t, n):
+        """Rows 0..n-1: the i-th time derivative of v at t (of the polynomial)."""
+        K = self.vd.shape[0]
+        out = np.empty((n, self.model.nv))
+        for i in range(n):
+            c = np.array([t ** (m - i) / math.factorial(m - i) for m in range(i, K)])
+            out[i] = c @ self.vd[i:]
+        return out
+
+    def q(self, t):
+        """Return q at t (joints exact, base pose by RK4 on SE(3))."""
+        m = self.model
+        q = self.q0.copy()
+        off_v = 6 if m.floating_base else 0
+        off_q = 7 if m.floating_base else 0
+        s = np.zeros(m.nv - off_v)
+        for i in range(self.vd.shape[0]):
+            s += self.vd[i, off_v:] * t ** (i + 1) / math.factorial(i + 1)
+        q[off_q:] += s
+        if m.floating_base:
+            C = se3.make(so3.quat_to_matrix(q[3:7]), q[:3])
+            n = max(1, int(abs(t) * self.spu))
+            dt = t / n
+
+            def f(x, C):
+                return C @ se3.hat(self.v(x, 1)[0, :6])
+
+            for k in range(n):
+                x = k * dt
+                k1 = f(x, C)
+                k2 = f(x + dt / 2, C + dt / 2 * k1)
+                k3 = f(x + dt / 2, C + dt / 2 * k2)
+                k4 = f(x + dt, C + dt * k3)
+                C = C + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            u, _, vt = np.linalg.svd(C[:3, :3])
+            q[:3] = C[:3, 3]
+            q[3:7] = so3.matrix_to_quat(u @ vt)
+        return q
+
+
+def stencil(r: int) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets (in steps) and weights of the (r + 1)-point central stencil of d^r/dt^r."""
+    offs = np.array([r / 2 - i for i in range(r + 1)])
+    w = np.array([(-1) ** i * math.comb(r, i) for i in range(r + 1)], dtype=float)
+    return offs, w
+
+
+def time_us(fn, number: int, repeat: int) -> tuple[float, float]:
+    """Median and minimum per-call time [us] over ``repeat`` timeit runs of ``number`` calls."""
+    ts = [timeit.timeit(fn, number=number) / number * 1e6 for _ in range(repeat)]
+    return float(np.median(ts)), float(np.min(ts))
+
+
+def calls_for(fn, budget_s: float) -> int:
+    """Return the calls of ``fn`` per timeit run so that one run takes about ``budget_s``."""
+    t0 = time.perf_counter()
+    fn()
+    dt = max(time.perf_counter() - t0, 1e-7)
+    return max(1, int(budget_s / dt))
+
+
+def fit(r: np.ndarray, t: np.ndarray) -> dict:
+    """Growth of t(r): quadratic least squares, power laws, mean second difference.
+
+    ``abc``: (a, b, c) of t = a + b r + c r^2; ``p``: exponent of t = A (r + 1)^p (dominated by
+    the fixed cost at small r); ``p_inc``: exponent of t(r) - t(0) = B r^p (r >= 1: the cost of
+    the orders above 0, 2 for purely quadratic growth, 1 for linear); ``d2``: mean second
+    difference t(r+1) - 2 t(r) + t(r-1) (= 2c for a quadratic, 0 for linear growth).
+    """
+    c2, c1, c0 = np.polyfit(r, t, 2)
+    p = np.polyfit(np.log(r + 1.0), np.log(t), 1)[0]
+    inc = t[1:] - t[0]
+    ok = inc > 0
+    p_inc = np.polyfit(np.log(r[1:][ok]), np.log(inc[ok]), 1)[0] if ok.sum() >= 2 else np.nan
+    d2 = float(np.mean(t[2:] - 2 * t[1:-1] + t[:-2]))
+    return {'abc': (c0, c1, c2), 'p': float(p), 'p_inc': float(p_inc), 'd2': d2}
+
+
+def fd_errors(model, data, q0, vd, r, ref_id, ref_fd):
+    """Best relative errors (and steps) of the (r + 1)-point stencil, ID and FD, over 7 steps.
+
+    The steps bracket the optimum ~eps^(1 / (r + 2)) of a second-order stencil of d^r/dt^r
+    (truncation ~h^2, round-off ~eps / h^r).
+    """
+    traj = TaylorTrajectory(model, q0, vd)
+    offs, w = stencil(r)
+    best_id, best_fd = (np.inf, np.nan), (np.inf, np.nan)
+    for h in 2.2e-16 ** (1.0 / (r + 2)) * np.geomspace(0.125, 8.0, 7):
+        vals_id, vals_fd = [], []
+        for o in offs:
+            q = traj.q(o * h)
+            v = traj.v(o * h, 2)
+            tau = rnea(model, data, q, v[0], v[1]).copy()
+            vals_id.append(tau)
+            vals_fd.append(aba(model, data, q, v[0], tau).copy())
+        for vals, ref, key in ((vals_id, ref_id, 'id'), (vals_fd, ref_fd, 'fd')):
+            est = w @ np.array(vals) / h**r
+            err = float(np.linalg.norm(est - ref) / max(np.linalg.norm(ref), 1e-300))
+            if key == 'id' and err < best_id[0]:
+                best_id = (err, h)
+            if key == 'fd' and err < best_fd[0]:
+                best_fd = (err, h)
+    return best_id, best_fd
+
+
+def bench_model(name, model, rmax, budget, repeat, fd_rmax, fd_accuracy):
+    data = create_data(model)
+    rng = np.random.default_rng(0)
+    q = random_configuration(model, rng)
+    vd = rng.normal(size=(rmax + 2, model.nv))
+    tau = inverse_dynamics_derivatives(model, data, q, vd, rmax)
+    acc = forward_dynamics_derivatives(model, data, q, vd[0], tau, rmax)
+    pm = pin_model(model)
+    pd = pm.createData()
+    qp, vp, ap = q_to_pin(pm, q), v_to_pin(pm, vd[0]), v_to_pin(pm, vd[1])
+    taup = v_to_pin(pm, tau[0])
+    scale = {}
+    for label, fn in (
+        ('pin rnea', lambda: pin.rnea(pm, pd, qp, vp, ap)),
+        ('pin aba', lambda: pin.aba(pm, pd, qp, vp, taup)),
+        ('our rnea', lambda: rnea(model, data, q, vd[0], vd[1])),
+        ('our aba', lambda: aba(model, data, q, vd[0], tau[0])),
+    ):
+        fn()
+        scale[label] = time_us(fn, calls_for(fn, budget), repeat)
+    rows = []
+    for r in range(rmax + 1):
+        vr, tr = vd[:r + 2], tau[:r + 1]
+
+        def fid(vr=vr, r=r):
+            return inverse_dynamics_derivatives(model, data, q, vr, r)
+
+        def ffd(tr=tr, r=r):
+            return forward_dynamics_derivatives(model, data, q, vd[0], tr, r)
+
+        fid()
+        ffd()
+        t_id = time_us(fid, calls_for(fid, budget), repeat)
+        t_fd = time_us(ffd, calls_for(ffd, budget), repeat)
+        rows.append((r, t_id, t_fd))
+    # finite-difference baseline: (r + 1) order-0 calls at precomputed trajectory states
+    traj = TaylorTrajectory(model, q, vd)
+    fd_rows = []
+    for r in range(fd_rmax + 1):
+        offs, w = stencil(r)
+        h = 1e-2
+        states = []
+        for o in offs:
+            qs, vs = traj.q(o * h), traj.v(o * h, 2)
+            states.append((qs, vs[0], vs[1], rnea(model, data, qs, vs[0], vs[1]).copy()))
+        buf_id = np.empty((r + 1, model.nv))
+        buf_fd = np.empty((r + 1, model.nv))
+
+        def sid(states=states, buf=buf_id, w=w, h=h, r=r):
+            for i, (qs, v0, a0, _) in enumerate(states):
+                buf[i] = rnea(model, data, qs, v0, a0)
+            return w @ buf / h**r
+
+        def sfd(states=states, buf=buf_fd, w=w, h=h, r=r):
+            for i, (qs, v0, _, ts) in enumerate(states):
+                buf[i] = aba(model, data, qs, v0, ts)
+            return w @ buf / h**r
+
+        sid()
+        sfd()
+        t_sid = time_us(sid, calls_for(sid, budget), repeat)
+        t_sfd = time_us(sfd, calls_for(sfd, budget), repeat)
+        err_id = err_fd = (np.nan, np.nan)
+        if fd_accuracy and r > 0:
+            # references: ours (validated against time differences in test_higher_order.py)
+            err_id, err_fd = fd_errors(model, data, q, vd, r, tau[r], acc[r])
+        fd_rows.append((r, t_sid, t_sfd, err_id, err_fd))
+    return scale, rows, fd_rows
+
+
+def print_model(name, model, scale, rows, fd_rows, paper):
+    print(f'\n## {name}: N = {model.nb} bodies, nv = {model.nv}\n')
+    print('order 0 for scale [us, median / min]: ' + ', '.join(
+        f'{k} {m:.2f} / {n:.2f}' for k, (m, n) in scale.items()))
+    print()
+    head = '| r | ID [us] | ID min | FD [us] | FD min |'
+    sep = '|---:|---:|---:|---:|---:|'
+    if paper:
+        head += ' paper ID [us] | paper FD [us] |'
+        sep += '---:|---:|'
+    print(head)
+    print(sep)
+    for r, (mi, ni), (mf, nf) in rows:
+        line = f'| {r} | {mi:.1f} | {ni:.1f} | {mf:.1f} | {nf:.1f} |'
+        if paper:
+            line += (f' {PAPER_ID[r]:.3f} | {PAPER_FD[r]:.3f} |' if r < len(PAPER_ID)
+                     else ' | |')
+        print(line)
+    rr = np.array([r for r, _, _ in rows], dtype=float)
+    if len(rr) >= 3:
+        for label, col in (('ID', 1), ('FD', 2)):
+            t = np.array([row[col][0] for row in rows])
+            f = fit(rr, t)
+            a, b, c = f['abc']
+            print(f'\n{label} fit: t = {a:.2f} + {b:.2f} r + {c:.3f} r^2 us '
+                  f'(c r^2 = {c * rr[-1] ** 2 / t[-1]:.0%} of t at r = {rr[-1]:.0f}); '
+                  f't ~ (r + 1)^{f["p"]:.2f}; t(r) - t(0) ~ r^{f["p_inc"]:.2f}; '
+                  f'mean 2nd difference {f["d2"]:.2f} us; t({rr[-1]:.0f}) / t(0) = '
+                  f'{t[-1] / t[0]:.1f}')
+    print('\nFinite-difference baseline ((r + 1) order-0 calls; nested without sharing: 2^r):')
+    print('\n| r | ID by differences [us] | FD by differences [us] | 2^r x rnea [us] '
+          '| best rel. error ID (h) | best rel. error FD (h) |')
+    print('|---:|---:|---:|---:|---:|---:|')
+    t_rnea = scale['our rnea'][0]
+    for r, (si, _), (sf, _), (ei, hi), (ef, hf) in fd_rows:
+        e_id = f'{ei:.1e} ({hi:.0e})' if np.isfinite(ei) else '-'
+        e_fd = f'{ef:.1e} ({hf:.0e})' if np.isfinite(ef) else '-'
+        print(f'| {r} | {si:.1f} | {sf:.1f} | {2**r * t_rnea:.1f} | {e_id} | {e_fd} |')
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--quick', action='store_true',
+                        help='smoke run: r <= 2, few repeats, no accuracy sweep')
+    parser.add_argument('--rmax', type=int, default=10)
+    parser.add_argument('--fd-rmax', type=int, default=8)
+    parser.add_argument('--budget', type=float, default=0.02,
+                        help='seconds per timeit run (sets the number of calls)')
+    parser.add_argument('--repeat', type=int, default=15)
+    args = parser.parse_args(argv)
+    rmax, fd_rmax, budget, repeat = args.rmax, args.fd_rmax, args.budget, args.repeat
+    if args.quick:
+        rmax, fd_rmax, budget, repeat = min(rmax, 2), min(fd_rmax, 2), 0.002, 3
+    t_start = time.perf_counter()
+    print(f'# {platform.processor() or platform.machine()}, Python {platform.python_version()}, '
+          f'pinocchio {pin.__version__}, numpy {np.__version__}; '
+          f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}')
+    print(f'# median / min of {repeat} timeit runs of ~{budget * 1e3:.0f} ms each; every call '
+          'computes all orders 0..r')
+    models = [
+        ('seed-002 benchmark tree (5 branches x 20 bodies)', tree_model(), False),
+        ('seed-002 aerial manipulator', build_model(default_robot_urdf()), True),
+    ]
+    for name, model, paper in models:
+        scale, rows, fd_rows = bench_model(name, model, rmax, budget, repeat, fd_rmax,
+                                           fd_accuracy=not args.quick)
+        print_model(name, model, scale, rows, fd_rows, paper)
+    print(f'\n# total {time.perf_counter() - t_start:.0f} s')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
