@@ -41,6 +41,8 @@ from rcl_interfaces.msg import (
     SetParametersResult,
 )
 import rclpy
+from rclpy.clock import JumpThreshold
+from rclpy.duration import Duration
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
@@ -85,6 +87,10 @@ OUTPUT_QOS = result_qos(10)
 DIAGNOSTICS_QOS = result_qos(10)
 
 _NS = 1_000_000_000
+#: A backward jump of the node clock larger than this resets the state buffers (rewind).
+CLOCK_JUMP_BACK_NS = 1_000_000
+#: Diagnostics stay WARN this long after the last error [s] (``last_error`` is kept).
+ERROR_HOLD_S = 5.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,7 +190,9 @@ class _Stats:
         self.tick_times: collections.deque = collections.deque(maxlen=2000)  # monotonic [s]
         self.age_ms: collections.deque = collections.deque(maxlen=2000)  # stamp -> published
         self.last_error = ''
+        self.last_error_time = -np.inf  # monotonic [s]
         self.model_errors = 0
+        self.clock_jumps_back = 0
 
 
 class _LinearizerMixin:
@@ -220,6 +228,11 @@ class _LinearizerMixin:
         self._t0 = self.get_clock().now()
         self._due: float | None = None
         self._active = False
+        self._rewound_from_ns: int | None = None  # clock time before the last backward jump
+        self._jump_handle = self.get_clock().create_jump_callback(
+            JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-CLOCK_JUMP_BACK_NS),
+                          on_clock_change=False),
+            post_callback=self._on_clock_jump)
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
     def _param_value(self, p: P.Param):
@@ -363,6 +376,8 @@ class _LinearizerMixin:
             return
         if sdot is None:
             sdot = np.zeros(0)
+        if self._from_before_jump(stamp):
+            return
         if not self._sync.add_joints(JointSample(stamp, s, sdot, tau, served.model.urdf_hash)):
             self._error(f'dropped out-of-order joint state (stamp {stamp} ns)', throttle=True)
             return
@@ -379,11 +394,46 @@ class _LinearizerMixin:
         except StateError as e:
             self._reject('odometry', str(e))
             return
+        if self._from_before_jump(stamp):
+            return
         if not self._sync.add_base(BaseSample(stamp, position, quaternion, twist)):
             self._error(f'dropped out-of-order odometry (stamp {stamp} ns)', throttle=True)
             return
         if self._cfg['tick_mode'] == 'on_state':
             self._tick()
+
+    def _on_clock_jump(self, jump) -> None:
+        # The node clock jumped backwards (use_sim_time: /clock restarted, a bag loops). States
+        # stamped in the new, earlier time would all be out of order against the buffers and
+        # the last used state: forget them (StateSync.rewind) and count the jump. Outputs then
+        # restart at the new time; their stamps go back once, logged and counted
+        # (clock_jumps_back). Runs in the thread that processes /clock (the executor's).
+        try:
+            back = -jump.delta.nanoseconds
+            self._rewound_from_ns = self.get_clock().now().nanoseconds + back
+            self._sync.rewind()
+            self._stats.clock_jumps_back += 1
+            self._error(f'clock jumped back by {back * 1e-9:.3f} s: state buffers cleared, '
+                        'outputs restart at the new time')
+        except Exception as e:  # noqa: BLE001 - never raise into rcl's jump callback
+            self.get_logger().error(f'clock jump handling failed: {type(e).__name__}: {e}')
+
+    def _from_before_jump(self, stamp_ns: int) -> bool:
+        # After a backward clock jump, until the clock is back at its pre-jump time: a state
+        # stamped later than now + max_state_age was sent before the jump (still in a queue);
+        # it would block the new states as out of order: drop and count it.
+        if self._rewound_from_ns is None:
+            return False
+        now = self.get_clock().now().nanoseconds
+        if now >= self._rewound_from_ns:
+            self._rewound_from_ns = None
+            return False
+        if stamp_ns > now + int(self._cfg['max_state_age_s'] * _NS):
+            self._sync.out_of_order += 1
+            self._error(f'dropped a state stamped before the clock jumped back (stamp '
+                        f'{stamp_ns} ns, clock {now} ns)', throttle=True)
+            return True
+        return False
 
     def _on_inputs(self, msg: JointState) -> None:
         # Applied inputs by column name -> (model hash, input selection, columns, values).
@@ -602,6 +652,7 @@ class _LinearizerMixin:
 
     def _error(self, text: str, throttle: bool = False) -> None:
         self._stats.last_error = text
+        self._stats.last_error_time = time.monotonic()
         if throttle:
             self.get_logger().warning(text, throttle_duration_sec=1.0)
         else:
@@ -612,7 +663,11 @@ class _LinearizerMixin:
         st, sync, served = self._stats, self._sync, self._served
         now = time.monotonic()
         recent = [t for t in st.tick_times if now - t <= 5.0]
-        rate = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) > 2 else 0.0
+        # over the window up to now: the rate decays as soon as outputs stop
+        rate = (len(recent) - 1) / (now - recent[0]) if len(recent) > 2 else 0.0
+        newest = sync.newest_stamp_ns()
+        state_age = (self.get_clock().now().nanoseconds - newest) * 1e-9 \
+            if newest is not None else None
         times = np.array(st.compute_ms) if st.compute_ms else np.zeros(1)
         ages = np.array(st.age_ms) if st.age_ms else np.zeros(1)
         rejected = sum(st.rejected.values())
@@ -643,14 +698,23 @@ class _LinearizerMixin:
             'rejected_inputs': str(st.rejected['inputs']),
             'rejected_output': str(st.rejected['output']),
             'model_errors': str(st.model_errors),
+            'newest_state_age_ms': '' if state_age is None else f'{state_age * 1e3:.1f}',
+            'clock_jumps_back': str(st.clock_jumps_back),
             'last_error': st.last_error,
+            'last_error_age_s': f'{now - st.last_error_time:.1f}' if st.last_error else '',
         }
         status = DiagnosticStatus()
         status.name = f'{self.get_fully_qualified_name()}: linearizer'
         status.hardware_id = values['model_name']
+        topics = self._cfg['state_source'] == 'topics'
         if served is None:
             status.level, status.message = DiagnosticStatus.ERROR, 'no robot model'
-        elif st.last_error:
+        elif topics and state_age is None:
+            status.level, status.message = DiagnosticStatus.WARN, 'no state received'
+        elif topics and state_age > self._cfg['max_state_age_s']:
+            status.level = DiagnosticStatus.WARN
+            status.message = f'no fresh state: the newest is {state_age:.3f} s old'
+        elif st.last_error and now - st.last_error_time <= ERROR_HOLD_S:
             status.level, status.message = DiagnosticStatus.WARN, st.last_error[:200]
         else:
             status.level, status.message = DiagnosticStatus.OK, 'ok'
@@ -766,16 +830,26 @@ def _pop_option(argv: list[str], name: str, default: str | None) -> str | None:
     return default
 
 
-def _spin(node) -> None:
+def _spin(make_node) -> None:
+    # A stop signal (rclpy's SIGINT / SIGTERM handlers shut the context down) may arrive at
+    # any point: during the construction and warm-up, or while a callback runs (whose next
+    # rcl call then fails on the invalid context). Both are a clean stop: exit code 0, no
+    # traceback. An exception while the context is still valid is a real error: re-raised.
     executor = rclpy.executors.SingleThreadedExecutor()
+    node = None
     try:
+        node = make_node()
         executor.add_node(node)
         executor.spin()
     except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
         pass
+    except Exception:
+        if rclpy.ok():
+            raise
     finally:
         executor.shutdown()
-        node.destroy_node()
+        if node is not None:
+            node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
 
@@ -788,13 +862,13 @@ def main(args: list[str] | None = None) -> None:
     argv = list(sys.argv if args is None else args)
     lifecycle = _pop_option(argv, 'lifecycle', None)
     rclpy.init(args=argv)
-    _spin(LinearizerLifecycleNode() if lifecycle else LinearizerNode())
+    _spin(LinearizerLifecycleNode if lifecycle else LinearizerNode)
 
 
 def main_lifecycle(args: list[str] | None = None) -> None:
     """Entry point of the managed variant (``linearizer_lifecycle_node``): starts unconfigured."""
     rclpy.init(args=args)
-    _spin(LinearizerLifecycleNode())
+    _spin(LinearizerLifecycleNode)
 
 
 if __name__ == '__main__':

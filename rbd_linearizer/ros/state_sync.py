@@ -12,7 +12,10 @@ its header stamp; each tick asks for the newest consistent state at the node's c
 * a pair older than ``max_age_ns`` at ``now`` is *stale*;
 * a pair already used by an earlier tick is *no new state* (not an error: the tick is idle);
 * joint samples newer than the last used state but older than the chosen one were never
-  linearized: counted as ``superseded`` (the tick rate is below the state rate).
+  linearized: counted as ``superseded`` (the tick rate is below the state rate);
+* ``rewind()`` (the node's clock jumped backwards, e.g. a bag replayed in a loop under
+  ``use_sim_time``) forgets the buffers *and* the last used stamp, so that states stamped in
+  the new, earlier time are accepted again (counted as ``rewinds``).
 
 Counters are plain ints read by the diagnostics. Buffers are bounded (``depth`` per stream).
 Thread-safe: the node may feed from one thread and tick from another.
@@ -85,6 +88,7 @@ class StateSync:
         self.incomplete = 0
         self.used = 0
         self.superseded = 0
+        self.rewinds = 0
 
     def configure(self, max_skew_ns: int, max_age_ns: int) -> None:
         """Change the skew and age limits (applied from the next ``take``)."""
@@ -98,6 +102,25 @@ class StateSync:
             self.needs_base = bool(needs_base)
             self._joints.clear()
             self._bases.clear()
+
+    def rewind(self) -> None:
+        """Forget buffered samples and the last used stamp (the clock jumped backwards)."""
+        with self._lock:
+            self._joints.clear()
+            self._bases.clear()
+            self._last_used_ns = None
+            self.rewinds += 1
+
+    def newest_stamp_ns(self) -> int | None:
+        """Stamp of the newest buffered state (the older of the newest joint and base samples).
+
+        None when a needed stream has no buffered sample.
+        """
+        with self._lock:
+            if not self._joints or (self.needs_base and not self._bases):
+                return None
+            newest = self._joints[-1].stamp_ns
+            return min(newest, self._bases[-1].stamp_ns) if self.needs_base else newest
 
     def _in_order(self, buf: deque, stamp_ns: int) -> bool:
         if buf and stamp_ns < buf[-1].stamp_ns:

@@ -1,0 +1,77 @@
+"""State publisher process of the fault tests: JointState + Odometry of a robot at a rate.
+
+    python _state_publisher.py NS RATE_HZ [URDF_PATH]
+
+Publishes ``NS/joint_states`` and ``NS/odom`` (best effort, stamps = now, a smooth motion of
+the default robot or of URDF_PATH) at RATE_HZ, prints READY once its publishers exist, and
+exits when its stdin closes (the test ended or died) or on SIGTERM/SIGINT. The tests kill it
+with SIGKILL to simulate a crashed driver.
+"""
+
+import sys
+import threading
+import time
+
+from nav_msgs.msg import Odometry
+import numpy as np
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from sensor_msgs.msg import JointState
+
+from rbd_linearizer.model import build_model
+from rbd_linearizer.model.robots import default_robot_urdf
+from rbd_linearizer.ros.conversions import stamp_to_msg
+from rbd_linearizer.ros.qos import sensor_qos
+
+
+def main() -> int:
+    ns, rate = sys.argv[1], float(sys.argv[2])
+    urdf = open(sys.argv[3], encoding='utf-8').read() if len(sys.argv) > 3 else \
+        default_robot_urdf()
+    model = build_model(urdf, check_triangle_inequality=False)
+    stop = threading.Event()
+
+    def watch_stdin():
+        sys.stdin.read()  # returns at EOF: the parent closed the pipe or exited
+        stop.set()
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    rclpy.init()
+    node = rclpy.create_node('rbd_fault_state_publisher')
+    js_pub = node.create_publisher(JointState, f'{ns}/joint_states', sensor_qos())
+    od_pub = node.create_publisher(Odometry, f'{ns}/odom', sensor_qos())
+    names = list(model.joint_names)
+    phase = np.linspace(0.0, 3.0, model.n_joints)
+    print('READY', flush=True)
+    period = 1.0 / rate
+    nxt = time.monotonic()
+    try:
+        while not stop.is_set() and rclpy.ok():
+            t = time.monotonic()
+            stamp = stamp_to_msg(node.get_clock().now().nanoseconds)
+            js = JointState()
+            js.header.stamp = stamp
+            js.name = names
+            js.position = [float(x) for x in 0.2 * np.sin(t + phase)]
+            js.velocity = [float(x) for x in 0.2 * np.cos(t + phase)]
+            od = Odometry()
+            od.header.stamp = stamp
+            od.header.frame_id, od.child_frame_id = 'world', 'base'
+            od.pose.pose.position.z = 1.0
+            od.pose.pose.orientation.w = 1.0
+            od.twist.twist.linear.x = 0.1
+            od_pub.publish(od)
+            js_pub.publish(js)
+            nxt += period
+            time.sleep(max(0.0, nxt - time.monotonic()))
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

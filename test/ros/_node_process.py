@@ -1,0 +1,142 @@
+"""The linearizer node as a subprocess, and a test-side probe node (shared test helper).
+
+``NodeProcess(ns, args)`` starts ``python -m rbd_linearizer.ros.node [--lifecycle] --ros-args
+<args> -r __ns:=<ns>`` with stdout and stderr in one temporary log file, inheriting the test
+session's ROS_DOMAIN_ID and localhost discovery (test/conftest.py). ``stop()`` sends a signal
+(SIGTERM by default), waits, kills if it must, and returns the exit code.
+
+``Probe`` is a test-side node in its own rclpy context: ``spin``/``wait`` spin it while
+checking the node process is alive, ``call`` calls a service, ``diagnostics`` collects the
+node's /diagnostics values.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray
+import pytest
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+
+from rbd_linearizer.ros.qos import result_qos
+
+TIMEOUT = 90.0  # first start may compile (or load cached) kernels
+
+
+def stamp_ns(msg) -> int:
+    """Return the header stamp of ``msg`` in nanoseconds."""
+    return msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+
+
+class NodeProcess:
+    """``python -m rbd_linearizer.ros.node`` in a subprocess, its output in a temporary file."""
+
+    def __init__(self, ns: str, args: list[str] | tuple[str, ...] = (), lifecycle: bool = False,
+                 env: dict[str, str] | None = None):
+        self.ns = ns
+        self.log = tempfile.TemporaryFile(mode='w+')
+        cmd = [sys.executable, '-m', 'rbd_linearizer.ros.node']
+        if lifecycle:
+            cmd.append('--lifecycle')
+        cmd += ['--ros-args', *args, '-r', f'__ns:={ns}']
+        self.cmd = cmd
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, text=True,
+                                     env=dict(os.environ if env is None else env))
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def text(self) -> str:
+        """Everything the node wrote so far (stdout and stderr)."""
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
+        """Send ``sig``, wait up to ``timeout`` s (then SIGKILL); return the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=20)
+        return self.proc.returncode
+
+    def close(self) -> None:
+        """Stop the node (if running) and delete its log."""
+        self.stop()
+        self.log.close()
+
+
+class Probe:
+    """Test-side node: spins in its own context, checks that the node process stays alive."""
+
+    def __init__(self, node: NodeProcess | None, name: str = 'rbd_test_probe',
+                 diagnostics: bool = True, **node_kwargs):
+        self.process = node
+        self.context = rclpy.context.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, context=self.context, **node_kwargs)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.diags: list[tuple[int, dict[str, str]]] = []  # (level, values)
+        if diagnostics and node is not None:
+            self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag,
+                                          result_qos())
+
+    def _on_diag(self, msg) -> None:
+        for st in msg.status:
+            if st.name.startswith(f'{self.process.ns}/'):
+                values = {kv.key: kv.value for kv in st.values}
+                values['_message'] = st.message
+                self.diags.append((st.level[0] if isinstance(st.level, bytes) else st.level,
+                                   values))
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+    def _check_alive(self) -> None:
+        if self.process is not None:
+            assert self.process.alive(), f'node died:\n{self.process.text()[-4000:]}'
+
+    def spin(self, seconds: float, predicate=lambda: False) -> bool:
+        """Spin up to ``seconds``; True as soon as ``predicate()`` holds."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.01)
+            if predicate():
+                return True
+            self._check_alive()
+        return False
+
+    def wait(self, predicate, what: str, timeout: float = TIMEOUT) -> None:
+        """Spin until ``predicate()`` holds; fail with the node's log after ``timeout``."""
+        if not self.spin(timeout, predicate):
+            log = self.process.text()[-4000:] if self.process is not None else ''
+            pytest.fail(f'timed out waiting for {what}; node log:\n{log}')
+
+    def call(self, client, request, timeout: float = TIMEOUT):
+        """Call a service and return its response."""
+        assert client.wait_for_service(timeout_sec=timeout), f'{client.srv_name} not available'
+        future = client.call_async(request)
+        self.wait(future.done, f'the response of {client.srv_name}', timeout)
+        return future.result()
+
+    def fresh_diagnostics(self, timeout: float = TIMEOUT) -> tuple[int, dict[str, str]]:
+        """Wait for two new diagnostics messages (the second one is fresh); return the last."""
+        n = len(self.diags)
+        self.wait(lambda: len(self.diags) >= n + 2, 'fresh diagnostics', timeout)
+        return self.diags[-1]
