@@ -10,8 +10,8 @@ shrinks nothing we need: the mutations are few and printed.)
 Three families:
 
 * ``mutate_urdf(text, seed)``: 1-4 random edits (mostly 1-2) of a valid URDF (delete /
-  duplicate / re-parent elements, delete attributes, hostile numbers incl. NaN/inf/1e300, wrong vector lengths,
-  garbage text, renamed links, changed joint types, truncation, stray bytes);
+  duplicate / re-parent elements, delete attributes, hostile numbers incl. NaN/inf/1e300,
+  wrong vector lengths, garbage text, renamed links, changed joint types, truncation, stray bytes);
 * ``joint_state_case(joint_names, seed)``: JointState-like ``(names, position, velocity,
   effort)`` with wrong lengths, duplicate or unknown names, NaN/inf, huge values;
 * ``odometry_case(seed)``: Odometry-like fields with zero / non-unit / NaN quaternions, NaN
