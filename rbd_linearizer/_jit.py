@@ -34,6 +34,26 @@ def register_warmup(name: str) -> Callable[[Callable], Callable]:
     return deco
 
 
+def _warmup_higher_order(model, data) -> None:
+    # The seed-002 higher-order kernels (algorithm/_higher_order_kernels.py: geometry, inverse
+    # and hybrid = forward) have one type signature for every order k and with or without
+    # external wrenches, so one call of each public function at k = 1 compiles them all.
+    import numpy as np
+
+    from rbd_linearizer.algorithm import higher_order as ho
+    from rbd_linearizer.algorithm.joint_configuration import neutral
+
+    q = neutral(model)
+    z = np.zeros(model.nv)
+    ho.inverse_dynamics_derivatives(model, data, q, np.zeros((3, model.nv)), 1)
+    ho.forward_dynamics_derivatives(model, data, q, z, np.zeros((2, model.nv)), 1,
+                                    np.zeros((2, model.nb, 6)))
+    prescribed = np.zeros(model.nv, dtype=bool)
+    prescribed[model.nv - model.n_joints:] = True  # joints prescribed, base (if any) free
+    ho.hybrid_dynamics_derivatives(model, data, q, z, prescribed, np.zeros((2, model.nv)),
+                                   np.zeros((2, model.nv)), 1)
+
+
 def registered() -> tuple[str, ...]:
     """Names of the registered warm-up callables (one per public algorithm family)."""
     _import_algorithms()
@@ -49,6 +69,8 @@ def _import_algorithms() -> None:
 
     for info in pkgutil.iter_modules(algorithm.__path__):
         importlib.import_module(f'rbd_linearizer.algorithm.{info.name}')
+    # higher_order.py registers nothing itself: its warm-up lives here (kept if it ever does)
+    _WARMUPS.setdefault('higher_order', _warmup_higher_order)
 
 
 def warmup(model, data=None) -> None:

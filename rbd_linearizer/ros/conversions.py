@@ -21,11 +21,13 @@ import numpy as np
 from rbd_linearizer.errors import RbdError, StateError
 from rbd_linearizer.linearization.representation import base_twist_to_body
 from rbd_linearizer.model.state import normalize_quaternion
+from rbd_linearizer.msg import DynamicsDerivatives as DynamicsDerivativesMsg
 from rbd_linearizer.msg import DynamicsTerms as DynamicsTermsMsg
 from rbd_linearizer.msg import Linearization as LinearizationMsg
 from rbd_linearizer.msg import Matrix
 from rbd_linearizer.msg import MultibodyState as MultibodyStateMsg
 from rbd_linearizer.results import DynamicsTerms, Linearization, MultibodyState
+from rbd_linearizer.ros.terms import DynamicsDerivatives
 
 _NS = 1_000_000_000
 _UINT32_MAX = 2**32 - 1
@@ -228,6 +230,54 @@ def dynamics_terms_from_msg(msg: DynamicsTermsMsg) -> DynamicsTerms:
         stamp=stamp_from_msg(msg.header.stamp),
         **_state_arrays(msg.state),
     )
+
+
+# --- DynamicsDerivatives --------------------------------------------------------------------
+
+def dynamics_derivatives_to_msg(der: DynamicsDerivatives,
+                                frame_id: str = 'world') -> DynamicsDerivativesMsg:
+    """``DynamicsDerivatives`` message; header.stamp = der.stamp, header.frame_id = frame_id."""
+    msg = DynamicsDerivativesMsg()
+    msg.header.stamp = stamp_to_msg(der.stamp)
+    msg.header.frame_id = str(frame_id)
+    msg.model_name = der.model_name
+    msg.model_hash = der.model_hash
+    msg.floating_base = bool(der.floating_base)
+    msg.joint_names = list(der.joint_names)
+    msg.velocity_representation = der.velocity_representation
+    msg.nv = der.nv
+    msg.order = der.order
+    msg.state = multibody_state_to_msg(der.state)
+    msg.input_names = list(der.input_names)
+    msg.input = _f64_seq(der.input)
+    msg.acceleration_derivatives = matrix_to_msg(der.acceleration_derivatives)
+    msg.tau_derivatives = matrix_to_msg(der.tau_derivatives)
+    msg.compute_time = float(der.compute_time)
+    return msg
+
+
+def dynamics_derivatives_from_msg(msg: DynamicsDerivativesMsg) -> DynamicsDerivatives:
+    """:class:`rbd_linearizer.ros.terms.DynamicsDerivatives` from a message (validated)."""
+    acc = matrix_from_msg(msg.acceleration_derivatives)
+    tau = matrix_from_msg(msg.tau_derivatives)
+    shape = (int(msg.order) + 1, int(msg.nv))
+    if acc.shape != shape or tau.shape != shape:
+        raise ConversionError(
+            f'DynamicsDerivatives message is inconsistent: order = {msg.order}, nv = {msg.nv} '
+            f'but the matrices are {acc.shape} and {tau.shape}')
+    state = multibody_state_from_msg(msg.state)
+    n = state.n_joints
+    if int(msg.nv) != (6 + n if msg.floating_base else n) or len(msg.joint_names) != n:
+        raise ConversionError(
+            f'DynamicsDerivatives message is inconsistent: nv = {msg.nv} for {n} joints '
+            f'({len(msg.joint_names)} names, floating_base = {msg.floating_base})')
+    return DynamicsDerivatives(
+        acceleration_derivatives=acc, tau_derivatives=tau, state=state,
+        input=_f64_from_seq(msg.input), input_names=tuple(msg.input_names),
+        joint_names=tuple(msg.joint_names), model_name=msg.model_name,
+        model_hash=msg.model_hash, floating_base=msg.floating_base,
+        velocity_representation=msg.velocity_representation,
+        compute_time=msg.compute_time, stamp=stamp_from_msg(msg.header.stamp))
 
 
 # --- Inputs: sensor_msgs/JointState, nav_msgs/Odometry -> arrays ----------------------------

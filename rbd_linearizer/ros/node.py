@@ -4,7 +4,8 @@ Subscribes to ``robot_description`` (std_msgs/String, reliable + transient local
 ``joint_states`` (sensor_msgs/JointState) and, for a floating base, ``odom``
 (nav_msgs/Odometry); publishes ``~/linearization`` (rbd_linearizer/msg/Linearization) and
 optionally ``~/dynamics`` (DynamicsTerms), both in ``velocity_representation`` and stamped
-with the state's stamp; serves
+with the state's stamp, and ``~/dynamics_derivatives`` (DynamicsDerivatives, when
+``higher_order_derivatives`` > 0: forward-dynamics time derivatives, body twist); serves
 ``~/linearize`` (rbd_linearizer/srv/Linearize); reports on ``/diagnostics`` at ~1 Hz.
 
 Two variants share one implementation (``_LinearizerMixin``):
@@ -63,6 +64,7 @@ from rbd_linearizer.model.data import create_data
 from rbd_linearizer.model.robots import default_robot_urdf
 from rbd_linearizer.model.state import joint_state_to_model_order, normalize_quaternion
 from rbd_linearizer.model.urdf import ParseLimits
+from rbd_linearizer.msg import DynamicsDerivatives as DynamicsDerivativesMsg
 from rbd_linearizer.msg import DynamicsTerms as DynamicsTermsMsg
 from rbd_linearizer.msg import Linearization as LinearizationMsg
 from rbd_linearizer.results import DynamicsTerms, Linearization, MultibodyState
@@ -70,13 +72,18 @@ from rbd_linearizer.ros import params as P
 from rbd_linearizer.ros.builtin_source import BuiltinStateSource
 from rbd_linearizer.ros.conversions import (
     base_state_from_odometry,
+    dynamics_derivatives_to_msg,
     dynamics_terms_to_msg,
     joint_state_arrays,
     linearization_to_msg,
 )
 from rbd_linearizer.ros.qos import latched_qos, qos_from_name, result_qos
 from rbd_linearizer.ros.state_sync import BaseSample, JointSample, StateSync
-from rbd_linearizer.ros.terms import dynamics_in_representation
+from rbd_linearizer.ros.terms import (
+    DynamicsDerivatives,
+    dynamics_derivatives,
+    dynamics_in_representation,
+)
 from rbd_linearizer.srv import Linearize as LinearizeSrv
 
 #: Robot description: reliable + transient local, depth 1 (as robot_state_publisher).
@@ -128,6 +135,8 @@ class Served:
         for tm in ('continuous', 'discrete'):
             self.linearize(q, v, None, cfg, time_model=tm)
         self.dynamics(q, v, 0, cfg['velocity_representation'])
+        if not self.resolved.has_world_wrenches:  # (refused with higher_order_derivatives)
+            self.dynamics_derivatives(q, v, None, 2)
 
     def linearize(self, q, v, u, cfg: dict[str, Any], stamp_ns: int = 0,
                   representation: str | None = None, time_model: str | None = None,
@@ -159,6 +168,12 @@ class Served:
             joint_names=m.joint_names, model_name=m.name, model_hash=m.urdf_hash,
             floating_base=m.floating_base, velocity_representation=rep,
             compute_time=elapsed, stamp=int(stamp_ns))
+
+
+    def dynamics_derivatives(self, q, v, u, order: int,
+                             stamp_ns: int = 0) -> DynamicsDerivatives:
+        """d^(r+1)v/dt^(r+1), r = 0..order, at (q, v) with ``u`` held constant (``ros.terms``)."""
+        return dynamics_derivatives(self.model, self.resolved, q, v, u, order, stamp_ns)
 
 
 def build_served(urdf: str, cfg: dict[str, Any]) -> Served:
@@ -225,6 +240,7 @@ class _LinearizerMixin:
         self._timer = None
         self._lin_pub = None
         self._dyn_pub = None
+        self._der_pub = None
         self._t0 = self.get_clock().now()
         self._due: float | None = None
         self._active = False
@@ -253,9 +269,12 @@ class _LinearizerMixin:
         cfg = self._cfg
         self._lin_pub = self.create_publisher(LinearizationMsg, '~/linearization', OUTPUT_QOS)
         self._dyn_pub = self.create_publisher(DynamicsTermsMsg, '~/dynamics', OUTPUT_QOS)
+        self._der_pub = self.create_publisher(DynamicsDerivativesMsg, '~/dynamics_derivatives',
+                                              OUTPUT_QOS)
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', DIAGNOSTICS_QOS)
         h = self._handles
-        h += [('pub', self._lin_pub), ('pub', self._dyn_pub), ('pub', self._diag_pub)]
+        h += [('pub', self._lin_pub), ('pub', self._dyn_pub), ('pub', self._der_pub),
+              ('pub', self._diag_pub)]
         if cfg['robot_description_topic']:
             h.append(('sub', self.create_subscription(
                 String, cfg['robot_description_topic'], self._on_description,
@@ -503,10 +522,12 @@ class _LinearizerMixin:
             lin = served.linearize(q, v, u, cfg, stamp) if cfg['publish_linearization'] else None
             dyn = (served.dynamics(q, v, stamp, cfg['velocity_representation'])
                    if cfg['publish_dynamics'] else None)
+            order = cfg['higher_order_derivatives']  # 0 = off: no cost
+            der = served.dynamics_derivatives(q, v, u, order, stamp) if order > 0 else None
         except Exception as e:  # noqa: BLE001 - a bad point skips this tick, never the node
             self._reject('state', f'linearization failed: {type(e).__name__}: {e}')
             return
-        bad = _non_finite_fields(lin, dyn)
+        bad = _non_finite_fields(lin, dyn, der)
         if bad:  # e.g. overflow at absurd velocities: never publish NaN or inf
             self._reject('output', f'non-finite {", ".join(bad)} at the state stamped {stamp} '
                                    'ns (not published)')
@@ -515,6 +536,8 @@ class _LinearizerMixin:
             self._lin_pub.publish(linearization_to_msg(lin, cfg['world_frame']))
         if dyn is not None:
             self._dyn_pub.publish(dynamics_terms_to_msg(dyn, cfg['world_frame']))
+        if der is not None:
+            self._der_pub.publish(dynamics_derivatives_to_msg(der, cfg['world_frame']))
         st = self._stats
         if st.published == 0:
             self.get_logger().info(
@@ -742,7 +765,8 @@ def _non_finite_fields(*results) -> list[str]:
     bad = []
     for result in results:
         for name in ('A', 'B', 'f', 'u0', 'M', 'Minv', 'C', 'g', 'h', 'base_position',
-                     'base_quaternion', 'base_twist', 'joint_positions', 'joint_velocities'):
+                     'base_quaternion', 'base_twist', 'joint_positions', 'joint_velocities',
+                     'acceleration_derivatives'):
             value = getattr(result, name, None)
             if value is not None and not np.all(np.isfinite(value)):
                 bad.append(name)

@@ -29,6 +29,8 @@ QOS_NAMES = ('sensor_data', 'reliable')
 TWIST_FRAMES = ('child', 'world')
 WRENCH_KINDS = ('force', 'wrench')
 WRENCH_EXPRESSED_IN = ('local', 'world')
+#: Largest higher_order_derivatives (the same bound as ``rbd-linearizer compute --order``).
+MAX_DERIVATIVE_ORDER = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,6 +132,11 @@ PARAMETERS: tuple[Param, ...] = (
           section=_S_OUT),
     Param('publish_dynamics', False, 'Publish ~/dynamics (DynamicsTerms: M, M^-1, C, g, h).',
           section=_S_OUT),
+    Param('higher_order_derivatives', 0,
+          'Publish ~/dynamics_derivatives (DynamicsDerivatives): d^(r+1)v/dt^(r+1), r = 0..K, '
+          'of forward dynamics (seed 002) with the inputs held constant; K = this value, 0 = '
+          "off. Needs velocity_representation 'body' and local wrench inputs.",
+          low=0, high=MAX_DERIVATIVE_ORDER, section=_S_OUT),
     Param('velocity_representation', 'body',
           "Base-twist coordinates of the outputs: 'body', 'mixed' or 'inertial'.",
           choices=REPRESENTATIONS, section=_S_OUT),
@@ -199,7 +206,8 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
     The wrench-input arrays are parallel: ``wrench_input_kinds`` and
     ``wrench_input_expressed_in`` are empty or as long as ``wrench_input_frames``, with values
     in ``WRENCH_KINDS`` / ``WRENCH_EXPRESSED_IN``. Change them together (one
-    ``set_parameters_atomically`` call or ``ros2 param load``).
+    ``set_parameters_atomically`` call or ``ros2 param load``). ``higher_order_derivatives``
+    > 0 needs ``velocity_representation`` 'body' and no 'world' wrench input.
     """
     n = len(cfg['wrench_input_frames'])
     for key, allowed in (('wrench_input_kinds', WRENCH_KINDS),
@@ -213,6 +221,19 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
             raise ConfigError(f'{key} entries must be in {list(allowed)}, got {bad}')
     if len(set(cfg['actuated_joints'])) != len(cfg['actuated_joints']):
         raise ConfigError('actuated_joints lists a joint twice')
+    if cfg['higher_order_derivatives'] > 0:
+        # ~/dynamics_derivatives is computed for the body twist; converting the derivatives to
+        # mixed / inertial needs the derivatives of the twist transform (not implemented), and
+        # a constant world wrench turns in the body frame: refuse rather than mislabel.
+        if cfg['velocity_representation'] != 'body':
+            raise ConfigError("higher_order_derivatives > 0 needs velocity_representation "
+                              f"'body' (got {cfg['velocity_representation']!r}): the "
+                              'derivatives are published for the body twist only')
+        expressed = cfg['wrench_input_expressed_in'] or ['world'] * n
+        if 'world' in expressed:
+            raise ConfigError("higher_order_derivatives > 0 needs wrench inputs expressed in "
+                              "'local' frames (wrench_input_expressed_in): a constant 'world' "
+                              'wrench turns in the body frame')
     return cfg
 
 

@@ -11,15 +11,25 @@ world axes at the base origin, 'inertial' = spatial twist), ``X = diag(T, 1)``,
 so that ``M_r nu_dot + C_r nu + g_r = Xi^T tau`` (the generalized forces dual to ``nu``; the
 transformation preserves the power ``tau . v``). ``T_dot = diag(R w^, R w^)`` (mixed) or
 ``Ad(H) ad(v_body)`` (inertial). Pure numpy; used by the node for ``~/dynamics``.
+
+``dynamics_derivatives`` (for ``~/dynamics_derivatives``): forward-dynamics time derivatives
+(seed 002 Alg. 3) at a state with the node's inputs held constant (zero-order hold), body
+velocity representation only.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+import time
+
 import numpy as np
 
+from rbd_linearizer.errors import ConfigError
 from rbd_linearizer.linearization.representation import check_representation, twist_transform
+from rbd_linearizer.results import MultibodyState
 
-__all__ = ['dynamics_in_representation', 'twist_transform_rate']
+__all__ = ['DynamicsDerivatives', 'dynamics_derivatives', 'dynamics_in_representation',
+           'input_forces', 'twist_transform_rate']
 
 
 def _hat(a) -> np.ndarray:
@@ -70,3 +80,103 @@ def dynamics_in_representation(M, Minv, C, g, h, q, v, representation):
     gr = Xi.T @ g
     hr = Xi.T @ (h - MXiXd @ np.asarray(v, dtype=np.float64))
     return Mr, Minv_r, Cr, gr, hr, T @ vb
+
+
+# --- higher-order forward dynamics (~/dynamics_derivatives) ---------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class DynamicsDerivatives:
+    """Forward-dynamics time derivatives at one state (message ``DynamicsDerivatives``).
+
+    ``acceleration_derivatives`` (K+1, nv): row r = d^(r+1) v / dt^(r+1) (body base twist);
+    ``tau_derivatives`` (K+1, nv): the generalized-force derivatives assumed (row 0 = the joint
+    torques of ``input``, zero base wrench; rows >= 1 zero: zero-order hold); ``input`` /
+    ``input_names``: the inputs held constant (wrench inputs enter as constant body-frame
+    external wrenches).
+    """
+
+    acceleration_derivatives: np.ndarray
+    tau_derivatives: np.ndarray
+    state: MultibodyState
+    input: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    input_names: tuple[str, ...] = ()
+    joint_names: tuple[str, ...] = ()
+    model_name: str = ''
+    model_hash: str = ''
+    floating_base: bool = True
+    velocity_representation: str = 'body'
+    compute_time: float = 0.0
+    stamp: int = 0
+
+    @property
+    def order(self) -> int:
+        """Highest order K (the arrays have K + 1 rows)."""
+        return int(self.acceleration_derivatives.shape[0]) - 1
+
+    @property
+    def nv(self) -> int:
+        """Generalized velocity dimension."""
+        return int(self.acceleration_derivatives.shape[1])
+
+
+def input_forces(model, resolved, u) -> tuple[np.ndarray, np.ndarray | None]:
+    """Generalized force ``tau`` (nv,) and body-frame external wrenches (nb, 6) of inputs ``u``.
+
+    ``resolved``: ``linearization.inputs.ResolvedInputs``; ``u`` (nu,) or None (zero). Joint
+    torques go to their dofs (zero base wrench). A wrench input expressed in its ``local``
+    frame (axes R, origin p in its body) gives the body wrench ``[R f; R n + p x R f]``
+    (linear first, ``rnea``'s f_ext). ``world`` wrench inputs are refused (ConfigError): held
+    constant in the world, their body-frame value turns with the body and its time derivatives
+    would need the body's orientation derivatives. Returns ``(tau, None)`` without wrenches.
+    """
+    tau = np.zeros(model.nv)
+    u = np.zeros(resolved.nu) if u is None else np.asarray(u, dtype=np.float64)
+    tau[resolved.tau_dofs] = u[: resolved.n_tau]
+    if not resolved.has_wrenches:
+        return tau, None
+    if resolved.has_world_wrenches:
+        raise ConfigError("dynamics derivatives take wrench inputs expressed in 'local' frames "
+                          "only (a constant 'world' wrench turns in the body frame)")
+    fext = np.zeros((model.nb, 6))
+    for k in range(resolved.w_body.shape[0]):
+        R, p = resolved.w_rotation[k], resolved.w_translation[k]
+        size, off = int(resolved.w_size[k]), int(resolved.w_offset[k])
+        force = R @ u[off:off + 3]
+        torque = np.cross(p, force)
+        if size == 6:
+            torque = torque + R @ u[off + 3:off + 6]
+        body = int(resolved.w_body[k])
+        fext[body, 0:3] += force
+        fext[body, 3:6] += torque
+    return tau, fext
+
+
+def dynamics_derivatives(model, resolved, q, v, u, order: int,
+                         stamp_ns: int = 0) -> DynamicsDerivatives:
+    """Forward-dynamics derivatives of orders 0..``order`` at (q, v) with ``u`` held constant.
+
+    Seed 002 Alg. 3 (``algorithm.higher_order.forward_dynamics_derivatives``) with
+    ``tau_derivs = [tau, 0, ..., 0]`` and ``f_ext_derivs = [F_b, 0, ..., 0]`` from
+    ``input_forces`` (a zero-order hold of u: exact for joint torques and local wrenches).
+    ``q``, ``v`` in the package convention (body base twist); the result is in 'body'.
+    """
+    from rbd_linearizer.algorithm.higher_order import forward_dynamics_derivatives
+
+    start = time.perf_counter()
+    tau, fext = input_forces(model, resolved, u)
+    tau_derivs = np.zeros((order + 1, model.nv))
+    tau_derivs[0] = tau
+    fext_derivs = None
+    if fext is not None:
+        fext_derivs = np.zeros((order + 1, model.nb, 6))
+        fext_derivs[0] = fext
+    acc = forward_dynamics_derivatives(model, None, q, v, tau_derivs, order, fext_derivs)
+    elapsed = time.perf_counter() - start
+    return DynamicsDerivatives(
+        acceleration_derivatives=acc, tau_derivatives=tau_derivs,
+        state=MultibodyState.from_qv(q, v, model.floating_base),
+        input=np.zeros(resolved.nu) if u is None else np.array(u, dtype=np.float64),
+        input_names=tuple(resolved.names), joint_names=tuple(model.joint_names),
+        model_name=model.name, model_hash=model.urdf_hash,
+        floating_base=model.floating_base, compute_time=elapsed, stamp=int(stamp_ns))

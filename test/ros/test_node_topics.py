@@ -8,8 +8,10 @@ Checks: the ``~/linearize`` service works before any state (and rejects bad requ
 published A, B, f equals ``linearize`` at the published state with u0 = the measured efforts
 (1e-12); any joint name order; NaN, unknown joint, non-unit quaternion (normalised within
 1e-3, rejected beyond), stale and out-of-order stamps give no output and count in
-/diagnostics; run-time parameter change applied, bad value rejected with a reason; a bad URDF
-keeps the old model, a valid one swaps (new hash); the node never dies.
+/diagnostics; run-time parameter change applied, bad value rejected with a reason; with
+``higher_order_derivatives`` on, ``~/dynamics_derivatives`` equals
+``forward_dynamics_derivatives`` at the published state (row 0 = the linearization's drift);
+a bad URDF keeps the old model, a valid one swaps (new hash); the node never dies.
 """
 
 import os
@@ -35,7 +37,7 @@ from rbd_linearizer.linearization import InputSelection, WrenchInput, linearize 
 from rbd_linearizer.model import build_model  # noqa: E402
 from rbd_linearizer.model.data import create_data  # noqa: E402
 from rbd_linearizer.model.robots import default_robot_urdf  # noqa: E402
-from rbd_linearizer.msg import DynamicsTerms, Linearization  # noqa: E402
+from rbd_linearizer.msg import DynamicsDerivatives, DynamicsTerms, Linearization  # noqa: E402
 from rbd_linearizer.ros.conversions import linearization_from_msg, stamp_to_msg  # noqa: E402
 from rbd_linearizer.ros.qos import latched_qos, result_qos  # noqa: E402
 from rbd_linearizer.ros.terms import dynamics_in_representation  # noqa: E402
@@ -97,6 +99,9 @@ class Probe:
         self.dyns: list = []
         n.create_subscription(DynamicsTerms, f'{NS}/linearizer/dynamics', self.dyns.append,
                               result_qos())
+        self.ders: list = []
+        n.create_subscription(DynamicsDerivatives, f'{NS}/linearizer/dynamics_derivatives',
+                              self.ders.append, result_qos())
         self.js = n.create_publisher(JointState, f'{NS}/joint_states', result_qos())
         self.odom = n.create_publisher(Odometry, f'{NS}/odom', result_qos())
         self.desc = n.create_publisher(String, f'{NS}/robot_description', latched_qos())
@@ -201,6 +206,8 @@ def _set(probe, **values):
             pv.type, pv.string_value = ParameterType.PARAMETER_STRING, value
         elif isinstance(value, bool):
             pv.type, pv.bool_value = ParameterType.PARAMETER_BOOL, value
+        elif isinstance(value, int):
+            pv.type, pv.integer_value = ParameterType.PARAMETER_INTEGER, value
         elif isinstance(value, float):
             pv.type, pv.double_value = ParameterType.PARAMETER_DOUBLE, value
         elif isinstance(value, list):
@@ -448,6 +455,79 @@ def test_world_frame_twist_source(probe):
         np.testing.assert_allclose(lin.A, ref.A, rtol=0, atol=1e-12)
     finally:
         assert _set(probe, base_twist_frame='child')[0].successful
+
+
+def _local_wrench(frame, u):
+    # body-frame wrench [R f; R n + p x R f] of a 'local' wrench input at a frame (R, p in the
+    # body): written out here, independently of ros/terms.py
+    fr = MODEL.frames[frame]
+    force = fr.rotation @ u[0:3]
+    return fr.body, np.concatenate([force, fr.rotation @ u[3:6] + np.cross(fr.translation,
+                                                                          force)])
+
+
+def test_dynamics_derivatives_equal_the_core_at_the_published_state(probe):
+    from rbd_linearizer.algorithm.higher_order import forward_dynamics_derivatives
+    from rbd_linearizer.ros.conversions import dynamics_derivatives_from_msg
+
+    order = 3
+    assert _set(probe, higher_order_derivatives=order)[0].successful
+    try:
+        bad = _set(probe, velocity_representation='mixed')[0]
+        assert not bad.successful and 'higher_order_derivatives' in bad.reason, bad.reason
+        cmd = JointState()
+        wrench = [0.5, -1.0, 25.0, 0.2, -0.1, 0.05]
+        cmd.name = [f'wrench/B7/{c}' for c in ('fx', 'fy', 'fz', 'tx', 'ty', 'tz')] + ['tau/q2']
+        cmd.effort = wrench + [-0.7]
+        probe.inputs.publish(cmd)
+        rng = np.random.default_rng(31)
+        q, v = _random_state(rng)
+        tau = rng.normal(size=6)
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:  # the inputs message may arrive after a state
+            stamp = probe.now_ns()
+            probe.publish_state(stamp, q, v, efforts=tau)
+            lin = linearization_from_msg(probe.output_for(stamp))
+            if list(lin.u0[6:]) == wrench:
+                break
+        assert list(lin.u0[6:]) == wrench and lin.u0[JOINTS.index('q2')] == -0.7
+        probe.wait(lambda: any(m.header.stamp == stamp_to_msg(stamp) for m in probe.ders),
+                   'the DynamicsDerivatives message')
+        msg = [m for m in probe.ders if m.header.stamp == stamp_to_msg(stamp)][0]
+        der = dynamics_derivatives_from_msg(msg)
+        assert der.order == order and der.acceleration_derivatives.shape == (order + 1, 12)
+        assert der.velocity_representation == 'body' and der.model_hash == MODEL.urdf_hash
+        assert der.joint_names == MODEL.joint_names and der.input_names == lin.input_names
+        np.testing.assert_array_equal(der.input, lin.u0)
+        # the reference: the inputs of the message, rebuilt here
+        qn, vn = der.state.q(), der.state.v()
+        np.testing.assert_allclose(vn, v, rtol=0, atol=1e-15)
+        tau_derivs = np.zeros((order + 1, MODEL.nv))
+        for k, joint in enumerate(JOINTS):
+            tau_derivs[0, 6 + MODEL.joint_names.index(joint)] = lin.u0[k]
+        np.testing.assert_array_equal(der.tau_derivatives, tau_derivs)  # zero-order hold
+        fext = np.zeros((order + 1, MODEL.nb, 6))
+        body, wrench_b = _local_wrench('B7', lin.u0[6:])
+        fext[0, body] = wrench_b
+        ref = forward_dynamics_derivatives(MODEL, None, qn, vn, tau_derivs, order, fext)
+        for r in range(order + 1):
+            np.testing.assert_allclose(der.acceleration_derivatives[r], ref[r], rtol=0,
+                                       atol=1e-12 * np.abs(ref[r]).max(), err_msg=f'row {r}')
+        # row 0 = dv/dt = the velocity block of the continuous body drift f (linearize's own
+        # input map and ABA: an independent path for the wrench and torque inputs)
+        np.testing.assert_allclose(der.acceleration_derivatives[0], lin.f[12:], rtol=0,
+                                   atol=1e-10 * np.abs(lin.f[12:]).max())
+        assert np.abs(ref[1:]).min(axis=1).max() > 0  # non-trivial higher rows
+        assert der.compute_time > 0
+    finally:
+        assert _set(probe, higher_order_derivatives=0)[0].successful
+    # off: no more derivative messages
+    count = len(probe.ders)
+    stamp = probe.now_ns()
+    probe.publish_state(stamp, q, v)
+    probe.output_for(stamp)
+    probe.wait(lambda: len(probe.ders) > count, 'no message', timeout=SHORT)
+    assert len(probe.ders) == count
 
 
 def test_bad_description_keeps_model_then_valid_one_swaps(probe):

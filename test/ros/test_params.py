@@ -45,6 +45,8 @@ def test_defaults_pass_validation():
     ('rate_hz', 0.0), ('rate_hz', 'fast'), ('dt', -1.0), ('tick_mode', 'sometimes'),
     ('velocity_representation', 'sideways'), ('max_joints', -1), ('publish_dynamics', 1),
     ('actuated_joints', 'q1'), ('actuated_joints', [1, 2]), ('nope', 1),
+    ('higher_order_derivatives', -1), ('higher_order_derivatives', 11),
+    ('higher_order_derivatives', 2.0), ('higher_order_derivatives', True),
 ])
 def test_bad_values_are_rejected_with_a_reason(name, value):
     with pytest.raises(ConfigError, match=name):
@@ -74,6 +76,25 @@ def test_wrench_arrays_are_parallel_and_build_the_input_selection():
     with pytest.raises(ConfigError, match='twice'):
         P.validate_config(cfg)
     assert P.input_selection(P.defaults()).joints is None
+
+
+def test_higher_order_derivatives_need_body_twist_and_local_wrenches():
+    cfg = P.defaults()
+    assert cfg['higher_order_derivatives'] == 0  # off by default
+    assert P.validate('higher_order_derivatives', 10) == 10
+    cfg.update(higher_order_derivatives=3)
+    assert P.validate_config(cfg) is cfg  # body, no wrench input
+    for rep in ('mixed', 'inertial'):
+        with pytest.raises(ConfigError, match="velocity_representation 'body'"):
+            P.validate_config(dict(cfg, velocity_representation=rep))
+    cfg.update(wrench_input_frames=['a', 'b'], wrench_input_expressed_in=['local', 'local'])
+    assert P.validate_config(cfg) is cfg
+    for expressed in (['local', 'world'], []):  # [] = all 'world'
+        with pytest.raises(ConfigError, match="'local' frames"):
+            P.validate_config(dict(cfg, wrench_input_expressed_in=expressed))
+    # off: the other representations and world wrenches are fine
+    assert P.validate_config(dict(cfg, higher_order_derivatives=0, velocity_representation='mixed',
+                                  wrench_input_expressed_in=[]))
 
 
 def test_node_declares_every_parameter_with_descriptor_and_range():
