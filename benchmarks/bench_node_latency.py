@@ -1,7 +1,7 @@
 """Latency of the linearizer node over real DDS: state stamp -> ~/linearization received.
 
 Usage: python benchmarks/bench_node_latency.py [--robots go2 g1] [--rate 500] [--duration 60]
-           [--tick-mode on_state|timer] [--dynamics]
+           [--tick-mode on_state|timer] [--dynamics] [--rt-priority N]
 
 Per robot: starts ``python -m rbd_linearizer.ros.node`` as a subprocess (its own ROS domain,
 localhost discovery) with the robot's URDF file, on_state ticks (default) and no output rate
@@ -12,6 +12,12 @@ output rate, states published vs outputs received, latency of the first vs the l
 the run (a growing queue shows as a growing latency), the node's RSS after warm-up and at the
 end (VmRSS of /proc/<pid>/status), and the node's own diagnostics (compute p50/p99, dropped,
 stale). Not a timed test: figures depend on the machine; see docs/performance.md.
+
+``--rt-priority N`` runs the node under ``chrt -f N`` (SCHED_FIFO, every thread, DDS's too)
+and puts this driver process in SCHED_FIFO N as well, as a control computer would run its
+control processes (needs CAP_SYS_NICE / root, or an rtprio limit in
+/etc/security/limits.conf). The figures then show the latency the node achieves when the
+scheduler does not preempt it for other jobs.
 """
 
 from __future__ import annotations
@@ -38,8 +44,9 @@ def _rss_mb(pid: int) -> float:
     return float('nan')
 
 
-def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool) -> dict:
-    """Run one robot; return the figures."""
+def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool,
+        rt_priority: int = 0) -> dict:
+    """Run one robot; return the figures (``rt_priority`` > 0: SCHED_FIFO, see above)."""
     from diagnostic_msgs.msg import DiagnosticArray
     from nav_msgs.msg import Odometry
     import rclpy
@@ -61,6 +68,8 @@ def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool
            '-p', f'tick_mode:={tick_mode}', '-p', f'rate_hz:={rate_param}',
            '-p', f'publish_dynamics:={str(dynamics).lower()}', '-p', 'status_period_s:=0.0',
            '-p', 'diagnostics_period_s:=1.0', '-r', f'__ns:={ns}']
+    if rt_priority > 0:
+        cmd = ['chrt', '-f', str(rt_priority), *cmd]
     log = open(f'/tmp/bench_node_{robot}.log', 'w')  # noqa: SIM115
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     context = rclpy.context.Context()
@@ -182,6 +191,7 @@ def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool
                                 - int(d_start.get('superseded_states', 0))) if d_end else None,
             'node_rate_hz': d_end.get('rate_hz_achieved'),
             'load_avg_1min': round(os.getloadavg()[0], 2),
+            'rt_priority': rt_priority,
         }
     finally:
         stop.set()
@@ -204,11 +214,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--duration', type=float, default=60.0, help='measured time [s]')
     parser.add_argument('--tick-mode', default='on_state', choices=('on_state', 'timer'))
     parser.add_argument('--dynamics', action='store_true', help='also publish ~/dynamics')
+    parser.add_argument('--rt-priority', type=int, default=0,
+                        help='SCHED_FIFO priority of the node and the driver (0: normal)')
     args = parser.parse_args(argv)
+    if args.rt_priority > 0:
+        # before rclpy starts: the DDS threads created later inherit the policy
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
     os.environ.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(100, 200)))
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     for robot in args.robots:
-        figures = run(robot, args.rate, args.duration, args.tick_mode, args.dynamics)
+        figures = run(robot, args.rate, args.duration, args.tick_mode, args.dynamics,
+                      args.rt_priority)
         print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
     return 0
 

@@ -6,12 +6,16 @@
         [robot_description_topic:=robot_description] [use_default_robot:=false] \
         [base:=auto] \
         [rate_hz:=100.0] [tick_mode:=timer] [velocity_representation:=body] \
-        [time_model:=continuous] [dt:=0.01] [lifecycle:=false] [log_level:=info]
+        [time_model:=continuous] [dt:=0.01] [lifecycle:=false] [log_level:=info] \
+        [prefix:='chrt -f 50']
 
 The parameter file defaults to share/rbd_linearizer/config/linearizer.yaml; the arguments
 override its values. Topics (joint_states, odom, robot_description) resolve in the namespace;
 remap them with the usual ``remappings`` when including this file. ``lifecycle:=true`` starts
-the managed variant (unconfigured: drive it with ``ros2 lifecycle set``).
+the managed variant (unconfigured: drive it with ``ros2 lifecycle set``). ``prefix`` is put
+before the executable's command line: ``prefix:='chrt -f 50'`` runs the node, DDS threads
+included, under SCHED_FIFO priority 50 (needs CAP_SYS_NICE or an rtprio limit), which is what
+keeps the latency tail short on a busy computer (docs/performance.md, node latency).
 """
 
 from launch import LaunchDescription
@@ -37,6 +41,7 @@ ARGUMENTS = (
     ('dt', '0.01', 'Time step of the discrete time model [s]'),
     ('lifecycle', 'false', 'Start the managed (lifecycle) variant'),
     ('log_level', 'info', 'Logging level (debug, info, warn, error)'),
+    ('prefix', '', "Command prefix of the node process, e.g. 'chrt -f 50' (real-time priority)"),
 )
 
 
@@ -75,6 +80,7 @@ def generate_launch_description():
         emulate_tty=True,
         parameters=parameters,
         arguments=log_args,
+        prefix=LaunchConfiguration('prefix'),
         condition=UnlessCondition(LaunchConfiguration('lifecycle')),
     )
     managed = LifecycleNode(
@@ -86,6 +92,7 @@ def generate_launch_description():
         emulate_tty=True,
         parameters=parameters,
         arguments=['--lifecycle', *log_args],
+        prefix=LaunchConfiguration('prefix'),
         condition=IfCondition(LaunchConfiguration('lifecycle')),
     )
     return LaunchDescription([*arguments, plain, managed])

@@ -254,7 +254,7 @@ def test_launch_arguments_name_parameters_of_the_table():
         if isinstance(node, ast.Assign) and getattr(node.targets[0], 'id', '') == 'ARGUMENTS':
             names = [ast.literal_eval(elt)[0] for elt in node.value.elts]
     assert names, 'ARGUMENTS not found in the launch file'
-    launch_only = {'namespace', 'use_sim_time', 'lifecycle', 'log_level'}
+    launch_only = {'namespace', 'use_sim_time', 'lifecycle', 'log_level', 'prefix'}
     assert set(names) - launch_only <= set(P.by_name())
 
 
