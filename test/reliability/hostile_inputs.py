@@ -17,7 +17,9 @@ Three families:
 * ``odometry_case(seed)``: Odometry-like fields with zero / non-unit / NaN quaternions, NaN
   covariances, wrong frame ids, huge positions and twists.
 
-Only numpy and lxml (safe parser settings) are used here; nothing imports ROS.
+The generators use only numpy and lxml (safe parser settings). The oracles (``check_*``) run
+the product's code and import the core, and the ROS message packages for the state paths,
+inside the functions: importing this module never imports rclpy.
 """
 
 from __future__ import annotations
