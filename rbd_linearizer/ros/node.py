@@ -193,6 +193,32 @@ def build_served(urdf: str, cfg: dict[str, Any]) -> Served:
 # ROS layer
 
 
+class _SequenceGaps:
+    """Input samples never delivered to a callback: gaps in the publisher's sequence numbers.
+
+    ``MessageInfo.publication_sequence_number`` counts per publisher (DDS writer): the gap
+    between two consecutive deliveries is the number of samples lost on the way or overwritten
+    in the keep-last input queue while the executor was busy (the node is slower than the
+    state rate). A number not just above the last one (a restarted or a second publisher)
+    restarts the count without counting: meaningful with one publisher per topic.
+    """
+
+    MAX_GAP = 100_000
+
+    def __init__(self):
+        self.last: int | None = None
+        self.lost = 0
+
+    def update(self, info) -> None:
+        """Account for one delivered sample (``info``: rclpy MessageInfo or None)."""
+        seq = info.get('publication_sequence_number') if info else None
+        if not seq or seq >= 2**63:  # not supported by the middleware
+            return
+        last, self.last = self.last, seq
+        if last is not None and last < seq <= last + self.MAX_GAP:
+            self.lost += seq - last - 1
+
+
 class _Stats:
     """Counters and compute times read by the diagnostics (bounded)."""
 
@@ -208,6 +234,7 @@ class _Stats:
         self.last_error_time = -np.inf  # monotonic [s]
         self.model_errors = 0
         self.clock_jumps_back = 0
+        self.gaps = {'joint_state': _SequenceGaps(), 'odometry': _SequenceGaps()}
 
 
 class _LinearizerMixin:
@@ -281,11 +308,13 @@ class _LinearizerMixin:
                 ROBOT_DESCRIPTION_QOS)))
         if cfg['state_source'] == 'topics':
             h.append(('sub', self.create_subscription(
-                JointState, cfg['joint_states_topic'], self._on_joint_state,
+                JointState, cfg['joint_states_topic'],
+                lambda msg, info: self._on_joint_state(msg, info),  # with MessageInfo
                 qos_from_name(cfg['joint_states_qos']))))
             if cfg['base_state_topic']:
                 h.append(('sub', self.create_subscription(
-                    Odometry, cfg['base_state_topic'], self._on_odometry,
+                    Odometry, cfg['base_state_topic'],
+                    lambda msg, info: self._on_odometry(msg, info),
                     qos_from_name(cfg['base_state_qos']))))
             if cfg['inputs_topic']:
                 h.append(('sub', self.create_subscription(
@@ -310,6 +339,8 @@ class _LinearizerMixin:
         for kind, handle in self._handles:
             destroy[kind](handle)
         self._handles = []
+        for gaps in self._stats.gaps.values():
+            gaps.last = None  # samples while inactive are not lost
 
     def _start_timer(self) -> None:
         if self._timer is not None:
@@ -379,7 +410,8 @@ class _LinearizerMixin:
         self._stats.rejected[what] += 1
         self._error(f'rejected {what}: {reason}', throttle=True)
 
-    def _on_joint_state(self, msg: JointState) -> None:
+    def _on_joint_state(self, msg: JointState, info=None) -> None:
+        self._stats.gaps['joint_state'].update(info)
         served = self._served
         if served is None:
             return
@@ -403,7 +435,8 @@ class _LinearizerMixin:
         if self._cfg['tick_mode'] == 'on_state':
             self._tick()
 
-    def _on_odometry(self, msg: Odometry) -> None:
+    def _on_odometry(self, msg: Odometry, info=None) -> None:
+        self._stats.gaps['odometry'].update(info)
         served = self._served
         if served is None or not served.model.floating_base:
             return
@@ -723,6 +756,8 @@ class _LinearizerMixin:
             'model_errors': str(st.model_errors),
             'newest_state_age_ms': '' if state_age is None else f'{state_age * 1e3:.1f}',
             'clock_jumps_back': str(st.clock_jumps_back),
+            'lost_joint_states': str(st.gaps['joint_state'].lost),
+            'lost_odometry': str(st.gaps['odometry'].lost),
             'last_error': st.last_error,
             'last_error_age_s': f'{now - st.last_error_time:.1f}' if st.last_error else '',
         }

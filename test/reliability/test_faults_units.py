@@ -4,7 +4,9 @@
   states stamped in the earlier time accepted again; ``newest_stamp_ns`` for the diagnostics;
 * ``node._spin``: a stop signal that shuts the context down while a callback runs (its publish
   fails on the invalid context) or while the node is being built is a clean stop (no
-  exception); an exception while the context is valid still propagates.
+  exception); an exception while the context is valid still propagates;
+* ``node._SequenceGaps``: input samples lost before the node read them (gaps in the
+  publisher's sequence numbers), restarts and unsupported numbers not counted.
 """
 
 from __future__ import annotations
@@ -103,3 +105,24 @@ def test_spin_error_with_a_valid_context_propagates():
     with pytest.raises(ValueError, match='a real bug'):
         node_module._spin(make)
     assert not rclpy.ok()  # shut down on the way out all the same
+
+
+def test_sequence_gaps_count_lost_input_samples():
+    gaps = node_module._SequenceGaps()
+
+    def seq(n):
+        gaps.update({'publication_sequence_number': n})
+
+    for n in (1, 2, 3, 7, 8):  # 4, 5, 6 overwritten in the input queue
+        seq(n)
+    assert gaps.lost == 3
+    seq(1)  # the publisher restarted: a new count, nothing lost
+    seq(2)
+    assert gaps.lost == 3
+    gaps.update(None)  # no MessageInfo
+    gaps.update({'publication_sequence_number': 0})  # middleware without sequence numbers
+    gaps.update({'publication_sequence_number': 2**64 - 1})
+    seq(3)
+    assert gaps.lost == 3 and gaps.last == 3
+    seq(3 + node_module._SequenceGaps.MAX_GAP + 5)  # another publisher far away: no count
+    assert gaps.lost == 3
