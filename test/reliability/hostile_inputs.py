@@ -207,6 +207,31 @@ def mutate_urdf(text: str, seed: int) -> tuple[str, list[str]]:
     return out, edits
 
 
+# --- generated extremes -----------------------------------------------------------------------
+
+TINY = ('<link name="l{i}"><inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" '
+        'iyy="0.01" iyz="0" izz="0.01"/></inertial></link>')
+
+
+def chain_urdf(n_joints: int) -> str:
+    """Return a serial chain of ``n_joints`` revolute joints (alternating axes), 0.1 m apart."""
+    links = ''.join(TINY.format(i=i) for i in range(n_joints + 1))
+    joints = ''.join(
+        f'<joint name="j{i}" type="revolute"><parent link="l{i}"/><child link="l{i + 1}"/>'
+        f'<origin xyz="0 0 0.1"/><axis xyz="{"1 0 0" if i % 2 else "0 1 0"}"/>'
+        '<limit lower="-1" upper="1" effort="10" velocity="10"/></joint>'
+        for i in range(n_joints))
+    return f'<?xml version="1.0"?><robot name="chain{n_joints}">{links}{joints}</robot>'
+
+
+def padded_urdf(total_bytes: int) -> str:
+    """Return the 6-joint chain padded with an XML comment to exactly ``total_bytes`` bytes."""
+    body = chain_urdf(6)
+    head, tail = body.split('<robot', 1)
+    pad = total_bytes - len(body.encode()) - len('<!---->')
+    return f'{head}<!--{"p" * pad}--><robot{tail}'
+
+
 # --- state path -------------------------------------------------------------------------------
 
 
@@ -343,13 +368,23 @@ class PropertyViolation(AssertionError):
 
 
 def reason_class(message: str) -> str:
-    """Return ``message`` with names and numbers blanked, to count rejections per reason."""
+    """Return the reason of ``message`` without names, numbers and details (for counting).
+
+    ``link 'arm' <inertia ixx> is not finite: nan`` -> ``link '_' <...> is not finite``;
+    ``URDF is not well-formed XML: Couldn't find end of ...`` -> ``URDF is not well-formed XML``.
+    """
     import re
 
     text = re.sub(r"'[^']*'|\"[^\"]*\"", "'_'", str(message))
-    text = re.sub(r'(line|byte|column) \d+', r'\1 _', text)
+    text = re.sub(r'<[^<>]*>', '<...>', text)
+    text = re.sub(r'\[[^\]]*\]', '[...]', text)
     text = re.sub(r'[-+]?\d[\w.+-]*', '#', text)
-    return text[:90]
+    parts = text.split(': ')
+    out = parts[0]
+    if len(parts) > 1 and re.fullmatch(r"(a )?(link|joint|body|URDF file|rotor of joint) ?('_')?"
+                                       r"( <\.\.\.>)*|.*\([^)]*", out):
+        out += ': ' + parts[1]
+    return out[:100]
 
 
 def base_urdfs() -> dict[str, tuple[str, dict]]:

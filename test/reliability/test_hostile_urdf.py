@@ -28,6 +28,9 @@ from rbd_linearizer.model import ParseLimits, build_model
 from rbd_linearizer.model import urdf as urdf_module
 from rbd_linearizer.model.data import create_data
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from hostile_inputs import chain_urdf, padded_urdf  # noqa: E402
+
 HERE = pathlib.Path(__file__).resolve().parent
 CORPUS = HERE.parent / 'resources' / 'hostile_urdf'
 OLD_CORPUS = HERE.parent / 'resources' / 'urdf'
@@ -58,21 +61,6 @@ EXPECTED = {
     'no_links.urdf': r"robot 'nothing' has no <link>",
 }
 NOT_TEXT = {'latin1.urdf', 'invalid_utf8.urdf', 'utf16.urdf'}  # not valid UTF-8 text at all
-
-TINY = ('<link name="l{i}"><inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" '
-        'iyy="0.01" iyz="0" izz="0.01"/></inertial></link>')
-
-
-def chain_urdf(n_joints: int) -> str:
-    """Return a serial chain of ``n_joints`` revolute joints (alternating axes), 0.1 m apart."""
-    links = ''.join(TINY.format(i=i) for i in range(n_joints + 1))
-    joints = ''.join(
-        f'<joint name="j{i}" type="revolute"><parent link="l{i}"/><child link="l{i + 1}"/>'
-        f'<origin xyz="0 0 0.1"/><axis xyz="{"1 0 0" if i % 2 else "0 1 0"}"/>'
-        '<limit lower="-1" upper="1" effort="10" velocity="10"/></joint>'
-        for i in range(n_joints))
-    return f'<?xml version="1.0"?><robot name="chain{n_joints}">{links}{joints}</robot>'
-
 
 def timed_rejection(urdf, match, **kw):
     start = time.perf_counter()
@@ -223,14 +211,6 @@ def test_sentinels_do_detect_a_read_and_a_fetch(sentinels):
 
 
 # --- generated extremes ----------------------------------------------------------------------
-
-
-def padded_urdf(total_bytes: int) -> str:
-    """Return the 6-joint chain padded with an XML comment to exactly ``total_bytes`` bytes."""
-    body = chain_urdf(6)
-    head, tail = body.split('<robot', 1)
-    pad = total_bytes - len(body.encode()) - len('<!---->')
-    return f'{head}<!--{"p" * pad}--><robot{tail}'
 
 
 def test_over_10_megabytes_rejected_by_max_bytes(tmp_path):
