@@ -598,9 +598,11 @@ class _LinearizerMixin:
         if self._due is None:
             self._due = now
         late = now - self._due > period
-        self._due = (now if late else self._due) + period
         if late:
-            self._stats.dropped += 1
+            # Every period from the due one up to now is lost: this tick, and the periods rcl
+            # skipped without calling the timer (it never queues missed periods).
+            self._stats.dropped += int((now - self._due) / period) + 1
+        self._due = (now if late else self._due) + period
         return late
 
     @staticmethod

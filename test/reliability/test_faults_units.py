@@ -6,7 +6,8 @@
   fails on the invalid context) or while the node is being built is a clean stop (no
   exception); an exception while the context is valid still propagates;
 * ``node._SequenceGaps``: input samples lost before the node read them (gaps in the
-  publisher's sequence numbers), restarts and unsupported numbers not counted.
+  publisher's sequence numbers), restarts and unsupported numbers not counted;
+* ``_late`` (timer mode): a late tick counts every period it missed as dropped.
 """
 
 from __future__ import annotations
@@ -126,3 +127,24 @@ def test_sequence_gaps_count_lost_input_samples():
     assert gaps.lost == 3 and gaps.last == 3
     seq(3 + node_module._SequenceGaps.MAX_GAP + 5)  # another publisher far away: no count
     assert gaps.lost == 3
+
+
+def test_late_timer_ticks_count_every_missed_period(monkeypatch):
+    # rcl skips the periods a timer missed without calling it: the one late call that comes
+    # must account for all of them (tick + skipped periods), not for one
+    clock = [100.0]
+    monkeypatch.setattr(node_module.time, 'monotonic', lambda: clock[0])
+    obj = type('Fake', (), {})()
+    obj._cfg, obj._due, obj._stats = {'rate_hz': 100.0}, None, node_module._Stats()
+    late = node_module._LinearizerMixin._late
+    for k in range(5):  # on time: 10 ms apart
+        clock[0] = 100.0 + 0.01 * k
+        assert not late(obj)
+    assert obj._stats.dropped == 0
+    clock[0] = 100.04 + 0.0355  # the executor stalled: the slots at 100.05, .06, .07 passed
+    assert late(obj)
+    assert obj._stats.dropped == 3
+    clock[0] += 0.01  # back on time: due a period after the late call
+    assert not late(obj) and obj._stats.dropped == 3
+    clock[0] += 0.0195  # 0.95 of a period late: still published
+    assert not late(obj) and obj._stats.dropped == 3
