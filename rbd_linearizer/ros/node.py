@@ -5,7 +5,7 @@ Subscribes to ``robot_description`` (std_msgs/String, reliable + transient local
 (nav_msgs/Odometry); publishes ``~/linearization`` (rbd_linearizer/msg/Linearization) and
 optionally ``~/dynamics`` (DynamicsTerms), both in ``velocity_representation`` and stamped
 with the state's stamp, and ``~/dynamics_derivatives`` (DynamicsDerivatives, when
-``higher_order_derivatives`` > 0: forward-dynamics time derivatives, body twist); serves
+``higher_order_derivatives`` > 0: forward-dynamics time derivatives); serves
 ``~/linearize`` (rbd_linearizer/srv/Linearize); reports on ``/diagnostics`` at ~1 Hz.
 
 Two variants share one implementation (``_LinearizerMixin``):
@@ -136,7 +136,7 @@ class Served:
             self.linearize(q, v, None, cfg, time_model=tm)
         self.dynamics(q, v, 0, cfg['velocity_representation'])
         if not self.resolved.has_world_wrenches:  # (refused with higher_order_derivatives)
-            self.dynamics_derivatives(q, v, None, 2)
+            self.dynamics_derivatives(q, v, None, 2, 0, cfg['velocity_representation'])
 
     def linearize(self, q, v, u, cfg: dict[str, Any], stamp_ns: int = 0,
                   representation: str | None = None, time_model: str | None = None,
@@ -169,11 +169,11 @@ class Served:
             floating_base=m.floating_base, velocity_representation=rep,
             compute_time=elapsed, stamp=int(stamp_ns))
 
-
-    def dynamics_derivatives(self, q, v, u, order: int,
-                             stamp_ns: int = 0) -> DynamicsDerivatives:
+    def dynamics_derivatives(self, q, v, u, order: int, stamp_ns: int = 0,
+                             representation: str = 'body') -> DynamicsDerivatives:
         """d^(r+1)v/dt^(r+1), r = 0..order, at (q, v) with ``u`` held constant (``ros.terms``)."""
-        return dynamics_derivatives(self.model, self.resolved, q, v, u, order, stamp_ns)
+        return dynamics_derivatives(self.model, self.resolved, q, v, u, order, stamp_ns,
+                                    representation)
 
 
 def build_served(urdf: str, cfg: dict[str, Any]) -> Served:
@@ -556,7 +556,9 @@ class _LinearizerMixin:
             dyn = (served.dynamics(q, v, stamp, cfg['velocity_representation'])
                    if cfg['publish_dynamics'] else None)
             order = cfg['higher_order_derivatives']  # 0 = off: no cost
-            der = served.dynamics_derivatives(q, v, u, order, stamp) if order > 0 else None
+            der = (served.dynamics_derivatives(q, v, u, order, stamp,
+                                               cfg['velocity_representation'])
+                   if order > 0 else None)
         except Exception as e:  # noqa: BLE001 - a bad point skips this tick, never the node
             self._reject('state', f'linearization failed: {type(e).__name__}: {e}')
             return

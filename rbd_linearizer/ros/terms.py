@@ -13,8 +13,8 @@ transformation preserves the power ``tau . v``). ``T_dot = diag(R w^, R w^)`` (m
 ``Ad(H) ad(v_body)`` (inertial). Pure numpy; used by the node for ``~/dynamics``.
 
 ``dynamics_derivatives`` (for ``~/dynamics_derivatives``): forward-dynamics time derivatives
-(seed 002 Alg. 3) at a state with the node's inputs held constant (zero-order hold), body
-velocity representation only.
+(seed 002 Alg. 3) at a state with the node's inputs held constant (zero-order hold), converted
+exactly to the base-twist representation (``twist_derivatives_in_representation``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from rbd_linearizer.linearization.representation import check_representation, tw
 from rbd_linearizer.results import MultibodyState
 
 __all__ = ['DynamicsDerivatives', 'dynamics_derivatives', 'dynamics_in_representation',
-           'input_forces', 'twist_transform_rate']
+           'input_forces', 'twist_derivatives_in_representation', 'twist_transform_rate']
 
 
 def _hat(a) -> np.ndarray:
@@ -53,6 +53,40 @@ def twist_transform_rate(q, v_body, representation) -> np.ndarray:
     ad[0:3, 0:3] = ad[3:6, 3:6] = _hat(vb[3:6])
     ad[0:3, 3:6] = _hat(vb[0:3])
     return T @ ad
+
+
+def _twist_rate_factor(vb, rep) -> np.ndarray:
+    # Y(v_body) with dT/dt = T Y: mixed blockdiag(w^, w^), inertial ad(v_body); linear in v.
+    out = np.zeros((6, 6))
+    out[0:3, 0:3] = out[3:6, 3:6] = _hat(vb[3:6])
+    if rep == 'inertial':
+        out[0:3, 3:6] = _hat(vb[0:3])
+    return out
+
+
+def twist_derivatives_in_representation(q, v_body_derivs, representation) -> np.ndarray:
+    """Time derivatives of the base twist ``nu = T(H) v_body`` in ``representation``.
+
+    ``v_body_derivs`` (K+1, 6): the body twist and its time derivatives, rows 0..K, at the pose
+    of ``q``. Returns (K+1, 6): row r = d^r nu / dt^r. Exact (Leibniz):
+    ``nu^(r) = sum_i C(r, i) T^(i) v^(r-i)`` with ``T^(i) = sum_m C(i-1, m) T^(i-1-m) Y(v^(m))``
+    since ``dT/dt = T Y(v_body)`` (``twist_transform_rate``) and Y is linear in its argument.
+    """
+    from math import comb
+
+    rep = check_representation(representation)
+    vd = np.asarray(v_body_derivs, dtype=np.float64)
+    if rep == 'body':
+        return vd.copy()
+    K = vd.shape[0] - 1
+    Ts = [twist_transform(q, rep)]
+    Ys = [_twist_rate_factor(vd[m], rep) for m in range(K)]
+    for i in range(1, K + 1):
+        Ts.append(sum(comb(i - 1, m) * (Ts[i - 1 - m] @ Ys[m]) for m in range(i)))
+    out = np.zeros_like(vd)
+    for r in range(K + 1):
+        out[r] = sum(comb(r, i) * (Ts[i] @ vd[r - i]) for i in range(r + 1))
+    return out
 
 
 def dynamics_in_representation(M, Minv, C, g, h, q, v, representation):
@@ -89,7 +123,8 @@ def dynamics_in_representation(M, Minv, C, g, h, q, v, representation):
 class DynamicsDerivatives:
     """Forward-dynamics time derivatives at one state (message ``DynamicsDerivatives``).
 
-    ``acceleration_derivatives`` (K+1, nv): row r = d^(r+1) v / dt^(r+1) (body base twist);
+    ``acceleration_derivatives`` (K+1, nv): row r = d^(r+1) v / dt^(r+1), the base block in
+    ``velocity_representation`` (``nu = T(H) v_body``; joint rates unchanged);
     ``tau_derivatives`` (K+1, nv): the generalized-force derivatives assumed (row 0 = the joint
     torques of ``input``, zero base wrench; rows >= 1 zero: zero-order hold); ``input`` /
     ``input_names``: the inputs held constant (wrench inputs enter as constant body-frame
@@ -152,14 +187,17 @@ def input_forces(model, resolved, u) -> tuple[np.ndarray, np.ndarray | None]:
     return tau, fext
 
 
-def dynamics_derivatives(model, resolved, q, v, u, order: int,
-                         stamp_ns: int = 0) -> DynamicsDerivatives:
+def dynamics_derivatives(model, resolved, q, v, u, order: int, stamp_ns: int = 0,
+                         representation: str = 'body') -> DynamicsDerivatives:
     """Forward-dynamics derivatives of orders 0..``order`` at (q, v) with ``u`` held constant.
 
     Seed 002 Alg. 3 (``algorithm.higher_order.forward_dynamics_derivatives``) with
     ``tau_derivs = [tau, 0, ..., 0]`` and ``f_ext_derivs = [F_b, 0, ..., 0]`` from
     ``input_forces`` (a zero-order hold of u: exact for joint torques and local wrenches).
-    ``q``, ``v`` in the package convention (body base twist); the result is in 'body'.
+    ``q``, ``v`` in the package convention (body base twist). A floating base's twist block
+    (state and derivatives) is returned in ``representation`` (exact, Leibniz rule); the
+    generalized forces ``tau_derivatives`` have a zero base block, the same in every
+    representation (``X^-T tau``).
     """
     from rbd_linearizer.algorithm.higher_order import forward_dynamics_derivatives
 
@@ -172,10 +210,18 @@ def dynamics_derivatives(model, resolved, q, v, u, order: int,
         fext_derivs = np.zeros((order + 1, model.nb, 6))
         fext_derivs[0] = fext
     acc = forward_dynamics_derivatives(model, None, q, v, tau_derivs, order, fext_derivs)
+    state = MultibodyState.from_qv(q, v, model.floating_base)
+    rep = check_representation(representation) if model.floating_base else 'body'
+    if rep != 'body':
+        base = twist_derivatives_in_representation(
+            q, np.vstack([np.asarray(v, dtype=np.float64)[None, 0:6], acc[:, 0:6]]), rep)
+        acc[:, 0:6] = base[1:]
+        state = MultibodyState(state.base_position, state.base_quaternion, base[0],
+                               state.joint_positions, state.joint_velocities)
     elapsed = time.perf_counter() - start
     return DynamicsDerivatives(
-        acceleration_derivatives=acc, tau_derivatives=tau_derivs,
-        state=MultibodyState.from_qv(q, v, model.floating_base),
+        acceleration_derivatives=acc, tau_derivatives=tau_derivs, state=state,
+        velocity_representation=rep,
         input=np.zeros(resolved.nu) if u is None else np.array(u, dtype=np.float64),
         input_names=tuple(resolved.names), joint_names=tuple(model.joint_names),
         model_name=model.name, model_hash=model.urdf_hash,

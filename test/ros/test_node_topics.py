@@ -469,12 +469,13 @@ def _local_wrench(frame, u):
 def test_dynamics_derivatives_equal_the_core_at_the_published_state(probe):
     from rbd_linearizer.algorithm.higher_order import forward_dynamics_derivatives
     from rbd_linearizer.ros.conversions import dynamics_derivatives_from_msg
+    from rbd_linearizer.ros.terms import twist_derivatives_in_representation
 
     order = 3
     assert _set(probe, higher_order_derivatives=order)[0].successful
     try:
-        bad = _set(probe, velocity_representation='mixed')[0]
-        assert not bad.successful and 'higher_order_derivatives' in bad.reason, bad.reason
+        bad = _set(probe, wrench_input_expressed_in=['world'])[0]
+        assert not bad.successful and "'local'" in bad.reason, bad.reason
         cmd = JointState()
         wrench = [0.5, -1.0, 25.0, 0.2, -0.1, 0.05]
         cmd.name = [f'wrench/B7/{c}' for c in ('fx', 'fy', 'fz', 'tx', 'ty', 'tz')] + ['tau/q2']
@@ -519,8 +520,26 @@ def test_dynamics_derivatives_equal_the_core_at_the_published_state(probe):
                                    atol=1e-10 * np.abs(lin.f[12:]).max())
         assert np.abs(ref[1:]).min(axis=1).max() > 0  # non-trivial higher rows
         assert der.compute_time > 0
+        # mixed: the node's message = the core's exact conversion at the published state
+        assert _set(probe, velocity_representation='mixed')[0].successful
+        stamp = probe.now_ns()
+        probe.publish_state(stamp, q, v, efforts=tau)
+        probe.wait(lambda: any(m.header.stamp == stamp_to_msg(stamp) for m in probe.ders),
+                   'the mixed DynamicsDerivatives message')
+        mixed = dynamics_derivatives_from_msg(
+            [m for m in probe.ders if m.header.stamp == stamp_to_msg(stamp)][0])
+        assert mixed.velocity_representation == 'mixed'
+        base = twist_derivatives_in_representation(
+            qn, np.vstack([vn[:6], ref[:, :6]]), 'mixed')
+        np.testing.assert_allclose(mixed.state.base_twist, base[0], rtol=0, atol=1e-12)
+        for r in range(order + 1):
+            np.testing.assert_allclose(mixed.acceleration_derivatives[r, :6], base[r + 1],
+                                       rtol=0, atol=1e-12 * np.abs(base[r + 1]).max())
+            np.testing.assert_allclose(mixed.acceleration_derivatives[r, 6:], ref[r, 6:],
+                                       rtol=0, atol=1e-12 * np.abs(ref[r]).max())
     finally:
-        assert _set(probe, higher_order_derivatives=0)[0].successful
+        assert _set(probe, higher_order_derivatives=0, velocity_representation='body')[0]\
+            .successful
     # off: no more derivative messages
     count = len(probe.ders)
     stamp = probe.now_ns()

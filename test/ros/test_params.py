@@ -78,23 +78,21 @@ def test_wrench_arrays_are_parallel_and_build_the_input_selection():
     assert P.input_selection(P.defaults()).joints is None
 
 
-def test_higher_order_derivatives_need_body_twist_and_local_wrenches():
+def test_higher_order_derivatives_need_local_wrench_inputs():
     cfg = P.defaults()
     assert cfg['higher_order_derivatives'] == 0  # off by default
     assert P.validate('higher_order_derivatives', 10) == 10
     cfg.update(higher_order_derivatives=3)
-    assert P.validate_config(cfg) is cfg  # body, no wrench input
-    for rep in ('mixed', 'inertial'):
-        with pytest.raises(ConfigError, match="velocity_representation 'body'"):
-            P.validate_config(dict(cfg, velocity_representation=rep))
+    assert P.validate_config(cfg) is cfg  # no wrench input
+    for rep in ('mixed', 'inertial'):  # converted exactly (ros/terms.py)
+        assert P.validate_config(dict(cfg, velocity_representation=rep))
     cfg.update(wrench_input_frames=['a', 'b'], wrench_input_expressed_in=['local', 'local'])
     assert P.validate_config(cfg) is cfg
     for expressed in (['local', 'world'], []):  # [] = all 'world'
         with pytest.raises(ConfigError, match="'local' frames"):
             P.validate_config(dict(cfg, wrench_input_expressed_in=expressed))
-    # off: the other representations and world wrenches are fine
-    assert P.validate_config(dict(cfg, higher_order_derivatives=0, velocity_representation='mixed',
-                                  wrench_input_expressed_in=[]))
+    # off: world wrenches are fine
+    assert P.validate_config(dict(cfg, higher_order_derivatives=0, wrench_input_expressed_in=[]))
 
 
 def test_node_declares_every_parameter_with_descriptor_and_range():
