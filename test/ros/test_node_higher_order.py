@@ -221,3 +221,37 @@ def test_dynamics_derivatives_in_a_representation(model, rep):
     np.testing.assert_array_equal(der.tau_derivatives, body.tau_derivatives)  # zero base block
     np.testing.assert_allclose(der.state.base_twist, twist_transform(q, rep) @ v[:6],
                                rtol=0, atol=1e-15 * np.abs(base[0]).max() * 10)
+
+
+def test_fixed_base_served_derivatives():
+    from rbd_linearizer.algorithm.higher_order import forward_dynamics_derivatives
+    from rbd_linearizer.model.robots import example_robot_urdf
+    from rbd_linearizer.ros import params as P
+    from rbd_linearizer.ros.node import build_served
+
+    try:
+        urdf = example_robot_urdf('panda').read_text()
+    except FileNotFoundError as err:
+        pytest.skip(str(err))
+    cfg = P.defaults()
+    cfg.update(base='fixed', mimic='independent', higher_order_derivatives=3,
+               velocity_representation='mixed', actuated_joints=['panda_joint2',
+                                                                 'panda_joint4'])
+    served = build_served(urdf, P.validate_config(cfg))
+    m = served.model
+    assert not m.floating_base
+    rng = np.random.default_rng(6)
+    q = rng.uniform(-1, 1, m.nq)
+    v = rng.normal(size=m.nv)
+    u = rng.normal(size=served.resolved.nu)
+    der = served.dynamics_derivatives(q, v, u, 3, 7, cfg['velocity_representation'])
+    assert der.velocity_representation == 'body'  # fixed base: no base twist to convert
+    tau = np.zeros((4, m.nv))
+    tau[0, m.joint_names.index('panda_joint2')] = u[0]
+    tau[0, m.joint_names.index('panda_joint4')] = u[1]
+    np.testing.assert_array_equal(der.tau_derivatives, tau)
+    ref = forward_dynamics_derivatives(m, None, q, v, tau, 3)
+    np.testing.assert_array_equal(der.acceleration_derivatives, ref)
+    lin = served.linearize(q, v, u, cfg, representation='body', time_model='continuous')
+    np.testing.assert_allclose(ref[0], lin.f[m.nv:], rtol=0,
+                               atol=1e-10 * np.abs(lin.f[m.nv:]).max())
