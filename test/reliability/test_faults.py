@@ -190,6 +190,8 @@ def test_slow_consumer_does_not_slow_the_ticks(timer_node):
         _, v1 = _level_and_values(probe)
         rss1 = _rss_mb(node.pid)
         rate = (n1 - n0) / (t1 - t0)
+        print(f'slow consumer: fast subscriber {rate:.1f} Hz, node {v1["rate_hz_achieved"]} Hz,'
+              f' slow consumer got {len(slow_got)}, RSS {rss0:.1f} -> {rss1:.1f} MB')
         # 50 Hz configured; a generous bound (shared 2-core machine), far above what the slow
         # consumer takes (5 Hz): the node does not wait for it
         assert rate >= 35.0, rate
@@ -363,6 +365,7 @@ def test_stop_signal_mid_run_under_load(sig):
         code = node.stop(sig, timeout=20.0)
         elapsed = time.monotonic() - start
         log = node.text()
+        print(f'{sig.name}: exit code {code} after {elapsed:.2f} s')
         assert code == 0, f'exit code {code}:\n{log[-3000:]}'
         assert 'Traceback' not in log, log[-3000:]
         assert elapsed < 10.0, elapsed
