@@ -79,13 +79,17 @@ def twist_derivatives_in_representation(q, v_body_derivs, representation) -> np.
     if rep == 'body':
         return vd.copy()
     K = vd.shape[0] - 1
-    Ts = [twist_transform(q, rep)]
-    Ys = [_twist_rate_factor(vd[m], rep) for m in range(K)]
+    binom = np.array([[comb(n, k) for k in range(K + 1)] for n in range(K + 1)], dtype=float)
+    Ts = np.empty((K + 1, 6, 6))  # Ts[i] = T^(i)
+    Ts[0] = twist_transform(q, rep)
+    Ys = np.array([_twist_rate_factor(vd[m], rep) for m in range(K)]).reshape(K, 6, 6)
     for i in range(1, K + 1):
-        Ts.append(sum(comb(i - 1, m) * (Ts[i - 1 - m] @ Ys[m]) for m in range(i)))
-    out = np.zeros_like(vd)
+        # T^(i) = sum_m C(i-1, m) T^(i-1-m) Y(v^(m)), m = 0..i-1
+        Ts[i] = np.einsum('m,mab,mbc->ac', binom[i - 1, :i], Ts[i - 1::-1], Ys[:i])
+    out = np.empty_like(vd)
     for r in range(K + 1):
-        out[r] = sum(comb(r, i) * (Ts[i] @ vd[r - i]) for i in range(r + 1))
+        # nu^(r) = sum_i C(r, i) T^(i) v^(r-i)
+        out[r] = np.einsum('i,iab,ib->a', binom[r, :r + 1], Ts[:r + 1], vd[r::-1])
     return out
 
 
