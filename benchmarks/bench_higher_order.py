@@ -1,6 +1,6 @@
 """Time per call of the higher-order dynamics derivatives (seed 002) against the order r.
 
-Usage: python benchmarks/bench_higher_order.py [--quick] [--rmax 10] [--number N] [--repeat R]
+Usage: python benchmarks/bench_higher_order.py [--quick] [--rmax 10] [--repeat R] [--no-casadi]
 
 Models: (a) the N = 101 tree of seed 002's r-sweep (Fig. 4: the aerial manipulator's tree with
 5 branches of 20 bodies hanging from the free-flying base; joint axes y, x, z in turn along each
@@ -21,6 +21,12 @@ The r-th derivative uses the (r + 1)-point binomial stencil
 coinciding points evaluated once (nested without sharing: 2^r evaluations). Its cost is
 (r + 1) order-0 calls (the trajectory states are precomputed and excluded, which favours the
 baseline); its error is printed at the best step of a sweep (also in its favour).
+
+Baseline 2 (``--no-casadi`` to skip; needs CasADi, constraints.txt group bench): seed 002
+§5.3's automatic differentiation, the r-th derivative built by r repeated ``jtimes`` of the
+order-0 RNEA along the polynomial motion (``test/reference/casadi_rnea.py``), on the
+zero-gravity twin of each model (a floating base's gravity would need the base orientation,
+an ODE solution, inside the order-0 function); ours is timed on the same twin beside it.
 
 Seed 002's own numbers (Fig. 3 caption, N = 7, r = 0..5, i7-12700H, implementation language
 not stated, probably C++) are printed beside ours.
@@ -61,7 +67,7 @@ PAPER_ID = (2.326, 3.078, 2.867, 4.355, 5.960, 8.171)
 PAPER_FD = (4.106, 4.802, 6.486, 6.461, 8.589, 11.085)
 
 
-def tree_model(branches: int = 5, per_branch: int = 20):
+def tree_model(branches: int = 5, per_branch: int = 20, gravity=(0.0, 0.0, -9.81)):
     """Seed 002's benchmark tree: a free base with ``branches`` chains of ``per_branch`` bodies.
 
     N = 1 + branches * per_branch bodies. Geometry and inertias follow seed 002 Table 3 / Eq. 29
@@ -89,7 +95,7 @@ def tree_model(branches: int = 5, per_branch: int = 20):
             trans[i] = (x, 0.0, -0.10) if k == 0 else (0.0, 0.0, -0.12)
             i += 1
     return model_from_arrays(parents, jtype, axis, rot, trans, mass, com, inertia,
-                             name=f'seed002_tree_{nb}')
+                             gravity=gravity, name=f'seed002_tree_{nb}')
 
 
 class TaylorTrajectory:
@@ -208,7 +214,55 @@ def fd_errors(model, data, q0, vd, r, ref_id, ref_fd):
     return best_id, best_fd
 
 
-def bench_model(name, model, rmax, budget, repeat, fd_rmax, fd_accuracy):
+def casadi_baseline(model0, q, vd, rmax, max_build_s, budget, repeat):
+    """Seed 002 §5.3's AD baseline on ``model0`` (zero gravity): rows per order r.
+
+    (r, build [s], SX instructions, (median, min) eval [us], ours (median, min) [us] on the
+    same model, relative difference to ours). The r-th derivative is r repeated ``jtimes``
+    of the order-0 RNEA along the polynomial motion (test/reference/casadi_rnea.py), built
+    once per r outside the timing; evaluated at t = 0 from Python (SX virtual machine, no JIT).
+    """
+    from reference import casadi_rnea
+
+    data0 = create_data(model0)
+    tau0 = inverse_dynamics_derivatives(model0, data0, q, vd, rmax)
+    p = casadi_rnea.pack(model0, q, vd)
+    rows = []
+    for r, f, built in casadi_rnea.derivative_functions(model0, vd.shape[0] - 1, rmax,
+                                                        max_build_s):
+        def call(f=f):
+            return f(0.0, p)
+
+        out = np.array(call()).ravel()
+        err = float(np.linalg.norm(out - tau0[r]) / np.linalg.norm(tau0[r]))
+        t_cas = time_us(call, calls_for(call, budget), max(3, repeat // 3))
+
+        def ours(r=r):
+            return inverse_dynamics_derivatives(model0, data0, q, vd[:r + 2], r)
+
+        t_ours = time_us(ours, calls_for(ours, budget), max(3, repeat // 3))
+        rows.append((r, built, f.n_instructions(), t_cas, t_ours, err))
+    return rows
+
+
+def print_casadi(rows, overhead_us):
+    print('\nCasADi baseline (seed 002 §5.3; zero-gravity twin of the model; r-th derivative by '
+          'r repeated jtimes, built outside the timing; Python call overhead of a trivial '
+          f'CasADi Function: {overhead_us:.1f} us):')
+    print('\n| r | build [s] | SX instructions | CasADi [us] | CasADi min | ours [us] | '
+          'CasADi / ours | rel. difference |')
+    print('|---:|---:|---:|---:|---:|---:|---:|---:|')
+    for r, built, n, (tc, mc), (to, _), err in rows:
+        print(f'| {r} | {built:.2f} | {n} | {tc:.1f} | {mc:.1f} | {to:.1f} | {tc / to:.1f} '
+              f'| {err:.1e} |')
+    if len(rows) >= 3:
+        t = np.array([row[3][0] for row in rows])
+        growth = float(np.exp(np.mean(np.diff(np.log(t[1:])))))
+        print(f'\nCasADi growth: x{growth:.2f} per order (geometric mean for r >= 1: '
+              'exponential in r)')
+
+
+def bench_model(name, model, rmax, budget, repeat, fd_rmax, fd_accuracy, casadi=None):
     data = create_data(model)
     rng = np.random.default_rng(0)
     q = random_configuration(model, rng)
@@ -275,7 +329,12 @@ def bench_model(name, model, rmax, budget, repeat, fd_rmax, fd_accuracy):
             # references: ours (validated against time differences in test_higher_order.py)
             err_id, err_fd = fd_errors(model, data, q, vd, r, tau[r], acc[r])
         fd_rows.append((r, t_sid, t_sfd, err_id, err_fd))
-    return scale, rows, fd_rows
+    cas_rows = None
+    if casadi is not None:
+        model0, cas_rmax, max_build_s = casadi
+        cas_rows = casadi_baseline(model0, q, vd[:cas_rmax + 2], cas_rmax, max_build_s, budget,
+                                   repeat)
+    return scale, rows, fd_rows, cas_rows
 
 
 def print_model(name, model, scale, rows, fd_rows, paper):
@@ -327,24 +386,51 @@ def main(argv=None) -> int:
     parser.add_argument('--budget', type=float, default=0.02,
                         help='seconds per timeit run (sets the number of calls)')
     parser.add_argument('--repeat', type=int, default=15)
+    parser.add_argument('--casadi-rmax', type=int, nargs=2, default=(6, 8),
+                        metavar=('TREE', 'AM'),
+                        help='highest CasADi order on the tree and the aerial manipulator')
+    parser.add_argument('--casadi-build-s', type=float, default=8.0,
+                        help='stop the CasADi orders after one takes longer to build')
+    parser.add_argument('--no-casadi', action='store_true', help='skip the CasADi baseline')
     args = parser.parse_args(argv)
     rmax, fd_rmax, budget, repeat = args.rmax, args.fd_rmax, args.budget, args.repeat
+    cas_rmax = list(args.casadi_rmax)
     if args.quick:
         rmax, fd_rmax, budget, repeat = min(rmax, 2), min(fd_rmax, 2), 0.002, 3
+        cas_rmax = [min(x, 2) for x in cas_rmax]
+    use_casadi = not args.no_casadi
+    if use_casadi:
+        try:
+            import casadi
+        except ImportError:
+            print('# CasADi not installed (constraints.txt, group bench): baseline skipped')
+            use_casadi = False
     t_start = time.perf_counter()
     print(f'# {platform.processor() or platform.machine()}, Python {platform.python_version()}, '
-          f'pinocchio {pin.__version__}, numpy {np.__version__}; '
-          f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}')
+          f'pinocchio {pin.__version__}, numpy {np.__version__}'
+          + (f', casadi {casadi.__version__}' if use_casadi else '')
+          + f'; {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}')
     print(f'# median / min of {repeat} timeit runs of ~{budget * 1e3:.0f} ms each; every call '
           'computes all orders 0..r')
+    g0 = (0.0, 0.0, 0.0)
     models = [
-        ('seed-002 benchmark tree (5 branches x 20 bodies)', tree_model(), False),
-        ('seed-002 aerial manipulator', build_model(default_robot_urdf()), True),
+        ('seed-002 benchmark tree (5 branches x 20 bodies)', tree_model(), False,
+         tree_model(gravity=g0), cas_rmax[0]),
+        ('seed-002 aerial manipulator', build_model(default_robot_urdf()), True,
+         build_model(default_robot_urdf(), gravity=g0), cas_rmax[1]),
     ]
-    for name, model, paper in models:
-        scale, rows, fd_rows = bench_model(name, model, rmax, budget, repeat, fd_rmax,
-                                           fd_accuracy=not args.quick)
+    overhead = None
+    if use_casadi:
+        x = casadi.SX.sym('x')
+        trivial = casadi.Function('trivial', [x], [x])
+        overhead = time_us(lambda: trivial(0.0), 2000, 5)[0]
+    for name, model, paper, model0, cr in models:
+        cas = (model0, cr, args.casadi_build_s) if use_casadi else None
+        scale, rows, fd_rows, cas_rows = bench_model(name, model, rmax, budget, repeat, fd_rmax,
+                                                     fd_accuracy=not args.quick, casadi=cas)
         print_model(name, model, scale, rows, fd_rows, paper)
+        if cas_rows is not None:
+            print_casadi(cas_rows, overhead)
     print(f'\n# total {time.perf_counter() - t_start:.0f} s')
     return 0
 

@@ -7,8 +7,9 @@ order 5; hybrid dynamics (Alg. 4, random splits, base wrench or base motion give
 inverse dynamics to order 4; body-frame external wrenches and their derivatives (Eqs. 67-70);
 statics (zero motion: gravity at order 0, nothing above); Lemma 1 Coriolis matrix (C v = h - g,
 C + C^T = dM/dt vs differences of crba, the §3.4 base-block erratum breaks it); progressive
-orders; compiled kernels = numpy reference; invariance 1e4 m from the origin; the seed-002
-notes' reference values (§4.7); input errors.
+orders; compiled kernels = numpy reference; automatic differentiation (CasADi, repeated jtimes
+of the order-0 RNEA) to order 5; invariance 1e4 m from the origin; the seed-002 notes'
+reference values (§4.7); input errors.
 
 Tolerances. Order 0 and order 1 vs the recursive algorithms: the same sums in another order,
 round-off ~1e-15 relative, 1e-10 used. Time differences: step h = 1e-3, 5-point stencil
@@ -292,6 +293,43 @@ def test_lemma1_coriolis(case):
         assert defect > 1e-2
     else:
         assert defect < 1e-12
+
+
+@pytest.mark.parametrize('which', ['seed002-fixed', 'branched-fixed-1', 'seed002-floating-g0',
+                                   'tree-floating-g0'])
+def test_matches_automatic_differentiation(which):
+    # independent oracle with no truncation: CasADi differentiates the order-0 RNEA along the
+    # polynomial motion whose Taylor coefficients are v_derivs, by r repeated jtimes (seed 002
+    # §5.3), r = 0..5 (test/reference/casadi_rnea.py). Fixed bases with gravity; floating bases
+    # with g = 0 (their gravity needs the base orientation, an ODE solution). Measured
+    # 2e-16..5e-14 relative: the same sums in another order, so 1e-12.
+    pytest.importorskip('casadi', reason='CasADi (constraints.txt, group bench) not installed')
+    from reference import casadi_rnea
+
+    from rbd_linearizer.model import build_model
+    from rbd_linearizer.model.data import create_data
+    from rbd_linearizer.model.robots import default_robot_urdf
+    from rbd_linearizer.model.sample_models import sample_model
+
+    if which == 'seed002-fixed':
+        model = build_model(default_robot_urdf(), floating_base=False)
+    elif which == 'branched-fixed-1':
+        model = sample_model(7, topology='branched', floating_base=False, seed=1)
+    elif which == 'seed002-floating-g0':
+        model = build_model(default_robot_urdf(), gravity=(0.0, 0.0, 0.0))
+    else:
+        model = sample_model(7, topology='tree', floating_base=True, seed=0,
+                             gravity=(0.0, 0.0, 0.0))
+    data = create_data(model)
+    rng = np.random.default_rng(12)
+    q, _, _, _ = random_state(model, 12)
+    k = 5
+    vd = rng.normal(size=(k + 2, model.nv))
+    tau = inverse_dynamics_derivatives(model, data, q, vd, k)
+    p = casadi_rnea.pack(model, q, vd)
+    for r, f, _ in casadi_rnea.derivative_functions(model, k + 1, k):
+        ad = np.array(f(0.0, p)).ravel()
+        assert rel(tau[r], ad) < 1e-12, (r, rel(tau[r], ad))
 
 
 def test_kernels_equal_numpy_reference(case):
