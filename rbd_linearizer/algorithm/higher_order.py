@@ -391,11 +391,9 @@ def hybrid_dynamics_derivatives(
     mask = np.asarray(prescribed)
     if mask.shape != (model.nv,) or mask.dtype != bool:
         raise StateError(f'prescribed must be a bool array of shape ({model.nv},)')
-    body_mask = np.array([bool(mask[model.idx_v[j]]) for j in range(model.nb)])
-    for j in range(model.nb):
-        iv, nj = int(model.idx_v[j]), int(model.nv_joint[j])
-        if np.any(mask[iv:iv + nj] != body_mask[j]):
-            raise StateError('prescribed must be the same for the 6 base entries')
+    body_mask = mask[model.idx_v]  # one entry per body (its first velocity)
+    if model.floating_base and mask[:6].any() != mask[:6].all():  # only the base has 6
+        raise StateError('prescribed must be the same for the 6 base entries')
     dv = _as_derivs(dv_derivs, k + 1, model.nv, 'dv_derivs')
     tau = _as_derivs(tau_derivs, k + 1, model.nv, 'tau_derivs')
     fext = _as_fext_derivs(f_ext_derivs, k, model.nb)
