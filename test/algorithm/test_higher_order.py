@@ -471,3 +471,21 @@ def test_bad_input():
         hybrid_dynamics_derivatives(model, data, q, v, mask, vd[:2], vd[:2], 1)
     with pytest.raises(StateError):
         hybrid_dynamics_derivatives(model, data, q, v, mask.astype(float), vd[:2], vd[:2], 1)
+    # the kernels' own checks (finiteness, unit quaternion) on every input of FD / hybrid
+    tau = vd[:2]
+    for args in ((bad, v, tau), (q, np.full_like(v, np.nan), tau), (q, v, nan[1:3])):
+        with pytest.raises(StateError):
+            forward_dynamics_derivatives(model, data, *args, 1)
+    fext = np.zeros((2, model.nb, 6))
+    fext[1, 0, 3] = np.inf
+    with pytest.raises(StateError, match='f_ext_derivs'):
+        forward_dynamics_derivatives(model, data, q, v, tau, 1, fext)
+    with pytest.raises(StateError, match='f_ext_derivs'):
+        inverse_dynamics_derivatives(model, data, q, vd[:3], 1, fext)
+    none = np.zeros(model.nv, dtype=bool)
+    with pytest.raises(StateError):
+        hybrid_dynamics_derivatives(model, data, q, v, none, nan[1:3], tau, 1)
+    qn = q.copy()
+    qn[8] = np.nan
+    with pytest.raises(StateError, match='q contains NaN'):
+        inverse_dynamics_derivatives(model, data, qn, vd[:3], 1)
