@@ -3,11 +3,12 @@
 Cases not already covered by ``test/ros/test_node_topics.py`` (bomb URDF, NaN joint, unknown
 joint, non-unit quaternion, stale, out of order): a URDF of ``max_urdf_bytes + 1`` bytes and one
 with absurd numbers, a JointState with duplicate names, Odometry with a zero quaternion or a
-wrong frame id, a state whose outputs overflow (1e200 rad/s); Odometry with NaN covariances is
-*accepted* (covariances are not used). Each rejection shows in /diagnostics with its reason and
-counter, the last good model keeps serving (outputs keep coming, same model hash), and a burst
-of 200 hostile messages (the shared generators of ``hostile_inputs.py``) leaves the node alive,
-serving, and its RSS bounded (/proc/<pid>/status VmRSS before and after).
+wrong frame id, a state whose outputs overflow (1e200 rad/s; also through ``~/linearize``).
+Odometry with NaN covariances is *accepted* (covariances are not used). Each rejection shows
+in /diagnostics with its reason and counter, and the last good model keeps serving (outputs
+keep coming, same model hash). A burst of 200 hostile messages (the shared generators of
+``hostile_inputs.py``) leaves the node alive, serving, and its RSS bounded
+(/proc/<pid>/status VmRSS before and after).
 
 The node runs through the shared helper ``test/ros/_node_process.py``.
 """
@@ -241,3 +242,20 @@ def test_burst_of_200_hostile_messages_bounded_memory(feeder):
     assert 'Traceback' not in feeder.probe.process.text()
     if os.environ.get('RBD_PRINT_NODE_LOG'):
         print(feeder.probe.process.text()[-3000:])
+
+
+def test_service_refuses_an_overflowing_state(feeder):
+    from rbd_linearizer.srv import Linearize
+
+    client = feeder.probe.node.create_client(Linearize, f'{NS}/linearizer/linearize')
+    req = Linearize.Request()
+    req.joint_names = list(MODEL.joint_names)
+    req.state.joint_positions = [0.1] * MODEL.n_joints
+    req.state.joint_velocities = [1e200] * MODEL.n_joints
+    req.state.base_pose.orientation.w = 1.0
+    res = feeder.probe.call(client, req)
+    assert not res.success and 'non-finite A' in res.message, res.message
+    req.state.joint_velocities = [1.0] * MODEL.n_joints
+    res = feeder.probe.call(client, req)
+    assert res.success, res.message
+    assert np.all(np.isfinite(np.asarray(res.linearization.a.data)))
