@@ -196,7 +196,7 @@ def test_slow_consumer_does_not_slow_the_ticks(timer_node):
         # consumer takes (5 Hz): the node does not wait for it
         assert rate >= 35.0, rate
         assert float(v1['rate_hz_achieved']) >= 35.0, v1
-        assert len(slow_got) <= 5.0 / 0.2 + 15
+        assert len(slow_got) < (n1 - n0) / 3  # it really was slow: the node did not wait
         published = int(v1['published']) - int(v0['published'])
         dropped = int(v1['dropped_ticks']) - int(v0['dropped_ticks'])
         assert published >= 0.7 * 50 * 5.0, (published, dropped)

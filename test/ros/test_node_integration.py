@@ -9,11 +9,8 @@ description is swapped in (new hash, new joints).
 """
 
 import hashlib
-import os
 import pathlib
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -32,29 +29,21 @@ from rbd_linearizer.msg import DynamicsTerms  # noqa: E402
 from rbd_linearizer.ros.conversions import dynamics_terms_from_msg  # noqa: E402
 from rbd_linearizer.ros.qos import latched_qos, result_qos  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _node_process import NodeProcess  # noqa: E402
+
 RESOURCES = pathlib.Path(__file__).resolve().parents[1] / 'resources' / 'urdf'
 TIMEOUT = 90.0  # first start may compile (or load cached) kernels
 
 
 @pytest.fixture(scope='module')
 def node_process():
-    err = tempfile.TemporaryFile(mode='w+')
-    proc = subprocess.Popen(
-        [sys.executable, '-m', 'rbd_linearizer.ros.node', '--ros-args',
-         '-p', 'use_default_robot:=true', '-p', 'rate_hz:=50.0',
-         '-p', 'state_source:=builtin', '-p', 'publish_dynamics:=true',
-         '-r', '__ns:=/it'],
-        stdout=err, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
+    node = NodeProcess('/it', ['-p', 'use_default_robot:=true', '-p', 'rate_hz:=50.0',
+                               '-p', 'state_source:=builtin', '-p', 'publish_dynamics:=true'])
     try:
-        yield proc, err
+        yield node.proc, node.log
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
-        err.close()
+        node.close()
 
 
 def _log(err) -> str:

@@ -20,11 +20,8 @@ the parameter table.
 """
 
 import ast
-import os
 import pathlib
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -46,6 +43,9 @@ from rbd_linearizer.ros import params as P  # noqa: E402
 from rbd_linearizer.ros.conversions import linearization_from_msg, stamp_to_msg  # noqa: E402
 from rbd_linearizer.ros.qos import latched_qos, result_qos  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _node_process import NodeProcess  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 URDF = ROOT / 'test' / 'resources' / 'urdf' / 'two_link_arm.urdf'
 CONFIG = ROOT / 'config' / 'linearizer.yaml'
@@ -54,28 +54,12 @@ MODEL = build_model(str(URDF), floating_base=False)
 
 
 def _start(ns, *extra, lifecycle=False):
-    log = tempfile.TemporaryFile(mode='w+')
-    cmd = [sys.executable, '-m', 'rbd_linearizer.ros.node']
-    if lifecycle:
-        cmd.append('--lifecycle')
-    cmd += ['--ros-args', '--params-file', str(CONFIG),
-            '-p', f'robot_description_file:={URDF}', '-p', 'base:=fixed',
-            '-p', 'tick_mode:=on_state',
-            '-p', 'rate_hz:=1000.0', '-p', 'diagnostics_period_s:=0.5', *extra,
-            '-r', f'__ns:={ns}']
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ))
-    return proc, log
-
-
-def _stop(proc, log):
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=20)
-    log.close()
+    node = NodeProcess(ns, ['--params-file', str(CONFIG),
+                            '-p', f'robot_description_file:={URDF}', '-p', 'base:=fixed',
+                            '-p', 'tick_mode:=on_state',
+                            '-p', 'rate_hz:=1000.0', '-p', 'diagnostics_period_s:=0.5', *extra],
+                       lifecycle=lifecycle)
+    return node
 
 
 class Probe:
@@ -147,15 +131,15 @@ def run_node(request):
     made = []
 
     def start(ns, *extra, lifecycle=False):
-        proc, log = _start(ns, *extra, lifecycle=lifecycle)
-        probe = Probe(ns, proc, log)
-        made.append(probe)
+        node = _start(ns, *extra, lifecycle=lifecycle)
+        probe = Probe(ns, node.proc, node.log)
+        made.append((probe, node))
         return probe
 
     yield start
-    for probe in made:
+    for probe, node in made:
         probe.close()
-        _stop(probe.proc, probe.log)
+        node.close()
 
 
 def test_plain_node_from_the_params_file_equals_the_core(run_node):
