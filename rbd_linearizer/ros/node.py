@@ -429,6 +429,8 @@ class _LinearizerMixin:
             sdot = np.zeros(0)
         if self._from_before_jump(stamp):
             return
+        if self._from_the_future('joint_state', stamp):
+            return
         if not self._sync.add_joints(JointSample(stamp, s, sdot, tau, served.model.urdf_hash)):
             self._error(f'dropped out-of-order joint state (stamp {stamp} ns)', throttle=True)
             return
@@ -447,6 +449,8 @@ class _LinearizerMixin:
             self._reject('odometry', str(e))
             return
         if self._from_before_jump(stamp):
+            return
+        if self._from_the_future('odometry', stamp):
             return
         if not self._sync.add_base(BaseSample(stamp, position, quaternion, twist)):
             self._error(f'dropped out-of-order odometry (stamp {stamp} ns)', throttle=True)
@@ -469,6 +473,21 @@ class _LinearizerMixin:
                         'outputs restart at the new time')
         except Exception as e:  # noqa: BLE001 - never raise into rcl's jump callback
             self.get_logger().error(f'clock jump handling failed: {type(e).__name__}: {e}')
+
+    def _from_the_future(self, what: str, stamp_ns: int) -> bool:
+        # A state stamped more than max_state_age ahead of the node clock is rejected (the
+        # mirror of "stale"): buffered, it would make every later, correctly stamped state
+        # look out of order, so one such message would stop the node's outputs for good.
+        # Not under use_sim_time: there the clock is only as new as the last /clock message
+        # processed (the executor may take a state first; 0 before the first one).
+        if self._use_sim_time():
+            return False
+        ahead = stamp_ns - self.get_clock().now().nanoseconds
+        if ahead > int(self._cfg['max_state_age_s'] * _NS):
+            self._reject(what, f'stamp is {ahead * 1e-9:.3f} s ahead of the node clock '
+                               f"(max_state_age {self._cfg['max_state_age_s']:g} s)")
+            return True
+        return False
 
     def _from_before_jump(self, stamp_ns: int) -> bool:
         # After a backward clock jump, until the clock is back at its pre-jump time: a state

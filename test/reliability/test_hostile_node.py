@@ -259,3 +259,20 @@ def test_service_refuses_an_overflowing_state(feeder):
     res = feeder.probe.call(client, req)
     assert res.success, res.message
     assert np.all(np.isfinite(np.asarray(res.linearization.a.data)))
+
+
+@pytest.mark.parametrize('when', ['1000 s ahead', 'year 2038'])
+def test_state_from_the_future_is_rejected_and_cannot_block_later_states(feeder, when):
+    """A single far-future stamp must not make every later, correct state 'out of order'."""
+    js, od = feeder.valid_cases()
+    if when == '1000 s ahead':
+        stamp = feeder.now() + 1000 * 10**9
+    else:
+        stamp = (2**31 - 1) * 10**9  # the largest second of builtin_interfaces/Time
+    before_js = feeder.counter('rejected_joint_state')
+    before_od = feeder.counter('rejected_odometry')
+    feeder.publish(js, od, stamp=stamp)
+    feeder.wait_rejection('rejected_joint_state', before_js, 'ahead of the node clock')
+    feeder.wait_rejection('rejected_odometry', before_od, 'ahead of the node clock')
+    assert feeder.output_for(stamp, SHORT) is None
+    feeder.served_ok()  # the next correct states are served
