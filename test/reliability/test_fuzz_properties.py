@@ -9,7 +9,8 @@ raise ``PropertyViolation`` on anything but the documented outcome:
   crba, aba and compute_all_terms give finite results (aba may refuse a singular M with
   StateError);
 * JointState: the node's path (``joint_state_arrays`` + ``joint_state_to_model_order``) either
-  raises StateError or yields finite arrays in model order;
+  raises StateError or yields finite arrays in model order, which then give finite outputs or
+  outputs the node's guard refuses;
 * Odometry: ``base_state_from_odometry`` either raises StateError or yields a finite pose, a
   unit quaternion and a finite body twist; each kind of defect has its expected outcome;
 * outputs: at accepted but extreme states (1e300 velocities...) the node's guard
@@ -46,6 +47,13 @@ MODEL = build_model(default_robot_urdf())
 CFG = P.validate_config({p.name: p.default for p in P.PARAMETERS})
 
 
+@pytest.fixture(scope='module')
+def served():
+    s = Served(MODEL, P.input_selection(CFG))
+    s.warm_up(CFG)
+    return s
+
+
 @settings(FUZZ, max_examples=1500)
 @given(base=st.sampled_from(sorted(BASES)), seed=SEEDS)
 def test_mutated_urdf_is_a_finite_model_or_a_model_error(base, seed):
@@ -69,9 +77,16 @@ def test_mutations_reach_both_outcomes():
 
 @settings(FUZZ, max_examples=2000)
 @given(seed=SEEDS)
-def test_joint_state_is_valid_in_model_order_or_a_state_error(seed):
+def test_joint_state_is_valid_in_model_order_or_a_state_error(served, seed):
     case = h.joint_state_case(MODEL.joint_names, seed)
     outcome, reason, arrays = h.check_joint_state(MODEL, case)
+    if outcome == 'accepted':  # on to the core and the node's output guard, as in a tick
+        s, sdot = arrays
+        q = np.concatenate([[0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0], s])
+        v = np.concatenate([np.zeros(6), sdot])
+        result = h.check_outputs_guarded(served, CFG, q, v)
+        if case.kind == 'valid':
+            assert result == 'finite', result
     if case.kind in ('duplicate', 'unknown', 'missing', 'wrong_length', 'empty_velocity',
                      'empty_position'):
         assert outcome == 'rejected', (case, reason)
@@ -104,13 +119,6 @@ def test_odometry_is_a_finite_unit_pose_or_a_state_error(seed, twist_frame):
         assert 'is not the world frame' in reason
     if case.kind == 'zero_quaternion':
         assert 'quaternion is zero' in reason
-
-
-@pytest.fixture(scope='module')
-def served():
-    s = Served(MODEL, P.input_selection(CFG))
-    s.warm_up(CFG)
-    return s
 
 
 @pytest.mark.parametrize('scale', [1.0, 1e3, 1e6, 1e12, 1e100, 1e300])
