@@ -10,8 +10,9 @@ publisher process (``_state_publisher.py``) that the test kills with SIGKILL.
   states of both robots stream in: every output is consistent with the model its hash names
   (nx, joint names, matrix sizes, input names), no output of the old model after the first of
   the new one, states of the old robot are rejected (``rejected_joint_state``);
-* use_sim_time and /clock jumping backwards: the state buffers are reset, the jump counted
-  (``clock_jumps_back``) and logged; the output stamps go back exactly once, at the jump;
+* use_sim_time and /clock jumping backwards (on_state and timer ticks): the state buffers are
+  reset, the jump counted (``clock_jumps_back``) and logged; the output stamps go back
+  exactly once, at the jump;
 * a slow reliable consumer (0.2 s per message) does not slow the timer ticks: a fast
   subscriber receives the configured rate, RSS stays flat;
 * SIGINT / SIGTERM mid-run under load: exit code 0, no traceback, exit within seconds;
@@ -302,11 +303,12 @@ def test_description_swapped_to_another_robot(tmp_path):
 # --- (c) use_sim_time: /clock jumps backwards ----------------------------------------------
 
 
-def test_clock_jump_backwards_under_sim_time():
+@pytest.mark.parametrize('tick_mode, rate_hz', [('on_state', 1000.0), ('timer', 50.0)])
+def test_clock_jump_backwards_under_sim_time(tick_mode, rate_hz):
     node = NodeProcess('/flt_sim', ['-p', 'use_default_robot:=true', '-p', 'use_sim_time:=true',
-                                    '-p', 'tick_mode:=on_state', '-p', 'rate_hz:=1000.0',
+                                    '-p', f'tick_mode:={tick_mode}', '-p', f'rate_hz:={rate_hz}',
                                     '-p', 'max_state_age_s:=0.5', *DIAG])
-    probe, got = _lin_probe(node, 'flt_sim_probe')
+    probe, got = _lin_probe(node, f'flt_sim_{tick_mode}_probe')
     try:
         n = probe.node
         js = n.create_publisher(JointState, '/flt_sim/joint_states', result_qos(50))
