@@ -109,6 +109,10 @@ class CoriolisWorkspace:
         return f'CoriolisWorkspace(model={self.model.name!r}, nv={self.model.nv})'
 
 
+#: Largest nv whose Christoffel symbols (nv^3 floats: 8 MB at 100) are computed by the warm-up.
+CHRISTOFFEL_WARMUP_MAX_NV = 100
+
+
 def create_coriolis_workspace(model: Model) -> CoriolisWorkspace:
     """Allocate the buffers of the Coriolis / Christoffel / rotor algorithms for ``model``."""
     return CoriolisWorkspace(model)
@@ -563,4 +567,8 @@ def _warmup(model: Model, data) -> None:
     ws = CoriolisWorkspace(model)
     q = neutral(model)
     compute_coriolis_matrix(model, data, q, np.zeros(model.nv), ws)
-    compute_christoffel(model, data, q, ws)
+    # Gamma has nv^3 entries (8 GB at nv = 1000: a hostile robot_description within the parse
+    # limits made the node's warm-up allocate that). The kernel's types do not depend on the
+    # size, so a large model compiles it on first use (or loads it from the cache) instead.
+    if model.nv <= CHRISTOFFEL_WARMUP_MAX_NV:
+        compute_christoffel(model, data, q, ws)

@@ -344,3 +344,39 @@ def test_huge_axis_is_normalized_without_overflow():
     np.testing.assert_allclose(model.joint_axis[1], [2**-0.5, 2**-0.5, 0.0], rtol=0, atol=1e-15)
     tiny = chain_urdf(1).replace('<axis xyz="0 1 0"/>', '<axis xyz="0 5e-324 0"/>')
     np.testing.assert_array_equal(build_model(tiny).joint_axis[1], [0.0, 1.0, 0.0])
+
+
+_WIDE_RUNNER = r"""
+import resource, sys
+sys.path.insert(0, sys.argv[1])
+import hostile_inputs as h
+from rbd_linearizer._jit import warmup
+from rbd_linearizer.model import build_model
+from rbd_linearizer.model.data import create_data
+small = build_model(h.chain_urdf(2))
+warmup(small, create_data(small))  # compile / load every kernel first
+inertial = ('<inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" '
+            'iyz="0" izz="0.01"/></inertial>')
+n = 400
+links = ''.join(f'<link name="l{i}">{inertial}</link>' for i in range(n + 1))
+joints = ''.join(f'<joint name="j{i}" type="continuous"><parent link="l0"/>'
+                 f'<child link="l{i + 1}"/><axis xyz="0 1 0"/></joint>' for i in range(n))
+model = build_model(f'<robot name="star">{links}{joints}</robot>')
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+warmup(model, create_data(model))
+print(model.nv, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024)
+"""
+
+
+def test_wide_tree_within_limits_warms_up_in_bounded_memory():
+    """A 400-joint star (depth 2: within every default limit) through the node's warm-up.
+
+    Before: the warm-up computed the Christoffel symbols, nv^3 floats: +530 MB here, 8 GB and
+    23 s for the 1000-joint star the default limits allow. Now they are skipped above
+    nv = 100 (the kernel compiles on first use): measured +21 MB, 0.07 s.
+    """
+    proc = subprocess.run([sys.executable, '-c', _WIDE_RUNNER, str(HERE)], capture_output=True,
+                          text=True, timeout=300, check=True)
+    nv, growth_mb = proc.stdout.split()
+    assert int(nv) == 406
+    assert float(growth_mb) < 150, growth_mb  # nv^3 doubles would be 535 MB
