@@ -5,7 +5,8 @@ helper ``test/ros/_node_process.py``); states come from a test-side node or from
 publisher process (``_state_publisher.py``) that the test kills with SIGKILL.
 
 * the state publisher dies and comes back: no output while it is gone, /diagnostics WARN
-  ``no fresh state`` with stale ticks counted; outputs resume when it returns; the node lives;
+  ``no fresh state`` (``newest_state_age_ms`` grows; the timer ticks are idle, not stale);
+  outputs resume when it returns, the level returns to OK; the node lives;
 * the robot description is republished with another robot (default robot -> go2) while
   states of both robots stream in: every output is consistent with the model its hash names
   (nx, joint names, matrix sizes, input names), no output of the old model after the first of
