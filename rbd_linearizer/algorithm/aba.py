@@ -47,7 +47,7 @@ from rbd_linearizer.algorithm._joints import (
     ws_field2,
     ws_field3,
 )
-from rbd_linearizer.algorithm.kinematics import fk_pass
+from rbd_linearizer.algorithm.kinematics import fk_pass, uncentre_pass
 from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE
 from rbd_linearizer.errors import StateError
 from rbd_linearizer.model.data import Data, check_data
@@ -252,6 +252,10 @@ def minverse_passes(mi, mf, q, ws, do_fk):
     # notes §5.6-5.7): ABA with unit torques, v = 0, g = 0, all columns at once, quantities in
     # the world frame so no transform of the 6 x nv blocks is needed. Works for any topological
     # order (subtree dof lists instead of contiguous ranges). Full symmetric output.
+    # "World" = the world frame re-centred at the floating base (op from fk_pass, relative to
+    # the base): the lever arms p x d of J and the inertias stay at the robot's size, so M^-1
+    # does not lose precision far from the origin (it did as eps |p|^2 with world positions).
+    # Needs fk_pass with world poses (do_fk or the caller); the caller runs uncentre_pass.
     nb, nv, parents, jtype, idx_q, idx_v, nvj, subptr, subidx, _, axis, _, _, I10 = model_views(
         mi, mf
     )
@@ -510,7 +514,9 @@ def _minverse_kernel(mi, mf, q, ws):
     code = check_config(mi, q)
     if code != 0:
         return code
-    return minverse_passes(mi, mf, q, ws, True)
+    code = minverse_passes(mi, mf, q, ws, True)
+    uncentre_pass(mi, ws)
+    return code
 
 
 def _raise(code):
@@ -555,7 +561,8 @@ def compute_minverse(model, data, q):
     Recursive O(n^2) algorithm (never inv(M)): Carpentier's (Pinocchio ``computeMinverse``),
     equivalent to seeds 000/001 IMMAmb (thesis Table 4.7 / journal Table 9, with the errata of
     the notes). q layout as in ``crba``. Returns ``data.Minv`` (a view valid until the next call
-    with this data).
+    with this data). Its world-frame quantities are taken about the floating base's origin
+    (exact: a change of inertial frame), so the result does not depend on the base position.
     """
     if data.__class__ is not Data or data.model is not model:
         check_data(model, data)

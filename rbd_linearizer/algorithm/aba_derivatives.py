@@ -28,7 +28,7 @@ from rbd_linearizer.algorithm._joints import (
     ws_field2,
 )
 from rbd_linearizer.algorithm.aba import _raise, minverse_passes
-from rbd_linearizer.algorithm.kinematics import fk_pass
+from rbd_linearizer.algorithm.kinematics import fk_pass, uncentre_pass
 from rbd_linearizer.algorithm.rnea import MODE_NLE, MODE_RNEA, rnea_passes
 from rbd_linearizer.algorithm.rnea_derivatives import (
     derivative_workspace,
@@ -63,10 +63,12 @@ def aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc
     # (int64[:], float64[:], q, v, tau, fext, ws, dW, dtau (nv, 2nv), Cm (nv, nv), tau_id (nv),
     #  sc, ddq_dx (nv, 2nv) C-contiguous) -> int64 code. Fills data.ddq, data.Minv, dtau, Cm
     #  (the Coriolis matrix, a by-product), ddq_dx.
-    # one kinematics pass (world poses + body twists) shared by M^-1 and both RNEA passes
+    # one kinematics pass (world poses re-centred at the base + body twists) shared by M^-1
+    # and both RNEA passes; uncentre_pass restores the world positions of data.op at the end
     fk_pass(mi, mf, q, v, ws, True, True)
     code = minverse_passes(mi, mf, q, ws, False)  # M^-1 (IMMAmb / Carpentier), recursive
     if code != 0:
+        uncentre_pass(mi, ws)
         return code
     nv = mi[1]
     ddq = ws_field1(mi, ws, W_DDQ, nv)
@@ -83,6 +85,7 @@ def aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc
     # inverse dynamics at the consistent acceleration (tau_id = tau up to round-off)
     rnea_passes(mi, mf, q, v, ddq, fext, ws, MODE_RNEA, tau_id, False)
     rnea_derivatives_passes(mi, mf, ws, dW, dtau, Cm, sc)
+    uncentre_pass(mi, ws)
     _neg_matmul(Minv, dtau, ddq_dx)  # Prop. 3.3: D_i FD = -M^-1 D_i ID
     return 0
 

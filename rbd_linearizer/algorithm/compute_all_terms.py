@@ -20,7 +20,7 @@ from rbd_linearizer.algorithm._joints import (
 )
 from rbd_linearizer.algorithm.aba import NOT_SPD, minverse_passes
 from rbd_linearizer.algorithm.crba import crba_passes
-from rbd_linearizer.algorithm.kinematics import fk_pass
+from rbd_linearizer.algorithm.kinematics import fk_pass, uncentre_pass
 from rbd_linearizer.algorithm.rnea import MODE_GRAVITY, MODE_NLE, rnea_passes
 from rbd_linearizer.errors import StateError
 from rbd_linearizer.model.data import Data, check_data
@@ -39,9 +39,10 @@ def _all_terms_kernel(mi, mf, q, v, ws):
     if not check_finite(v):
         return BAD_V
     nv = mi[1]
-    fk_pass(mi, mf, q, v, ws, True, True)
+    fk_pass(mi, mf, q, v, ws, True, True)  # op re-centred at the base for M^-1
     crba_passes(mi, mf, q, ws, False)
     code = minverse_passes(mi, mf, q, ws, False)
+    uncentre_pass(mi, ws)  # data.op: world positions again
     if code != 0:
         return code
     rnea_passes(mi, mf, q, v, v, _EMPTY, ws, MODE_GRAVITY, ws_field1(mi, ws, W_G, nv), False)

@@ -24,6 +24,7 @@ import numpy as np
 
 from rbd_linearizer._jit import jit, register_warmup
 from rbd_linearizer.algorithm import _joints as _j
+from rbd_linearizer.conventions import JOINT_FREE
 from rbd_linearizer.errors import StateError
 from rbd_linearizer.model.data import check_data
 from rbd_linearizer.model.model import Model
@@ -56,9 +57,9 @@ class CoriolisWorkspace:
     Intermediates (body frames unless noted, linear first): R, p (nb, 3, 3), (nb, 3) pose of
     body i in its parent; vel (nb, 6); S, Sd (nb, 6, 6) motion subspace columns and
     (v x) S, stored as rows (S[i, c] is column c); IC, BC (nb, 6, 6) composite inertia and
-    composite B; F (3, 6, 6) Alg. 4 auxiliaries; oR, op world poses, Sw (nv, 6) world-frame
-    subspace columns (Christoffel); rotor-ABA buffers IA, pA, cb, Ut, D, Dinv, vR, cR, pR, a;
-    rotor-RNEA forces f, fR.
+    composite B; F (3, 6, 6) Alg. 4 auxiliaries; oR, op world poses (positions relative to
+    the floating base), Sw (nv, 6) world-frame subspace columns (Christoffel); rotor-ABA
+    buffers IA, pA, cb, Ut, D, Dinv, vR, cR, pR, a; rotor-RNEA forces f, fR.
     """
 
     def __init__(self, model: Model):
@@ -424,8 +425,16 @@ def _christoffel_kernel(mi, mf, q, R, p, oR, op, S, IC, Sw, m66, v6, R3, p3, Gam
                 op[i, r] = (oR[par, r, 0] * p[i, 0] + oR[par, r, 1] * p[i, 1]
                             + oR[par, r, 2] * p[i, 2] + op[par, r])
         else:
+            # roots: the world frame re-centred at the floating base (exact: Gamma does not
+            # depend on the inertial frame; keeps the lever arms at the robot's size)
             oR[i] = R[i]
-            op[i] = p[i]
+            for r in range(3):
+                if jtype[i] == JOINT_FREE:
+                    op[i, r] = 0.0
+                elif jtype[0] == JOINT_FREE:
+                    op[i, r] = p[i, r] - p[0, r]
+                else:
+                    op[i, r] = p[i, r]
         joint_motion_subspace(jtype[i], axis[i], m66[0])
         for c in range(nvj[i]):
             for r in range(6):
@@ -551,7 +560,8 @@ def compute_christoffel(model: Model, data, q, workspace: CoriolisWorkspace | No
 
     Returns ``workspace.Gamma`` (valid until the next call with it). Reference: seed 003
     Alg. 5 (Eqs. 3.27-3.41, k >= j reading of Eq. 3.33) for 1-DoF joints, general multi-DoF
-    formula of notes §2.5.3, evaluated in world coordinates. Cost O(N d^2) (nv^3 storage).
+    formula of notes §2.5.3, evaluated in world axes about the floating base's origin (so
+    the result does not depend on the base position). Cost O(N d^2) (nv^3 storage).
     Rotors are ignored (Gamma of the rigid links only).
     """
     ws, q, _ = _check(model, data, workspace, q)

@@ -29,6 +29,7 @@ from rbd_linearizer.algorithm._joints import (
     ws_field3,
 )
 from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE
+from rbd_linearizer.model import data as _d
 from rbd_linearizer.model.data import Data, check_data
 
 __all__ = ['forward_kinematics']
@@ -38,6 +39,13 @@ __all__ = ['forward_kinematics']
 def fk_pass(mi, mf, q, v, ws, with_v, with_world):
     # Pass 1 of every algorithm: liR/lip (pose in parent), optional world poses oR/op and
     # body twists v_body (body frame). No input check here. Index-based (no views in the loop).
+    # With a floating base, op is RE-CENTRED: positions relative to the base origin, i.e. in
+    # the world frame translated to the base (same axes, same gravity). The algorithms are
+    # invariant under this change of inertial frame, and it keeps the lever arms of the
+    # world-frame passes (M^-1, RNEA/ABA derivatives) at the robot's size instead of |p|:
+    # the positions are then bitwise those of the same robot with its base at the origin.
+    # Every kernel that runs this pass with with_world must call ``uncentre_pass`` before it
+    # returns, which adds the base position back (data.op = world positions).
     nb, nv, parents, jtype, idx_q, idx_v, nvj, _, _, _, axis, treeR, treep, _ = model_views(
         mi, mf
     )
@@ -57,7 +65,12 @@ def fk_pass(mi, mf, q, v, ws, with_v, with_world):
                 for r in range(3):
                     for c in range(3):
                         oR[i, r, c] = liR[i, r, c]
-                    op[i, r] = lip[i, r]
+                    if jt == JOINT_FREE:
+                        op[i, r] = 0.0  # the floating base (body 0): the new origin
+                    elif jtype[0] == JOINT_FREE:
+                        op[i, r] = lip[i, r] - lip[0, r]  # another root (arrays-built forest)
+                    else:
+                        op[i, r] = lip[i, r]  # fixed base: the world is the root, bounded
         if with_v:
             if lam >= 0:
                 mact_inv_at(liR, lip, i, V, lam, V, i)
@@ -76,6 +89,22 @@ def fk_pass(mi, mf, q, v, ws, with_v, with_world):
                 V[i, o + 2] += axis[i, 2] * qd
 
 
+@jit_inline
+def uncentre_pass(mi, ws):
+    # op += the base position lip[0] (floating base; nothing for a fixed base): after fk_pass
+    # with with_world, data.op holds world positions again, each rounded once from its exact
+    # relative position (the same values whatever ran before: forward_kinematics does this too).
+    if mi[mi[_d.H_JTYPE]] == JOINT_FREE:
+        nb = mi[_d.H_NB]
+        lip = ws_field2(mi, ws, W_LIP, nb, 3)
+        op = ws_field2(mi, ws, W_OP, nb, 3)
+        c0, c1, c2 = lip[0, 0], lip[0, 1], lip[0, 2]
+        for i in range(nb):
+            op[i, 0] += c0
+            op[i, 1] += c1
+            op[i, 2] += c2
+
+
 @jit
 def _fk_kernel(mi, mf, q, v, ws, with_v):
     # (int64[:], float64[:], float64[:], float64[:], float64[:], bool) -> int64 error code
@@ -85,6 +114,7 @@ def _fk_kernel(mi, mf, q, v, ws, with_v):
     if with_v and not check_finite(v):
         return BAD_V
     fk_pass(mi, mf, q, v, ws, with_v, True)
+    uncentre_pass(mi, ws)
     return 0
 
 
@@ -100,6 +130,11 @@ def forward_kinematics(model, data, q, v=None):
     ``data.liR``, ``data.lip``: pose in the parent body; with ``v``: ``data.v_body`` (nb, 6),
     each body's twist in its own frame (linear first). Returns ``(data.oR, data.op)`` (views
     valid until the next call with this data).
+
+    With a floating base, ``op[i]`` is the base position plus the position of body i relative
+    to the base (composed from the base with the base at the origin), rounded once; every
+    algorithm that leaves world poses in data (compute_minverse, compute_all_terms, the
+    derivatives, linearize) leaves exactly these values.
     """
     if data.__class__ is not Data or data.model is not model:
         check_data(model, data)

@@ -48,7 +48,7 @@ from rbd_linearizer.algorithm._joints import (
     ws_field2,
     ws_field3,
 )
-from rbd_linearizer.algorithm.kinematics import fk_pass
+from rbd_linearizer.algorithm.kinematics import fk_pass, uncentre_pass
 from rbd_linearizer.algorithm.rnea import MODE_RNEA, rnea_passes
 from rbd_linearizer.model.data import check_data
 from rbd_linearizer.spatial.kernels import (
@@ -187,6 +187,9 @@ def _velocity_variation(I, V, h, out):
 def rnea_derivatives_passes(mi, mf, ws, dW, dtau, Cm, sc):
     # (int64[:], float64[:], ws float64[:], dW float64[:, :] (15 nb + 10 nv, 6),
     #  dtau float64[:, :] (nv, 2 nv), Cm float64[:, :] (nv, nv), sc float64[:]) -> None.
+    # "World" below is the world frame re-centred at the floating base (fk_pass leaves op
+    # relative to the base; exact, as every formula holds in any inertial frame, and the
+    # lever arms stay at the robot's size far from the origin).
     # Needs forward kinematics with world poses (oR, op) and rnea_passes (mode 0, body frame:
     # liR, lip, V, A incl. the gravity offset, F composite incl. f_ext) just run on ws.
     #
@@ -334,6 +337,7 @@ def _rnea_derivatives_kernel(mi, mf, q, v, a, fext, ws, dW, dtau, Cm, tau, sc):
     fk_pass(mi, mf, q, v, ws, True, True)
     rnea_passes(mi, mf, q, v, a, fext, ws, MODE_RNEA, tau, False)
     rnea_derivatives_passes(mi, mf, ws, dW, dtau, Cm, sc)
+    uncentre_pass(mi, ws)
     return 0
 
 

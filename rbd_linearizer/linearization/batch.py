@@ -7,7 +7,9 @@ per-state Python overhead, no result object per state); with ``parallel=True`` t
 are split into one chunk per thread (``numba.prange``; this module is the only place where
 parallel kernels are used), each chunk with its own copy of the workspace. Representations
 and discrete time are applied per state on top (representation.py, discrete.py); wrench
-inputs fall back to one ``linearize_body`` per state.
+inputs fall back to one ``linearize_body`` per state. As in ``linearize``, the world-frame
+quantities of each state are taken about its base position (``kinematics.fk_pass``), so A, B
+and f do not depend on how far the base is from the world origin.
 """
 
 from __future__ import annotations

@@ -216,7 +216,7 @@ def _linearize_body(model, data, q, v, u, res: ResolvedInputs) -> LinearizationP
     B = np.zeros((nx, res.nu))
     B[nv:, : res.n_tau] = Minv[:, res.tau_dofs]
     if maps is not None:
-        # data.oR/op hold the world poses of this q (minverse_passes ran forward kinematics)
+        # data.liR/lip hold the parent-relative poses of this q (the kernel's kinematics pass)
         J = np.empty((6, nv))
         for k, G in enumerate(maps):
             b = int(res.w_body[k])

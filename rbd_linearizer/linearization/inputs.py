@@ -24,9 +24,16 @@ import weakref
 import numpy as np
 
 from rbd_linearizer._jit import jit
-from rbd_linearizer.algorithm._joints import W_OP, W_OR, model_views, s_col, ws_field2, ws_field3
+from rbd_linearizer.algorithm._joints import (
+    W_LIP,
+    W_LIR,
+    model_views,
+    s_col,
+    ws_field2,
+    ws_field3,
+)
 from rbd_linearizer.errors import ConfigError
-from rbd_linearizer.spatial.kernels import motion_act, motion_act_inv
+from rbd_linearizer.spatial.kernels import motion_act_inv
 
 __all__ = ['InputSelection', 'ResolvedInputs', 'WrenchInput', 'resolve_inputs']
 
@@ -173,25 +180,42 @@ def resolve_inputs(model, selection: InputSelection | None) -> ResolvedInputs:
 
 @jit
 def body_jacobian(mi, mf, ws, b, out, sc):
-    # (int64[:], float64[:], ws, int64, out (6, nv), sc (>= 12,)) -> None
-    # Body Jacobian of body b in its own frame (linear first) from the world poses oR, op:
-    # column k of an ancestor joint j = Ad(T_b^-1 T_j) S_k; zero elsewhere.
+    # (int64[:], float64[:], ws, int64, out (6, nv), sc (>= 24,)) -> None
+    # Body Jacobian of body b in its own frame (linear first): column k of an ancestor joint j
+    # = Ad(T_b^-1 T_j) S_k; zero elsewhere. The pose of b in j, (P, x), is composed from the
+    # parent-relative poses liR, lip walking up from b, never from world positions: the
+    # result does not depend on (or lose precision with) the base position.
     nb, nv, parents, jtype, idx_q, idx_v, nvj, _, _, _, axis, _, _, _ = model_views(mi, mf)
-    oR = ws_field3(mi, ws, W_OR, nb, 3, 3)
-    op = ws_field2(mi, ws, W_OP, nb, 3)
+    liR = ws_field3(mi, ws, W_LIR, nb, 3, 3)
+    lip = ws_field2(mi, ws, W_LIP, nb, 3)
     S = sc[0:6]
     t = sc[6:12]
+    P = sc[12:21].reshape((3, 3))
+    x = sc[21:24]
     for r in range(6):
         for c in range(nv):
             out[r, c] = 0.0
+    for r in range(3):
+        for c in range(3):
+            P[r, c] = 1.0 if r == c else 0.0
+        x[r] = 0.0
     j = b
     while j >= 0:
         for c in range(nvj[j]):
             s_col(jtype[j], axis[j], c, S)
-            motion_act(oR[j], op[j], S, t)
-            motion_act_inv(oR[b], op[b], t, S)
+            motion_act_inv(P, x, S, t)  # S_k of joint j, expressed in b
             for r in range(6):
-                out[r, idx_v[j] + c] = S[r]
+                out[r, idx_v[j] + c] = t[r]
+        if parents[j] >= 0:
+            # (P, x) <- (liR[j], lip[j]) (P, x): the pose of b in the parent of j
+            for c in range(3):
+                p0, p1, p2 = P[0, c], P[1, c], P[2, c]
+                P[0, c] = liR[j, 0, 0] * p0 + liR[j, 0, 1] * p1 + liR[j, 0, 2] * p2
+                P[1, c] = liR[j, 1, 0] * p0 + liR[j, 1, 1] * p1 + liR[j, 1, 2] * p2
+                P[2, c] = liR[j, 2, 0] * p0 + liR[j, 2, 1] * p1 + liR[j, 2, 2] * p2
+            p0, p1, p2 = x[0], x[1], x[2]
+            for r in range(3):
+                x[r] = liR[j, r, 0] * p0 + liR[j, r, 1] * p1 + liR[j, r, 2] * p2 + lip[j, r]
         j = parents[j]
 
 
