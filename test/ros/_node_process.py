@@ -1,13 +1,14 @@
 """The linearizer node as a subprocess, and a test-side probe node (shared test helper).
 
-``NodeProcess(ns, args)`` starts ``python -m rbd_linearizer.ros.node [--lifecycle] --ros-args
-<args> -r __ns:=<ns>`` with stdout and stderr in one temporary log file, inheriting the test
-session's ROS_DOMAIN_ID and localhost discovery (test/conftest.py). ``stop()`` sends a signal
-(SIGTERM by default), waits, kills if it must, and returns the exit code.
+``Subprocess(argv)`` starts ``python <argv>`` with stdout and stderr in one temporary log file,
+inheriting the test session's ROS_DOMAIN_ID and localhost discovery (test/conftest.py).
+``stop()`` sends a signal (SIGTERM by default), waits, kills if it must, and returns the exit
+code. ``NodeProcess(ns, args)`` is the Subprocess ``python -m rbd_linearizer.ros.node
+[--lifecycle] --ros-args <args> -r __ns:=<ns>``.
 
 ``Probe`` is a test-side node in its own rclpy context: ``spin``/``wait`` spin it while
-checking the node process is alive, ``call`` calls a service, ``diagnostics`` collects the
-node's /diagnostics values.
+checking the node process (and any process given to ``watch``) is alive, ``call`` calls a
+service, ``diagnostics`` collects the node's /diagnostics values.
 """
 
 from __future__ import annotations
@@ -34,20 +35,14 @@ def stamp_ns(msg) -> int:
     return msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
 
 
-class NodeProcess:
-    """``python -m rbd_linearizer.ros.node`` in a subprocess, its output in a temporary file."""
+class Subprocess:
+    """``python <argv>`` in a subprocess, its output in a temporary file."""
 
-    def __init__(self, ns: str, args: list[str] | tuple[str, ...] = (), lifecycle: bool = False,
-                 env: dict[str, str] | None = None):
-        self.ns = ns
+    def __init__(self, argv: list[str] | tuple[str, ...], env: dict[str, str] | None = None):
         self.log = tempfile.TemporaryFile(mode='w+')
-        cmd = [sys.executable, '-m', 'rbd_linearizer.ros.node']
-        if lifecycle:
-            cmd.append('--lifecycle')
-        cmd += ['--ros-args', *args, '-r', f'__ns:={ns}']
-        self.cmd = cmd
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, text=True,
-                                     env=dict(os.environ if env is None else env))
+        self.cmd = [sys.executable, *argv]
+        self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                     text=True, env=dict(os.environ if env is None else env))
 
     @property
     def pid(self) -> int:
@@ -57,7 +52,7 @@ class NodeProcess:
         return self.proc.poll() is None
 
     def text(self) -> str:
-        """Everything the node wrote so far (stdout and stderr)."""
+        """Everything the process wrote so far (stdout and stderr)."""
         self.log.flush()
         self.log.seek(0)
         return self.log.read()
@@ -74,9 +69,22 @@ class NodeProcess:
         return self.proc.returncode
 
     def close(self) -> None:
-        """Stop the node (if running) and delete its log."""
+        """Stop the process (if running) and delete its log."""
         self.stop()
         self.log.close()
+
+
+class NodeProcess(Subprocess):
+    """``python -m rbd_linearizer.ros.node`` in a subprocess, its output in a temporary file."""
+
+    def __init__(self, ns: str, args: list[str] | tuple[str, ...] = (), lifecycle: bool = False,
+                 env: dict[str, str] | None = None):
+        self.ns = ns
+        argv = ['-m', 'rbd_linearizer.ros.node']
+        if lifecycle:
+            argv.append('--lifecycle')
+        argv += ['--ros-args', *args, '-r', f'__ns:={ns}']
+        super().__init__(argv, env)
 
 
 class Probe:
@@ -85,6 +93,7 @@ class Probe:
     def __init__(self, node: NodeProcess | None, name: str = 'rbd_test_probe',
                  diagnostics: bool = True, **node_kwargs):
         self.process = node
+        self.watched: list[Subprocess] = [] if node is None else [node]
         self.context = rclpy.context.Context()
         rclpy.init(context=self.context)
         self.node = rclpy.create_node(name, context=self.context, **node_kwargs)
@@ -108,9 +117,14 @@ class Probe:
         self.node.destroy_node()
         rclpy.shutdown(context=self.context)
 
+    def watch(self, *processes: Subprocess) -> None:
+        """Also check that ``processes`` stay alive while spinning (and show their logs)."""
+        self.watched += processes
+
     def _check_alive(self) -> None:
-        if self.process is not None:
-            assert self.process.alive(), f'node died:\n{self.process.text()[-4000:]}'
+        for p in self.watched:
+            what = 'node' if p is self.process else 'process'
+            assert p.alive(), f'{what} died:\n{p.text()[-4000:]}'
 
     def spin(self, seconds: float, predicate=lambda: False) -> bool:
         """Spin up to ``seconds``; True as soon as ``predicate()`` holds."""
@@ -125,7 +139,7 @@ class Probe:
     def wait(self, predicate, what: str, timeout: float = TIMEOUT) -> None:
         """Spin until ``predicate()`` holds; fail with the node's log after ``timeout``."""
         if not self.spin(timeout, predicate):
-            log = self.process.text()[-4000:] if self.process is not None else ''
+            log = '\n'.join(p.text()[-4000:] for p in self.watched)
             pytest.fail(f'timed out waiting for {what}; node log:\n{log}')
 
     def call(self, client, request, timeout: float = TIMEOUT):

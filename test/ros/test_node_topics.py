@@ -12,24 +12,23 @@ published A, B, f equals ``linearize`` at the published state with u0 = the meas
 ``higher_order_derivatives`` on, ``~/dynamics_derivatives`` equals
 ``forward_dynamics_derivatives`` at the published state (row 0 = the linearization's drift);
 a bad URDF keeps the old model, a valid one swaps (new hash); the node never dies.
+
+The node and the probe are those of the shared helper ``test/ros/_node_process.py``.
 """
 
 import os
-import subprocess
+import pathlib
 import sys
-import tempfile
 import time
 
 import numpy as np
 import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is not installed')
-from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rcl_interfaces.msg import Parameter as ParameterMsg  # noqa: E402
 from rcl_interfaces.msg import ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import SetParameters  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
@@ -43,8 +42,10 @@ from rbd_linearizer.ros.qos import latched_qos, result_qos  # noqa: E402
 from rbd_linearizer.ros.terms import dynamics_in_representation  # noqa: E402
 from rbd_linearizer.srv import Linearize  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _node_process import TIMEOUT, NodeProcess, Probe, stamp_ns  # noqa: E402
+
 NS = '/nt'
-TIMEOUT = 90.0  # first start may compile (or load cached) kernels
 SHORT = 3.0
 JOINTS = ('q7', 'q6', 'q5', 'q4', 'q3', 'q2')
 RESOURCES = os.path.join(os.path.dirname(__file__), '..', 'resources', 'urdf')
@@ -52,50 +53,28 @@ RESOURCES = os.path.join(os.path.dirname(__file__), '..', 'resources', 'urdf')
 
 @pytest.fixture(scope='module')
 def node_process():
-    log = tempfile.TemporaryFile(mode='w+')
-    proc = subprocess.Popen(
-        [sys.executable, '-m', 'rbd_linearizer.ros.node', '--ros-args',
-         '-p', 'use_default_robot:=true', '-p', 'tick_mode:=on_state',
-         '-p', 'rate_hz:=5000.0', '-p', 'max_state_age_s:=0.5',
-         '-p', f'actuated_joints:={list(JOINTS)}',
-         '-p', "wrench_input_frames:=['B7']", '-p', "wrench_input_kinds:=['wrench']",
-         '-p', "wrench_input_expressed_in:=['local']",
-         '-p', 'diagnostics_period_s:=0.2', '-p', 'inputs_topic:=applied_inputs',
-         '-r', f'__ns:={NS}'],
-        stdout=log, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
+    node = NodeProcess(NS, [
+        '-p', 'use_default_robot:=true', '-p', 'tick_mode:=on_state',
+        '-p', 'rate_hz:=5000.0', '-p', 'max_state_age_s:=0.5',
+        '-p', f'actuated_joints:={list(JOINTS)}',
+        '-p', "wrench_input_frames:=['B7']", '-p', "wrench_input_kinds:=['wrench']",
+        '-p', "wrench_input_expressed_in:=['local']",
+        '-p', 'diagnostics_period_s:=0.2', '-p', 'inputs_topic:=applied_inputs'])
     try:
-        yield proc, log
+        yield node
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
-        log.close()
+        node.close()
 
 
-def _log(log) -> str:
-    log.seek(0)
-    return log.read()
+class TopicsProbe(Probe):
+    """The shared probe plus publishers of states, subscribers of outputs, service clients."""
 
-
-class Probe:
-    """Test-side node: publishers of states, subscribers of outputs, service clients."""
-
-    def __init__(self, proc, log):
-        self.proc, self.log = proc, log
-        self.context = rclpy.context.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node('rbd_node_topics_probe', context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
+    def __init__(self, node: NodeProcess):
+        super().__init__(node, name='rbd_node_topics_probe')
         self.lins: list = []
-        self.diags: list = []
         n = self.node
         n.create_subscription(Linearization, f'{NS}/linearizer/linearization', self.lins.append,
                               result_qos())
-        n.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, result_qos())
         self.dyns: list = []
         n.create_subscription(DynamicsTerms, f'{NS}/linearizer/dynamics', self.dyns.append,
                               result_qos())
@@ -109,32 +88,12 @@ class Probe:
         self.srv = n.create_client(Linearize, f'{NS}/linearizer/linearize')
         self.params = n.create_client(SetParameters, f'{NS}/linearizer/set_parameters')
 
-    def _on_diag(self, msg):
-        for st in msg.status:
-            if st.name.startswith(f'{NS}/linearizer'):
-                self.diags.append({kv.key: kv.value for kv in st.values})
-
-    def close(self):
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.context)
-
     def wait(self, predicate, what, timeout=TIMEOUT):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.02)
-            if predicate():
-                return True
-            assert self.proc.poll() is None, f'node died:\n{_log(self.log)[-4000:]}'
+        """As ``Probe.wait``; with ``timeout == SHORT``, return False instead of failing."""
         if timeout == SHORT:
-            return False
-        pytest.fail(f'timed out waiting for {what}; node log:\n{_log(self.log)[-4000:]}')
-
-    def call(self, client, request):
-        assert client.wait_for_service(timeout_sec=TIMEOUT), 'service not available'
-        future = client.call_async(request)
-        self.wait(future.done, 'the service response')
-        return future.result()
+            return self.spin(timeout, predicate)
+        super().wait(predicate, what, timeout)
+        return True
 
     def now_ns(self) -> int:
         return self.node.get_clock().now().nanoseconds
@@ -162,18 +121,20 @@ class Probe:
         self.js.publish(js)
 
     def diag(self):
-        n = len(self.diags)
-        self.wait(lambda: len(self.diags) > n + 1, 'fresh diagnostics')
-        return self.diags[-1]
+        """Return the values of a fresh /diagnostics status of the node."""
+        return self.fresh_diagnostics()[1]
 
-    def output_for(self, stamp_ns, timeout=TIMEOUT):
+    def last_diag(self):
+        """Return the values of the newest /diagnostics status received."""
+        return self.diags[-1][1]
+
+    def output_for(self, stamp, timeout=TIMEOUT):
         found = []
 
         def got():
-            found[:] = [m for m in self.lins
-                        if m.header.stamp.sec * 10**9 + m.header.stamp.nanosec == stamp_ns]
+            found[:] = [m for m in self.lins if stamp_ns(m) == stamp]
             return bool(found)
-        self.wait(got, f'the linearization stamped {stamp_ns}', timeout)
+        self.wait(got, f'the linearization stamped {stamp}', timeout)
         return found[0] if found else None
 
 
@@ -191,7 +152,7 @@ def _random_state(rng):
 
 @pytest.fixture(scope='module')
 def probe(node_process):
-    p = Probe(*node_process)
+    p = TopicsProbe(node_process)
     try:
         yield p
     finally:
@@ -312,10 +273,10 @@ def test_bad_states_give_no_output_and_a_diagnostic(probe, case, counter):
         stamp -= 10**7
         probe.publish_state(stamp, q, v)
     assert probe.output_for(stamp, timeout=SHORT) is None
-    probe.wait(lambda: int(probe.diags[-1][counter]) > before if probe.diags else False,
+    probe.wait(lambda: int(probe.last_diag()[counter]) > before if probe.diags else False,
                f'{counter} to increase')
-    assert probe.diags[-1]['last_error']
-    assert probe.proc.poll() is None
+    assert probe.last_diag()['last_error']
+    assert probe.process.alive()
 
 
 def test_quaternion_within_tolerance_is_normalised(probe):
@@ -411,7 +372,7 @@ def test_applied_inputs_topic_sets_u0_of_named_columns(probe):
     bad = JointState()
     bad.name, bad.effort = ['tau/q2', 'tau/nope'], [1.0, 2.0]
     probe.inputs.publish(bad)
-    probe.wait(lambda: int(probe.diags[-1]['rejected_inputs']) > before, 'rejected_inputs')
+    probe.wait(lambda: int(probe.last_diag()['rejected_inputs']) > before, 'rejected_inputs')
     cmd = JointState()
     cmd.name, cmd.effort = ['wrench/B7/fz', 'tau/q2'], [30.0, 1.5]
     probe.inputs.publish(cmd)
@@ -552,7 +513,7 @@ def test_dynamics_derivatives_equal_the_core_at_the_published_state(probe):
 def test_bad_description_keeps_model_then_valid_one_swaps(probe):
     with open(os.path.join(RESOURCES, 'bomb.urdf'), encoding='utf-8') as f:
         probe.desc.publish(String(data=f.read()))
-    probe.wait(lambda: 'rejected robot description' in _log(probe.log), 'the rejection')
+    probe.wait(lambda: 'rejected robot description' in probe.process.text(), 'the rejection')
     rng = np.random.default_rng(9)
     q, v = _random_state(rng)
     stamp = probe.now_ns()
@@ -563,6 +524,6 @@ def test_bad_description_keeps_model_then_valid_one_swaps(probe):
     with open(os.path.join(RESOURCES, 'two_link_arm.urdf'), encoding='utf-8') as f:
         arm = f.read()
     probe.desc.publish(String(data=arm))
-    probe.wait(lambda: "unknown actuated joint 'q7'" in _log(probe.log),
+    probe.wait(lambda: "unknown actuated joint 'q7'" in probe.process.text(),
                'the rejection of a model the inputs do not fit')
-    assert probe.proc.poll() is None
+    assert probe.process.alive()

@@ -8,11 +8,9 @@ linearization B publishes for a recorded stamp equals A's bit for bit, and the r
 verifies offline.
 """
 
-import os
+import pathlib
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -22,7 +20,6 @@ rclpy = pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is not install
 pytest.importorskip('rosbags')
 
 from nav_msgs.msg import Odometry  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
@@ -34,48 +31,20 @@ from rbd_linearizer.ros.conversions import linearization_from_msg  # noqa: E402
 from rbd_linearizer.ros.qos import latched_qos, result_qos, sensor_qos  # noqa: E402
 from rbd_linearizer.srv import Linearize  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / 'ros'))
+from _node_process import NodeProcess, Probe, Subprocess  # noqa: E402
+
 TIMEOUT = 60.0
 N_STATES = 60
 LIN_TOPIC = '/linearizer/linearization'
 
 
-def _spawn(argv, log):
-    return subprocess.Popen([sys.executable, *argv], stdout=log, stderr=subprocess.STDOUT,
-                            text=True, env=dict(os.environ))
-
-
-def _node(log, *params):
-    args = ['-m', 'rbd_linearizer.ros.node', '--ros-args', '-p', 'tick_mode:=on_state',
-            '-p', 'diagnostics_period_s:=0.0', '-p', 'status_period_s:=0.0']
+def _node(*params):
+    args = ['-p', 'tick_mode:=on_state', '-p', 'diagnostics_period_s:=0.0',
+            '-p', 'status_period_s:=0.0']
     for p in params:
         args += ['-p', p]
-    return _spawn(args, log)
-
-
-def _stop(proc, sig=signal.SIGTERM):
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
-
-
-def _log(f):
-    f.seek(0)
-    return f.read()[-4000:]
-
-
-def _spin_until(executor, predicate, what, procs=()):
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.02)
-        if predicate():
-            return
-        for p, log in procs:
-            assert p.poll() is None, f'process died:\n{_log(log)}'
-    pytest.fail(f'timed out waiting for {what}; logs:\n' + '\n'.join(_log(x) for _, x in procs))
+    return NodeProcess('/', args)
 
 
 def _state_msgs(model, source, stamp):
@@ -104,12 +73,8 @@ def test_record_then_replay_gives_identical_outputs(tmp_path):
     model = build_model(urdf)
     source = BuiltinStateSource(model)
     bag = tmp_path / 'rec'
-    context = rclpy.context.Context()
-    rclpy.init(context=context)
-    node = rclpy.create_node('rbd_record_replay_test', context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    logs = [tempfile.TemporaryFile(mode='w+') for _ in range(4)]
+    probe = Probe(None, name='rbd_record_replay_test')
+    node, executor = probe.node, probe.executor
     procs = []
     try:
         got = []
@@ -117,12 +82,13 @@ def test_record_then_replay_gives_identical_outputs(tmp_path):
         desc_pub = node.create_publisher(String, '/robot_description', latched_qos())
         js_pub = node.create_publisher(JointState, '/joint_states', sensor_qos(50))
         od_pub = node.create_publisher(Odometry, '/odom', sensor_qos(50))
-        node_a = _node(logs[0])
-        procs.append((node_a, logs[0]))
+        node_a = _node()
+        procs.append(node_a)
+        probe.watch(node_a)
         desc_pub.publish(String(data=urdf))
         # node A serves a model (its service answers)
         cli = node.create_client(Linearize, '/linearizer/linearize')
-        _spin_until(executor, lambda: cli.service_is_ready(), 'node A service', procs)
+        probe.wait(lambda: cli.service_is_ready(), 'node A service', TIMEOUT)
         ok = []
 
         def ask():
@@ -131,16 +97,17 @@ def test_record_then_replay_gives_identical_outputs(tmp_path):
             req.state.joint_positions = [0.0] * model.n_joints
             req.state.joint_velocities = [0.0] * model.n_joints
             fut = cli.call_async(req)
-            _spin_until(executor, fut.done, 'service answer', procs)
+            probe.wait(fut.done, 'service answer', TIMEOUT)
             return fut.result().success
 
-        _spin_until(executor, lambda: ok.append(ask()) or ok[-1], 'node A model', procs)
-        rec = _spawn(['-m', 'rbd_linearizer.tools.cli', 'record', str(bag)], logs[1])
-        procs.append((rec, logs[1]))
-        _spin_until(executor, lambda: node.count_subscribers('/joint_states') >= 2
-                    and node.count_subscribers(LIN_TOPIC) >= 2
-                    and node.count_subscribers('/robot_description') >= 2,
-                    'recorder subscriptions', procs)
+        probe.wait(lambda: ok.append(ask()) or ok[-1], 'node A model', TIMEOUT)
+        rec = Subprocess(['-m', 'rbd_linearizer.tools.cli', 'record', str(bag)])
+        procs.append(rec)
+        probe.watch(rec)
+        probe.wait(lambda: node.count_subscribers('/joint_states') >= 2
+                   and node.count_subscribers(LIN_TOPIC) >= 2
+                   and node.count_subscribers('/robot_description') >= 2,
+                   'recorder subscriptions', TIMEOUT)
         time.sleep(0.3)
         for _ in range(N_STATES):
             stamp = node.get_clock().now().to_msg()
@@ -150,11 +117,11 @@ def test_record_then_replay_gives_identical_outputs(tmp_path):
             t_next = time.monotonic() + 0.02
             while time.monotonic() < t_next:
                 executor.spin_once(timeout_sec=0.005)
-        _spin_until(executor, lambda: len(got) >= N_STATES - 2, 'node A outputs', procs)
+        probe.wait(lambda: len(got) >= N_STATES - 2, 'node A outputs', TIMEOUT)
         time.sleep(0.5)
-        _stop(rec, signal.SIGINT)
-        assert rec.returncode == 0, _log(logs[1])
-        _stop(node_a)
+        probe.watched.clear()
+        assert rec.stop(signal.SIGINT) == 0, rec.text()[-4000:]
+        node_a.stop()
         recorded = {linearization_from_msg(m).stamp: m for m in got}
 
         # the bag holds the inputs and A's outputs with full definitions
@@ -175,25 +142,26 @@ def test_record_then_replay_gives_identical_outputs(tmp_path):
 
         # replay into a fresh node B under use_sim_time
         got.clear()
-        node_b = _node(logs[2], 'use_sim_time:=true')
-        procs = [(node_b, logs[2])]
-        _spin_until(executor, lambda: node.count_publishers(LIN_TOPIC) >= 1, 'node B', procs)
-        rep = _spawn(['-m', 'rbd_linearizer.tools.cli', 'replay', str(bag), '--clock',
-                      '--topics', '/robot_description', '/joint_states', '/odom',
-                      '--wait-for', '/joint_states'], logs[3])
-        procs.append((rep, logs[3]))
+        node_b = _node('use_sim_time:=true')
+        procs.append(node_b)
+        probe.watch(node_b)
+        probe.wait(lambda: node.count_publishers(LIN_TOPIC) >= 1, 'node B', TIMEOUT)
+        rep = Subprocess(['-m', 'rbd_linearizer.tools.cli', 'replay', str(bag), '--clock',
+                          '--topics', '/robot_description', '/joint_states', '/odom',
+                          '--wait-for', '/joint_states'])
+        procs.append(rep)
         deadline = time.monotonic() + TIMEOUT
-        while rep.poll() is None and time.monotonic() < deadline:
+        while rep.alive() and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.02)
-        assert rep.returncode == 0, _log(logs[3])
+        assert rep.proc.poll() == 0, rep.text()[-4000:]
         t_end = time.monotonic() + 1.0
         while time.monotonic() < t_end:
             executor.spin_once(timeout_sec=0.02)
-        _stop(node_b)
+        node_b.stop()
         replayed = {linearization_from_msg(m).stamp: m for m in got}
         common = sorted(set(recorded) & set(replayed))
         assert len(common) >= 0.9 * len(recorded), (len(common), len(recorded),
-                                                    _log(logs[2]))
+                                                    node_b.text()[-4000:])
         assert set(replayed) <= set(recorded)
         for ns in common:
             a, b = linearization_from_msg(recorded[ns]), linearization_from_msg(replayed[ns])
@@ -207,10 +175,6 @@ def test_record_then_replay_gives_identical_outputs(tmp_path):
 
         assert main(['verify', str(bag), '--max-agreement-error', '1e-9']) == 0
     finally:
-        for p, _ in procs:
-            _stop(p)
-        for f in logs:
-            f.close()
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.shutdown(context=context)
+        for p in procs:
+            p.close()
+        probe.close()
