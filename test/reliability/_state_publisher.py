@@ -8,20 +8,22 @@ exits when its stdin closes (the test ended or died) or on SIGTERM/SIGINT. The t
 with SIGKILL to simulate a crashed driver.
 """
 
+import os
 import sys
-import threading
 import time
 
-from nav_msgs.msg import Odometry
-import numpy as np
-import rclpy
-from rclpy.executors import ExternalShutdownException
-from sensor_msgs.msg import JointState
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'ros'))
 
-from rbd_linearizer.model import build_model
-from rbd_linearizer.model.robots import default_robot_urdf
-from rbd_linearizer.ros.conversions import stamp_to_msg
-from rbd_linearizer.ros.qos import sensor_qos
+from _child_node import child_node  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+import numpy as np  # noqa: E402
+import rclpy  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+from rbd_linearizer.model import build_model  # noqa: E402
+from rbd_linearizer.model.robots import default_robot_urdf  # noqa: E402
+from rbd_linearizer.ros.conversions import stamp_to_msg  # noqa: E402
+from rbd_linearizer.ros.qos import sensor_qos  # noqa: E402
 
 
 def main() -> int:
@@ -29,23 +31,14 @@ def main() -> int:
     urdf = open(sys.argv[3], encoding='utf-8').read() if len(sys.argv) > 3 else \
         default_robot_urdf()
     model = build_model(urdf, check_triangle_inequality=False)
-    stop = threading.Event()
-
-    def watch_stdin():
-        sys.stdin.read()  # returns at EOF: the parent closed the pipe or exited
-        stop.set()
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
-    rclpy.init()
-    node = rclpy.create_node('rbd_fault_state_publisher')
-    js_pub = node.create_publisher(JointState, f'{ns}/joint_states', sensor_qos())
-    od_pub = node.create_publisher(Odometry, f'{ns}/odom', sensor_qos())
-    names = list(model.joint_names)
-    phase = np.linspace(0.0, 3.0, model.n_joints)
-    print('READY', flush=True)
-    period = 1.0 / rate
-    nxt = time.monotonic()
-    try:
+    with child_node('rbd_fault_state_publisher') as (node, stop):
+        js_pub = node.create_publisher(JointState, f'{ns}/joint_states', sensor_qos())
+        od_pub = node.create_publisher(Odometry, f'{ns}/odom', sensor_qos())
+        names = list(model.joint_names)
+        phase = np.linspace(0.0, 3.0, model.n_joints)
+        print('READY', flush=True)
+        period = 1.0 / rate
+        nxt = time.monotonic()
         while not stop.is_set() and rclpy.ok():
             t = time.monotonic()
             stamp = stamp_to_msg(node.get_clock().now().nanoseconds)
@@ -64,12 +57,6 @@ def main() -> int:
             js_pub.publish(js)
             nxt += period
             time.sleep(max(0.0, nxt - time.monotonic()))
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
     return 0
 
 

@@ -10,14 +10,13 @@ transient-local QoS (late subscribers still get them), serves ``Linearize`` by a
 
 import os
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from _child_node import child_node  # noqa: E402
 import _ros_payloads as payloads  # noqa: E402
-import rclpy  # noqa: E402
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 
 from rbd_linearizer.ros.qos import latched_qos  # noqa: E402
 from rbd_linearizer.srv import Linearize  # noqa: E402
@@ -26,43 +25,29 @@ from rbd_linearizer.srv import Linearize  # noqa: E402
 def main() -> int:
     seed, lifetime = int(sys.argv[1]), float(sys.argv[2])
     deadline = time.monotonic() + lifetime
-    stop = threading.Event()
+    with child_node('rbd_roundtrip_talker') as (node, stop):
+        messages = payloads.published(seed)
+        pubs = []
+        for key, (topic, msg_type) in payloads.TOPICS.items():
+            pub = node.create_publisher(msg_type, topic, latched_qos())
+            pub.publish(messages[key])
+            pubs.append(pub)
 
-    def watch_stdin():
-        sys.stdin.read()  # returns at EOF: the parent closed the pipe or exited
-        stop.set()
+        def serve(request, response):
+            answer = payloads.response_for(request, seed)
+            for name in answer.get_fields_and_field_types():
+                setattr(response, name, getattr(answer, name))
+            return response
 
-    threading.Thread(target=watch_stdin, daemon=True).start()
-
-    rclpy.init()
-    node = rclpy.create_node('rbd_roundtrip_talker')
-    messages = payloads.published(seed)
-    pubs = []
-    for key, (topic, msg_type) in payloads.TOPICS.items():
-        pub = node.create_publisher(msg_type, topic, latched_qos())
-        pub.publish(messages[key])
-        pubs.append(pub)
-
-    def serve(request, response):
-        answer = payloads.response_for(request, seed)
-        for name in answer.get_fields_and_field_types():
-            setattr(response, name, getattr(answer, name))
-        return response
-
-    node.create_service(Linearize, payloads.SERVICE, serve)
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    print('READY', flush=True)
-    try:
-        while not stop.is_set() and time.monotonic() < deadline:
-            executor.spin_once(timeout_sec=0.1)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        node.create_service(Linearize, payloads.SERVICE, serve)
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        print('READY', flush=True)
+        try:
+            while not stop.is_set() and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.1)
+        finally:
+            executor.shutdown()
     return 0
 
 
