@@ -49,7 +49,7 @@ from rbd_linearizer.ros.conversions import stamp_to_msg  # noqa: E402
 from rbd_linearizer.ros.qos import latched_qos, result_qos  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / 'ros'))
-from _node_process import NodeProcess, Probe, stamp_ns  # noqa: E402
+from _node_process import NodeProcess, Probe, rss_mb, stamp_ns  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT = build_model(default_robot_urdf())
@@ -57,14 +57,6 @@ DIAG = ['-p', 'diagnostics_period_s:=0.25', '-p', 'status_period_s:=0.0']
 #: First output of a fresh node: scripts/test starts from an empty numba cache, so the first
 #: node of a run may compile every kernel in its warm-up (minutes on a loaded 2-core machine).
 COLD_START = 600.0
-
-
-def _rss_mb(pid: int) -> float:
-    with open(f'/proc/{pid}/status', encoding='ascii') as f:
-        for line in f:
-            if line.startswith('VmRSS:'):
-                return int(line.split()[1]) / 1024.0
-    raise RuntimeError('no VmRSS')
 
 
 class StatePublisher:
@@ -188,12 +180,12 @@ def test_slow_consumer_does_not_slow_the_ticks(timer_node):
     try:
         probe.wait(lambda: len(slow_got) >= 2, 'the slow consumer to receive', COLD_START)
         _, v0 = _level_and_values(probe)
-        rss0 = _rss_mb(node.pid)
+        rss0 = rss_mb(node.pid)
         n0, t0 = len(got), time.monotonic()
         probe.spin(5.0)
         n1, t1 = len(got), time.monotonic()
         _, v1 = _level_and_values(probe)
-        rss1 = _rss_mb(node.pid)
+        rss1 = rss_mb(node.pid)
         rate = (n1 - n0) / (t1 - t0)
         print(f'slow consumer: fast subscriber {rate:.1f} Hz, node {v1["rate_hz_achieved"]} Hz,'
               f' slow consumer got {len(slow_got)}, RSS {rss0:.1f} -> {rss1:.1f} MB')

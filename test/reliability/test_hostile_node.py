@@ -33,21 +33,13 @@ from rbd_linearizer.ros.qos import latched_qos, result_qos  # noqa: E402
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / 'ros'))
 sys.path.insert(0, str(HERE))
-from _node_process import NodeProcess, Probe, stamp_ns  # noqa: E402
+from _node_process import NodeProcess, Probe, rss_mb  # noqa: E402
 import hostile_inputs as h  # noqa: E402
 
 NS = '/hostile'
 MAX_BYTES = 200_000  # small, so that max_urdf_bytes + 1 is cheap to send
 MODEL = build_model(default_robot_urdf())
 SHORT = 2.0
-
-
-def _rss_mb(pid: int) -> float:
-    with open(f'/proc/{pid}/status', encoding='ascii') as f:
-        for line in f:
-            if line.startswith('VmRSS:'):
-                return int(line.split()[1]) / 1024.0
-    raise RuntimeError('no VmRSS')
 
 
 class Feeder:
@@ -90,16 +82,7 @@ class Feeder:
         return stamp
 
     def output_for(self, stamp: int, timeout: float = 60.0):
-        found = []
-
-        def got():
-            found[:] = [m for m in self.lins if stamp_ns(m) == stamp]
-            return bool(found)
-        if timeout == SHORT:
-            self.probe.spin(timeout, got)
-        else:
-            self.probe.wait(got, f'the linearization stamped {stamp}', timeout)
-        return found[0] if found else None
+        return self.probe.output_for(self.lins, stamp, timeout, fail=timeout != SHORT)
 
     def served_ok(self, timeout: float = 60.0) -> Linearization:
         """Check that a valid state still gives an output of the original model (retried)."""
@@ -208,7 +191,7 @@ def test_overflowing_state_is_refused_never_published_as_nan(feeder):
 
 def test_burst_of_200_hostile_messages_bounded_memory(feeder):
     pid = feeder.probe.process.pid
-    rss_before = _rss_mb(pid)
+    rss_before = rss_mb(pid)
     base_text, _ = h.base_urdfs()['default']
     urdfs = []
     seed = 0
@@ -234,7 +217,7 @@ def test_burst_of_200_hostile_messages_bounded_memory(feeder):
     _, diag = feeder.probe.fresh_diagnostics()
     assert int(diag['model_errors']) >= 20
     assert int(diag['rejected_joint_state']) + int(diag['rejected_odometry']) > 50
-    rss_after = _rss_mb(pid)
+    rss_after = rss_mb(pid)
     # Measured: +0 to +3 MB (loaded machine). 50 MB would mean something is accumulating.
     assert rss_after - rss_before < 50.0, (rss_before, rss_after)
     print(f'node RSS {rss_before:.1f} -> {rss_after:.1f} MB after 200 hostile messages')

@@ -8,7 +8,10 @@ code. ``NodeProcess(ns, args)`` is the Subprocess ``python -m rbd_linearizer.ros
 
 ``Probe`` is a test-side node in its own rclpy context: ``spin``/``wait`` spin it while
 checking the node process (and any process given to ``watch``) is alive, ``call`` calls a
-service, ``diagnostics`` collects the node's /diagnostics values.
+service, ``diagnostics`` collects the node's /diagnostics values, ``output_for`` waits for
+the message of a given stamp.
+
+``rss_mb(pid)`` reads a process's resident memory (VmRSS of /proc/<pid>/status).
 """
 
 from __future__ import annotations
@@ -33,6 +36,15 @@ TIMEOUT = 90.0  # first start may compile (or load cached) kernels
 def stamp_ns(msg) -> int:
     """Return the header stamp of ``msg`` in nanoseconds."""
     return msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+
+
+def rss_mb(pid: int, key: str = 'VmRSS') -> float:
+    """``key`` (VmRSS, VmHWM, ...) of /proc/<pid>/status in MB."""
+    with open(f'/proc/{pid}/status', encoding='ascii') as f:
+        for line in f:
+            if line.startswith(f'{key}:'):
+                return int(line.split()[1]) / 1024.0
+    raise RuntimeError(f'no {key}')
 
 
 class Subprocess:
@@ -141,6 +153,23 @@ class Probe:
         if not self.spin(timeout, predicate):
             log = '\n'.join(p.text()[-4000:] for p in self.watched)
             pytest.fail(f'timed out waiting for {what}; node log:\n{log}')
+
+    def output_for(self, msgs: list, stamp: int, timeout: float = TIMEOUT, fail: bool = True):
+        """Spin until ``msgs`` holds a message stamped ``stamp`` and return it.
+
+        After ``timeout``: fail with the node's log, or with ``fail=False`` return None.
+        """
+        found = []
+
+        def got():
+            found[:] = [m for m in msgs if stamp_ns(m) == stamp]
+            return bool(found)
+        what = f'the linearization stamped {stamp}'
+        if fail:
+            self.wait(got, what, timeout)
+        else:
+            self.spin(timeout, got)
+        return found[0] if found else None
 
     def call(self, client, request, timeout: float = TIMEOUT):
         """Call a service and return its response."""

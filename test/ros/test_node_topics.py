@@ -43,7 +43,7 @@ from rbd_linearizer.ros.terms import dynamics_in_representation  # noqa: E402
 from rbd_linearizer.srv import Linearize  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _node_process import TIMEOUT, NodeProcess, Probe, stamp_ns  # noqa: E402
+from _node_process import TIMEOUT, NodeProcess, Probe  # noqa: E402
 
 NS = '/nt'
 SHORT = 3.0
@@ -129,13 +129,7 @@ class TopicsProbe(Probe):
         return self.diags[-1][1]
 
     def output_for(self, stamp, timeout=TIMEOUT):
-        found = []
-
-        def got():
-            found[:] = [m for m in self.lins if stamp_ns(m) == stamp]
-            return bool(found)
-        self.wait(got, f'the linearization stamped {stamp}', timeout)
-        return found[0] if found else None
+        return super().output_for(self.lins, stamp, timeout, fail=timeout != SHORT)
 
 
 MODEL = build_model(default_robot_urdf())
