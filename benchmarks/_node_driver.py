@@ -1,0 +1,189 @@
+"""The driver of the node benchmarks (``bench_node_latency.py``, ``bench_load.py``).
+
+``NodeDriver`` starts ``python -m rbd_linearizer.ros.node`` as a subprocess with an
+example-robot-data URDF (its output in a log file) and, in this process, a driver node in its
+own rclpy context: it publishes JointState + Odometry (equal stamps = now, a smooth motion of
+every joint, a swaying yaw) once per ``publish_one`` or from a thread at the state rate
+(``start_stream``), and records the latency of every ``~/linearization`` received (receive
+time - state stamp, ms) and the node's /diagnostics values. ``proc_status_mb`` reads the
+node's memory figures, ``latency_stats`` summarises the latencies. The scripts are run as
+``python benchmarks/<script>.py``, so this directory is on sys.path.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+
+def isolate_ros_domain() -> None:
+    """Use a random ROS_DOMAIN_ID (unless one is set) and localhost discovery."""
+    os.environ.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(100, 200)))
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+
+
+def proc_status_mb(pid: int, key: str = 'VmRSS') -> float:
+    """``key`` (VmRSS, VmHWM) of /proc/<pid>/status in MB; NaN if absent."""
+    with open(f'/proc/{pid}/status', encoding='ascii') as f:
+        for line in f:
+            if line.startswith(f'{key}:'):
+                return int(line.split()[1]) / 1024.0
+    return float('nan')
+
+
+def latency_stats(lat: np.ndarray) -> dict:
+    """p50/p99/max of the latencies [ms] and the p50 of the first and the last 10%."""
+    tail = max(1, len(lat) // 10)
+    return {
+        'latency_ms_p50': round(float(np.percentile(lat, 50)), 3),
+        'latency_ms_p99': round(float(np.percentile(lat, 99)), 3),
+        'latency_ms_max': round(float(lat.max()), 3),
+        'latency_ms_p50_first10pct': round(float(np.percentile(lat[:tail], 50)), 3),
+        'latency_ms_p50_last10pct': round(float(np.percentile(lat[-tail:], 50)), 3),
+    }
+
+
+class NodeDriver:
+    """The node process and the driver node publishing its states (see the module docstring).
+
+    ``params``: the node's ``-p`` parameters besides the URDF file; ``prefix``: a command the
+    node runs under (e.g. ``chrt -f N``); ``max_lag_s``: the stream thread restarts its
+    schedule when it falls further behind than this (no burst to catch up).
+    """
+
+    def __init__(self, robot: str, ns: str, driver_name: str, params: list[str],
+                 log_path: str, state_rate: float, base_height: float, child_frame: str,
+                 max_lag_s: float, prefix: tuple[str, ...] = ()):
+        from diagnostic_msgs.msg import DiagnosticArray
+        from nav_msgs.msg import Odometry
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from sensor_msgs.msg import JointState
+
+        from rbd_linearizer.model import build_model
+        from rbd_linearizer.model.robots import example_robot_urdf
+        from rbd_linearizer.msg import Linearization
+        from rbd_linearizer.ros.qos import result_qos, sensor_qos
+
+        self._rclpy, self._JointState, self._Odometry = rclpy, JointState, Odometry
+        urdf = example_robot_urdf(robot)
+        self.model = build_model(urdf, check_triangle_inequality=False)
+        self.ns, self.log_path, self.state_rate = ns, log_path, state_rate
+        self.base_height, self.child_frame, self.max_lag_s = base_height, child_frame, max_lag_s
+        cmd = [sys.executable, '-m', 'rbd_linearizer.ros.node', '--ros-args',
+               '-p', f'robot_description_file:={urdf}',
+               '-p', 'check_triangle_inequality:=false', *params, '-r', f'__ns:={ns}']
+        self.log = open(log_path, 'w')  # noqa: SIM115
+        self.proc = subprocess.Popen([*prefix, *cmd], stdout=self.log, stderr=subprocess.STDOUT)
+        self.context = rclpy.context.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(driver_name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.latencies: list[float] = []  # ms
+        self.diags: list[dict] = []
+        self.node.create_subscription(Linearization, f'{ns}/linearizer/linearization',
+                                      self._on_lin, result_qos(10))
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag,
+                                      result_qos(10))
+        self.js_pub = self.node.create_publisher(JointState, f'{ns}/joint_states', sensor_qos())
+        self.od_pub = self.node.create_publisher(Odometry, f'{ns}/odom', sensor_qos())
+        self.names = list(self.model.joint_names)
+        self.phase = np.random.default_rng(0).uniform(0, 6.28, self.model.n_joints)
+        self.published = 0
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def _on_lin(self, msg) -> None:
+        now = time.time_ns()
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        self.latencies.append((now - stamp) * 1e-6)
+
+    def _on_diag(self, msg) -> None:
+        for st in msg.status:
+            if st.name.startswith(self.ns):
+                self.diags.append({kv.key: kv.value for kv in st.values})
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def publish_one(self) -> None:
+        from rbd_linearizer.ros.conversions import stamp_to_msg
+
+        t = time.time()
+        stamp = stamp_to_msg(time.time_ns())
+        js = self._JointState()
+        js.header.stamp = stamp
+        js.name = self.names
+        js.position = (0.2 * np.sin(t + self.phase)).tolist()
+        js.velocity = (0.2 * np.cos(t + self.phase)).tolist()
+        js.effort = np.sin(2 * t + self.phase).tolist()
+        od = self._Odometry()
+        od.header.stamp = stamp
+        od.header.frame_id, od.child_frame_id = 'world', self.child_frame
+        od.pose.pose.position.z = self.base_height
+        yaw = 0.3 * np.sin(t)
+        od.pose.pose.orientation.z, od.pose.pose.orientation.w = np.sin(yaw / 2), np.cos(yaw / 2)
+        od.twist.twist.linear.x = 0.2
+        od.twist.twist.angular.z = 0.3 * np.cos(t)
+        self.od_pub.publish(od)
+        self.js_pub.publish(js)
+        self.published += 1
+
+    def _stream(self) -> None:
+        period = 1.0 / self.state_rate
+        nxt = time.perf_counter()
+        while not self.stop.is_set():
+            self.publish_one()
+            nxt += period
+            delay = nxt - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -self.max_lag_s:
+                nxt = time.perf_counter()  # fell behind: do not burst to catch up
+
+    def wait_first_output(self, timeout: float) -> None:
+        """Publish states one at a time until the first output (the node warms up)."""
+        deadline = time.monotonic() + timeout
+        while not self.latencies and time.monotonic() < deadline:
+            self.publish_one()
+            self.executor.spin_once(timeout_sec=0.05)
+            if self.proc.poll() is not None:
+                raise RuntimeError(f'node exited; see {self.log_path}')
+        if not self.latencies:
+            raise RuntimeError(f'no output; see {self.log_path}')
+
+    def start_stream(self) -> None:
+        """Publish states at the state rate from a thread."""
+        self.thread = threading.Thread(target=self._stream, daemon=True)
+        self.thread.start()
+
+    def stop_stream(self) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join()
+
+    def spin_for(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def close(self) -> None:
+        """Stop the stream and the node (SIGTERM, then SIGKILL after 20 s), shut rclpy down."""
+        self.stop.set()
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=20)
+        self.log.close()
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self._rclpy.shutdown(context=self.context)
