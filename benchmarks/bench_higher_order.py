@@ -48,6 +48,7 @@ import pinocchio as pin
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from reference.base_pose import integrate_base_pose  # noqa: E402
 from reference.pin_oracle import pin_model, q_to_pin, v_to_pin  # noqa: E402
 
 from rbd_linearizer.algorithm import aba, random_configuration, rnea  # noqa: E402
@@ -60,7 +61,6 @@ from rbd_linearizer.model import build_model  # noqa: E402
 from rbd_linearizer.model.data import create_data  # noqa: E402
 from rbd_linearizer.model.robots import default_robot_urdf  # noqa: E402
 from rbd_linearizer.model.sample_models import model_from_arrays  # noqa: E402
-from rbd_linearizer.spatial import se3, so3  # noqa: E402
 
 #: seed 002, Fig. 3 caption: mean time per call [us], N = 7, r = 0..5
 PAPER_ID = (2.326, 3.078, 2.867, 4.355, 5.960, 8.171)
@@ -129,23 +129,8 @@ class TaylorTrajectory:
             s += self.vd[i, off_v:] * t ** (i + 1) / math.factorial(i + 1)
         q[off_q:] += s
         if m.floating_base:
-            C = se3.make(so3.quat_to_matrix(q[3:7]), q[:3])
             n = max(1, int(abs(t) * self.spu))
-            dt = t / n
-
-            def f(x, C):
-                return C @ se3.hat(self.v(x, 1)[0, :6])
-
-            for k in range(n):
-                x = k * dt
-                k1 = f(x, C)
-                k2 = f(x + dt / 2, C + dt / 2 * k1)
-                k3 = f(x + dt / 2, C + dt / 2 * k2)
-                k4 = f(x + dt, C + dt * k3)
-                C = C + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-            u, _, vt = np.linalg.svd(C[:3, :3])
-            q[:3] = C[:3, 3]
-            q[3:7] = so3.matrix_to_quat(u @ vt)
+            integrate_base_pose(q, lambda x: self.v(x, 1)[0, :6], t, n)
         return q
 
 

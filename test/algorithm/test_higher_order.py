@@ -23,6 +23,7 @@ r = 0..5.
 
 import numpy as np
 import pytest
+from reference.base_pose import integrate_base_pose
 from reference.cases import get_robot, get_sample, random_state, rel
 
 from rbd_linearizer.algorithm import (
@@ -41,7 +42,6 @@ from rbd_linearizer.algorithm.higher_order import (
 )
 from rbd_linearizer.algorithm.rnea_derivatives import compute_rnea_derivatives
 from rbd_linearizer.errors import StateError
-from rbd_linearizer.spatial import se3, so3
 
 
 def _models():
@@ -110,22 +110,7 @@ class Trajectory:
         q[jq] += self.b[js] * t - self.a[js] / self.w[js] * (
             np.cos(self.w[js] * t + self.phi[js]) - np.cos(self.phi[js]))
         if m.floating_base:
-            C = se3.make(so3.quat_to_matrix(q[3:7]), q[:3])
-            dt = t / substeps
-
-            def f(s, C):
-                return C @ se3.hat(self.v_derivs(s, 1)[0, :6])
-
-            for k in range(substeps):
-                s = k * dt
-                k1 = f(s, C)
-                k2 = f(s + dt / 2, C + dt / 2 * k1)
-                k3 = f(s + dt / 2, C + dt / 2 * k2)
-                k4 = f(s + dt, C + dt * k3)
-                C = C + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-            q[:3] = C[:3, 3]
-            u, _, vt = np.linalg.svd(C[:3, :3])
-            q[3:7] = so3.matrix_to_quat(u @ vt)
+            integrate_base_pose(q, lambda s: self.v_derivs(s, 1)[0, :6], t, substeps)
         return q
 
 

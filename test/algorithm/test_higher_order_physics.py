@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 import pytest
+from reference.base_pose import integrate_base_pose
 from reference.cases import rel, robot_or_skip
 
 from rbd_linearizer.algorithm import crba, random_configuration
@@ -88,24 +89,8 @@ class Poly:
         q = self.q0.copy()
         for i in range(self.vd.shape[0]):
             q[7:] += self.vd[i, 6:] * t ** (i + 1) / math.factorial(i + 1)
-        C = se3.make(so3.quat_to_matrix(q[3:7]), q[:3])
         n = max(1, int(math.ceil(abs(t) / self.dt)))
-        h = t / n
-
-        def f(x, C):
-            return C @ se3.hat(self.v(x)[0, :6])
-
-        for k in range(n):
-            x = k * h
-            k1 = f(x, C)
-            k2 = f(x + h / 2, C + h / 2 * k1)
-            k3 = f(x + h / 2, C + h / 2 * k2)
-            k4 = f(x + h, C + h * k3)
-            C = C + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        u, _, vt = np.linalg.svd(C[:3, :3])
-        q[:3] = C[:3, 3]
-        q[3:7] = so3.matrix_to_quat(u @ vt)
-        return q
+        return integrate_base_pose(q, lambda x: self.v(x)[0, :6], t, n)
 
 
 STEP, HALF = 0.02, 5
