@@ -5,38 +5,19 @@ joint order equals Pinocchio's (model/build.py). Tolerance 1e-9 relative: both s
 float64 algorithms (agreement ~1e-13); the margin covers the URDF text -> float conversions.
 """
 
-import os
-import pathlib
-import subprocess
-import sys
+import functools
 
 import numpy as np
 import pytest
 import yaml
 
-from rbd_linearizer.model.robots import example_robot_urdf
-
 pin = pytest.importorskip('pinocchio')
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-AERIAL = ROOT / 'rbd_linearizer' / 'resources' / 'seed002_aerial_manipulator.urdf'
+import _cli  # noqa: E402
+from _cli import urdf_path  # noqa: E402
+
 TOL = 1e-9
-
-
-def run_cli(*args, cwd=None):
-    env = dict(os.environ)
-    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(ROOT), env.get('PYTHONPATH')]))
-    return subprocess.run([sys.executable, '-m', 'rbd_linearizer.tools.cli', *map(str, args)],
-                          capture_output=True, text=True, env=env, cwd=cwd or ROOT, timeout=300)
-
-
-def urdf_path(name):
-    if name == 'aerial':
-        return AERIAL
-    try:
-        return example_robot_urdf(name)
-    except FileNotFoundError as err:
-        pytest.skip(str(err))
+run_cli = functools.partial(_cli.run_cli, timeout=300)
 
 
 def pin_model(path, floating):

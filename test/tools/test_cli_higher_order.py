@@ -8,37 +8,15 @@ differences along trajectories, ID -> FD round trips). Row 0 must also equal the
 algorithms, agreement ~1e-14 measured, 1e-10 relative asserted.
 """
 
-import os
 import pathlib
-import subprocess
-import sys
 
+from _cli import AERIAL, run_cli, urdf_path
 import numpy as np
 import pytest
 import yaml
 
 from rbd_linearizer.algorithm.higher_order import forward_dynamics_derivatives
 from rbd_linearizer.model import build_model
-from rbd_linearizer.model.robots import example_robot_urdf
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-AERIAL = ROOT / 'rbd_linearizer' / 'resources' / 'seed002_aerial_manipulator.urdf'
-
-
-def run_cli(*args):
-    env = dict(os.environ)
-    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(ROOT), env.get('PYTHONPATH')]))
-    return subprocess.run([sys.executable, '-m', 'rbd_linearizer.tools.cli', *map(str, args)],
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
-
-
-def urdf_path(name):
-    if name == 'aerial':
-        return AERIAL
-    try:
-        return example_robot_urdf(name)
-    except FileNotFoundError as err:
-        pytest.skip(str(err))
 
 
 def load_model(path, fixed):

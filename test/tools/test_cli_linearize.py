@@ -5,11 +5,7 @@ state (bit-for-bit up to the YAML float round trip: 1e-12 relative), whose corre
 established in test/linearization (FD on the manifold, Pinocchio).
 """
 
-import os
-import pathlib
-import subprocess
-import sys
-
+from _cli import AERIAL, run_cli
 import numpy as np
 import pytest
 import yaml
@@ -17,16 +13,6 @@ import yaml
 from rbd_linearizer.linearization import InputSelection, WrenchInput, linearize
 from rbd_linearizer.model import build_model
 from rbd_linearizer.model.data import create_data
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-AERIAL = ROOT / 'rbd_linearizer' / 'resources' / 'seed002_aerial_manipulator.urdf'
-
-
-def run_cli(*args):
-    env = dict(os.environ)
-    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(ROOT), env.get('PYTHONPATH')]))
-    return subprocess.run([sys.executable, '-m', 'rbd_linearizer.tools.cli', *map(str, args)],
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
 
 
 @pytest.fixture(scope='module')
