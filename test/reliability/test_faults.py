@@ -27,7 +27,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
@@ -37,7 +36,6 @@ rclpy = pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is not install
 from lifecycle_msgs.msg import Transition  # noqa: E402
 from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
@@ -49,7 +47,7 @@ from rbd_linearizer.ros.conversions import stamp_to_msg  # noqa: E402
 from rbd_linearizer.ros.qos import latched_qos, result_qos  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / 'ros'))
-from _node_process import NodeProcess, Probe, rss_mb, stamp_ns  # noqa: E402
+from _node_process import NodeProcess, Probe, rss_mb, slow_consumer, stamp_ns  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT = build_model(default_robot_urdf())
@@ -162,46 +160,31 @@ def test_state_publisher_dies_and_comes_back(timer_node):
 def test_slow_consumer_does_not_slow_the_ticks(timer_node):
     node, probe, got = timer_node
     pub = StatePublisher(node.ns, 200.0)
-    context = rclpy.context.Context()
-    rclpy.init(context=context)
-    slow = rclpy.create_node('flt_slow_consumer', context=context)
-    slow_got: list = []
-
-    def on_msg(msg):
-        slow_got.append(msg)
-        time.sleep(0.2)
-
-    slow.create_subscription(Linearization, f'{node.ns}/linearizer/linearization', on_msg,
-                             result_qos(10))
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(slow)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
     try:
-        probe.wait(lambda: len(slow_got) >= 2, 'the slow consumer to receive', COLD_START)
-        _, v0 = _level_and_values(probe)
-        rss0 = rss_mb(node.pid)
-        n0, t0 = len(got), time.monotonic()
-        probe.spin(5.0)
-        n1, t1 = len(got), time.monotonic()
-        _, v1 = _level_and_values(probe)
-        rss1 = rss_mb(node.pid)
-        rate = (n1 - n0) / (t1 - t0)
-        print(f'slow consumer: fast subscriber {rate:.1f} Hz, node {v1["rate_hz_achieved"]} Hz,'
-              f' slow consumer got {len(slow_got)}, RSS {rss0:.1f} -> {rss1:.1f} MB')
-        # 50 Hz configured; a generous bound (shared 2-core machine), far above what the slow
-        # consumer takes (5 Hz): the node does not wait for it
-        assert rate >= 35.0, rate
-        assert float(v1['rate_hz_achieved']) >= 35.0, v1
-        assert len(slow_got) < (n1 - n0) / 3  # it really was slow: the node did not wait
-        published = int(v1['published']) - int(v0['published'])
-        dropped = int(v1['dropped_ticks']) - int(v0['dropped_ticks'])
-        assert published >= 0.7 * 50 * 5.0, (published, dropped)
-        assert rss1 - rss0 < 10.0, (rss0, rss1)  # no queue growing behind the slow reader
+        with slow_consumer(f'{node.ns}/linearizer/linearization', 0.2,
+                           'flt_slow_consumer') as slow_got:
+            probe.wait(lambda: len(slow_got) >= 2, 'the slow consumer to receive', COLD_START)
+            _, v0 = _level_and_values(probe)
+            rss0 = rss_mb(node.pid)
+            n0, t0 = len(got), time.monotonic()
+            probe.spin(5.0)
+            n1, t1 = len(got), time.monotonic()
+            _, v1 = _level_and_values(probe)
+            rss1 = rss_mb(node.pid)
+            rate = (n1 - n0) / (t1 - t0)
+            print(f'slow consumer: fast subscriber {rate:.1f} Hz,'
+                  f' node {v1["rate_hz_achieved"]} Hz,'
+                  f' slow consumer got {len(slow_got)}, RSS {rss0:.1f} -> {rss1:.1f} MB')
+            # 50 Hz configured; a generous bound (shared 2-core machine), far above what the slow
+            # consumer takes (5 Hz): the node does not wait for it
+            assert rate >= 35.0, rate
+            assert float(v1['rate_hz_achieved']) >= 35.0, v1
+            assert len(slow_got) < (n1 - n0) / 3  # it really was slow: the node did not wait
+            published = int(v1['published']) - int(v0['published'])
+            dropped = int(v1['dropped_ticks']) - int(v0['dropped_ticks'])
+            assert published >= 0.7 * 50 * 5.0, (published, dropped)
+            assert rss1 - rss0 < 10.0, (rss0, rss1)  # no queue growing behind the slow reader
     finally:
-        executor.shutdown(timeout_sec=2.0)
-        slow.destroy_node()
-        rclpy.shutdown(context=context)
         pub.kill()
 
 

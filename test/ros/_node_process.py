@@ -12,15 +12,19 @@ service, ``diagnostics`` collects the node's /diagnostics values, ``output_for``
 the message of a given stamp.
 
 ``rss_mb(pid)`` reads a process's resident memory (VmRSS of /proc/<pid>/status).
+``slow_consumer(topic, seconds)`` is a reliable linearization subscriber that takes
+``seconds`` per message, in its own context and thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -28,6 +32,7 @@ import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 
+from rbd_linearizer.msg import Linearization
 from rbd_linearizer.ros.qos import result_qos
 
 TIMEOUT = 90.0  # first start may compile (or load cached) kernels
@@ -183,3 +188,31 @@ class Probe:
         n = len(self.diags)
         self.wait(lambda: len(self.diags) >= n + 2, 'fresh diagnostics', timeout)
         return self.diags[-1]
+
+
+@contextlib.contextmanager
+def slow_consumer(topic: str, seconds_per_message: float, name: str = 'slow_consumer'):
+    """Yield the messages got by a slow reliable subscriber (depth 10) of Linearization ``topic``.
+
+    It runs in its own context and thread and sleeps ``seconds_per_message`` in each callback.
+    """
+    context = rclpy.context.Context()
+    rclpy.init(context=context)
+    slow = rclpy.create_node(name, context=context)
+    got: list = []
+
+    def on_msg(msg):
+        got.append(msg)
+        time.sleep(seconds_per_message)
+
+    slow.create_subscription(Linearization, topic, on_msg, result_qos(10))
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(slow)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    try:
+        yield got
+    finally:
+        executor.shutdown(timeout_sec=2.0)
+        slow.destroy_node()
+        rclpy.shutdown(context=context)

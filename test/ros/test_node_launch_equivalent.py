@@ -44,7 +44,7 @@ from rbd_linearizer.ros.conversions import linearization_from_msg, stamp_to_msg 
 from rbd_linearizer.ros.qos import latched_qos, result_qos  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _node_process import NodeProcess  # noqa: E402
+from _node_process import NodeProcess, slow_consumer  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 URDF = ROOT / 'test' / 'resources' / 'urdf' / 'two_link_arm.urdf'
@@ -291,28 +291,11 @@ def test_timer_mode_linearizes_the_newest_state_at_the_rate(run_node):
 
 
 def test_a_slow_consumer_does_not_slow_the_node(run_node):
-    import threading
-
     probe = run_node('/le_slow', '-p', 'tick_mode:=timer', '-p', 'rate_hz:=50.0')
     now = probe.node.get_clock().now
     probe.feed_until_output(lambda: now().nanoseconds, np.array([0.1, 0.1]), np.zeros(2))
     # a reliable subscriber in its own context that takes 0.5 s per message
-    context = rclpy.context.Context()
-    rclpy.init(context=context)
-    slow = rclpy.create_node('slow_consumer', context=context)
-    slow_got = []
-
-    def on_msg(msg):
-        slow_got.append(msg)
-        time.sleep(0.5)
-
-    slow.create_subscription(Linearization, '/le_slow/linearizer/linearization', on_msg,
-                             result_qos(10))
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(slow)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
-    try:
+    with slow_consumer('/le_slow/linearizer/linearization', 0.5) as slow_got:
         probe.spin(1.0)
         probe.got.clear()
         t_end = time.monotonic() + 3.0
@@ -322,7 +305,3 @@ def test_a_slow_consumer_does_not_slow_the_node(run_node):
         # 50 Hz for 3 s reach the fast subscriber while the slow one took ~6 messages
         assert len(probe.got) >= 120, len(probe.got)
         assert len(slow_got) <= 10
-    finally:
-        executor.shutdown(timeout_sec=2.0)
-        slow.destroy_node()
-        rclpy.shutdown(context=context)
