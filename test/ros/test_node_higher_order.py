@@ -91,16 +91,22 @@ def model():
     return build_model(default_robot_urdf())
 
 
-def test_local_wrench_inputs_give_the_linearization_input_forces(model):
-    sel = InputSelection(joints=('q3', 'q2'), wrenches=(WrenchInput('B7', 'wrench', 'local'),
-                                                        WrenchInput('B2', 'force', 'local')))
-    resolved = resolve_inputs(model, sel)
-    rng = np.random.default_rng(4)
+def _random_state(model, resolved, rng):
+    """Draw a random floating-base state ``q, v`` and an input ``u`` from ``rng``."""
     quat = rng.normal(size=4)
     q = np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat),
                         rng.uniform(-1, 1, model.n_joints)])
     v = rng.normal(size=model.nv)
     u = rng.normal(size=resolved.nu)
+    return q, v, u
+
+
+def test_local_wrench_inputs_give_the_linearization_input_forces(model):
+    sel = InputSelection(joints=('q3', 'q2'), wrenches=(WrenchInput('B7', 'wrench', 'local'),
+                                                        WrenchInput('B2', 'force', 'local')))
+    resolved = resolve_inputs(model, sel)
+    rng = np.random.default_rng(4)
+    q, v, u = _random_state(model, resolved, rng)
     tau, fext = input_forces(model, resolved, u)
     assert fext.shape == (model.nb, 6)
     # linearize's dv/dt block of f at u (continuous, body) vs the derivatives' row 0
@@ -204,11 +210,7 @@ def test_dynamics_derivatives_in_a_representation(model, rep):
     sel = InputSelection(wrenches=(WrenchInput('B7', 'wrench', 'local'),))
     resolved = resolve_inputs(model, sel)
     rng = np.random.default_rng(12)
-    quat = rng.normal(size=4)
-    q = np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat),
-                        rng.uniform(-1, 1, model.n_joints)])
-    v = rng.normal(size=model.nv)
-    u = rng.normal(size=resolved.nu)
+    q, v, u = _random_state(model, resolved, rng)
     body = dynamics_derivatives(model, resolved, q, v, u, 3)
     der = dynamics_derivatives(model, resolved, q, v, u, 3, representation=rep)
     assert der.velocity_representation == rep
