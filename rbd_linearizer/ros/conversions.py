@@ -132,24 +132,44 @@ def multibody_state_from_msg(msg: MultibodyStateMsg) -> MultibodyState:
     return MultibodyState(**_state_arrays(msg))
 
 
+def _identity_to_msg(msg, result, frame_id: str):
+    # The fields every result message shares: header (stamp of the state, frame_id), model
+    # identity, joint names, velocity representation and the state.
+    msg.header.stamp = stamp_to_msg(result.stamp)
+    msg.header.frame_id = str(frame_id)
+    msg.model_name = result.model_name
+    msg.model_hash = result.model_hash
+    msg.floating_base = bool(result.floating_base)
+    msg.joint_names = list(result.joint_names)
+    msg.velocity_representation = result.velocity_representation
+    msg.state = multibody_state_to_msg(result.state)
+    return msg
+
+
+def _identity_from_msg(msg) -> dict:
+    # Keyword arguments of a result for the fields _identity_to_msg writes (and compute_time).
+    return {
+        'joint_names': tuple(msg.joint_names),
+        'velocity_representation': msg.velocity_representation,
+        'model_name': msg.model_name,
+        'model_hash': msg.model_hash,
+        'floating_base': msg.floating_base,
+        'compute_time': msg.compute_time,
+        'stamp': stamp_from_msg(msg.header.stamp),
+        **_state_arrays(msg.state),
+    }
+
+
 # --- Linearization --------------------------------------------------------------------------
 
 def linearization_to_msg(lin: Linearization, frame_id: str = 'world') -> LinearizationMsg:
     """``Linearization`` message; header.stamp = lin.stamp, header.frame_id = frame_id."""
-    msg = LinearizationMsg()
-    msg.header.stamp = stamp_to_msg(lin.stamp)
-    msg.header.frame_id = str(frame_id)
-    msg.model_name = lin.model_name
-    msg.model_hash = lin.model_hash
-    msg.floating_base = bool(lin.floating_base)
-    msg.joint_names = list(lin.joint_names)
+    msg = _identity_to_msg(LinearizationMsg(), lin, frame_id)
     msg.input_names = list(lin.input_names)
-    msg.velocity_representation = lin.velocity_representation
     msg.time_model = lin.time_model
     msg.dt = float(lin.dt)
     msg.nx = lin.nx
     msg.nu = lin.nu
-    msg.state = multibody_state_to_msg(lin.state)
     msg.input = _f64_seq(lin.u0)
     msg.a = matrix_to_msg(lin.A)
     msg.b = matrix_to_msg(lin.B)
@@ -172,17 +192,10 @@ def linearization_from_msg(msg: LinearizationMsg) -> Linearization:
         B=b,
         f=_f64_from_seq(msg.f),
         u0=_f64_from_seq(msg.input),
-        joint_names=tuple(msg.joint_names),
         input_names=tuple(msg.input_names),
-        velocity_representation=msg.velocity_representation,
         time_model=msg.time_model,
         dt=msg.dt,
-        model_name=msg.model_name,
-        model_hash=msg.model_hash,
-        floating_base=msg.floating_base,
-        compute_time=msg.compute_time,
-        stamp=stamp_from_msg(msg.header.stamp),
-        **_state_arrays(msg.state),
+        **_identity_from_msg(msg),
     )
 
 
@@ -190,16 +203,8 @@ def linearization_from_msg(msg: LinearizationMsg) -> Linearization:
 
 def dynamics_terms_to_msg(terms: DynamicsTerms, frame_id: str = 'world') -> DynamicsTermsMsg:
     """``DynamicsTerms`` message; header.stamp = terms.stamp, header.frame_id = frame_id."""
-    msg = DynamicsTermsMsg()
-    msg.header.stamp = stamp_to_msg(terms.stamp)
-    msg.header.frame_id = str(frame_id)
-    msg.model_name = terms.model_name
-    msg.model_hash = terms.model_hash
-    msg.floating_base = bool(terms.floating_base)
-    msg.joint_names = list(terms.joint_names)
-    msg.velocity_representation = terms.velocity_representation
+    msg = _identity_to_msg(DynamicsTermsMsg(), terms, frame_id)
     msg.nv = terms.nv
-    msg.state = multibody_state_to_msg(terms.state)
     msg.mass_matrix = matrix_to_msg(terms.M)
     msg.mass_matrix_inverse = matrix_to_msg(terms.Minv)
     msg.coriolis_matrix = matrix_to_msg(terms.C)
@@ -221,14 +226,7 @@ def dynamics_terms_from_msg(msg: DynamicsTermsMsg) -> DynamicsTerms:
         C=matrix_from_msg(msg.coriolis_matrix),
         g=_f64_from_seq(msg.gravity),
         h=_f64_from_seq(msg.bias),
-        joint_names=tuple(msg.joint_names),
-        velocity_representation=msg.velocity_representation,
-        model_name=msg.model_name,
-        model_hash=msg.model_hash,
-        floating_base=msg.floating_base,
-        compute_time=msg.compute_time,
-        stamp=stamp_from_msg(msg.header.stamp),
-        **_state_arrays(msg.state),
+        **_identity_from_msg(msg),
     )
 
 
@@ -237,17 +235,9 @@ def dynamics_terms_from_msg(msg: DynamicsTermsMsg) -> DynamicsTerms:
 def dynamics_derivatives_to_msg(der: DynamicsDerivatives,
                                 frame_id: str = 'world') -> DynamicsDerivativesMsg:
     """``DynamicsDerivatives`` message; header.stamp = der.stamp, header.frame_id = frame_id."""
-    msg = DynamicsDerivativesMsg()
-    msg.header.stamp = stamp_to_msg(der.stamp)
-    msg.header.frame_id = str(frame_id)
-    msg.model_name = der.model_name
-    msg.model_hash = der.model_hash
-    msg.floating_base = bool(der.floating_base)
-    msg.joint_names = list(der.joint_names)
-    msg.velocity_representation = der.velocity_representation
+    msg = _identity_to_msg(DynamicsDerivativesMsg(), der, frame_id)
     msg.nv = der.nv
     msg.order = der.order
-    msg.state = multibody_state_to_msg(der.state)
     msg.input_names = list(der.input_names)
     msg.input = _f64_seq(der.input)
     msg.acceleration_derivatives = matrix_to_msg(der.acceleration_derivatives)
