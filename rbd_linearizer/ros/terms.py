@@ -25,6 +25,7 @@ import time
 import numpy as np
 
 from rbd_linearizer.errors import ConfigError
+from rbd_linearizer.linearization.inputs import wrench_map
 from rbd_linearizer.linearization.representation import check_representation, twist_transform
 from rbd_linearizer.results import MultibodyState
 
@@ -179,15 +180,9 @@ def input_forces(model, resolved, u) -> tuple[np.ndarray, np.ndarray | None]:
                           "only (a constant 'world' wrench turns in the body frame)")
     fext = np.zeros((model.nb, 6))
     for k in range(resolved.w_body.shape[0]):
-        R, p = resolved.w_rotation[k], resolved.w_translation[k]
-        size, off = int(resolved.w_size[k]), int(resolved.w_offset[k])
-        force = R @ u[off:off + 3]
-        torque = np.cross(p, force)
-        if size == 6:
-            torque = torque + R @ u[off + 3:off + 6]
-        body = int(resolved.w_body[k])
-        fext[body, 0:3] += force
-        fext[body, 3:6] += torque
+        G = wrench_map(resolved, k, None)  # local frames: the body orientation is not used
+        off = int(resolved.w_offset[k])
+        fext[int(resolved.w_body[k])] += G @ u[off:off + G.shape[1]]
     return tau, fext
 
 
