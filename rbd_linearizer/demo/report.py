@@ -162,8 +162,8 @@ def _plot(path, t, Q, ref, att_err, applied, t_push, t_mpc, pe) -> None:
     ax[2].legend(loc='upper left', ncol=6)
     ka = sorted(applied)
     ta = np.array(ka) * 1e-9
-    U = np.array([applied[k] for k in ka]).reshape(len(ka), -1)
     names = command_names()
+    U = np.array([applied[k] for k in ka]).reshape(len(ka), len(names))
     for i in range(U.shape[1]):
         axis = ax[3] if names[i].startswith('thrust') else ax[4]
         axis.plot(ta, U[:, i], lw=0.8, label=names[i].split('/')[1])

@@ -26,6 +26,7 @@ executor.
 from __future__ import annotations
 
 import collections
+import signal
 import sys
 import threading
 import time
@@ -912,6 +913,31 @@ def _pop_option(argv: list[str], name: str, default: str | None) -> str | None:
     return default
 
 
+class _Sigint:
+    """Python-level SIGINT handler of the entry points, installed before ``rclpy.init``.
+
+    rclpy's own handler (installed by ``rclpy.init``) shuts the context down and then calls
+    this one. Before spinning (construction, warm-up) it raises KeyboardInterrupt to cut
+    them short. While spinning it does nothing: the executor stops on the shut-down context,
+    and a KeyboardInterrupt raised at an arbitrary point inside rclpy's executor can leave
+    half-built objects behind (a Task whose ``__del__`` then prints a traceback at exit).
+    """
+
+    spinning = False
+
+    @classmethod
+    def handler(cls, signum, frame) -> None:
+        if not cls.spinning:
+            raise KeyboardInterrupt
+
+
+def _init(args: list[str] | None) -> None:
+    # rclpy.init after our SIGINT handler, so that rclpy's handler chains to it (see _Sigint)
+    _Sigint.spinning = False
+    signal.signal(signal.SIGINT, _Sigint.handler)
+    rclpy.init(args=args)
+
+
 def _spin(make_node) -> None:
     # A stop signal (rclpy's SIGINT / SIGTERM handlers shut the context down) may arrive at
     # any point: during the construction and warm-up, or while a callback runs (whose next
@@ -922,6 +948,7 @@ def _spin(make_node) -> None:
     try:
         node = make_node()
         executor.add_node(node)
+        _Sigint.spinning = True
         executor.spin()
     except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
         pass
@@ -943,13 +970,13 @@ def main(args: list[str] | None = None) -> None:
     """
     argv = list(sys.argv if args is None else args)
     lifecycle = _pop_option(argv, 'lifecycle', None)
-    rclpy.init(args=argv)
+    _init(argv)
     _spin(LinearizerLifecycleNode if lifecycle else LinearizerNode)
 
 
 def main_lifecycle(args: list[str] | None = None) -> None:
     """Entry point of the managed variant (``linearizer_lifecycle_node``): starts unconfigured."""
-    rclpy.init(args=args)
+    _init(args)
     _spin(LinearizerLifecycleNode)
 
 

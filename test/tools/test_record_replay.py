@@ -146,6 +146,10 @@ def test_record_then_replay_gives_identical_outputs(tmp_path):
         procs.append(node_b)
         probe.watch(node_b)
         probe.wait(lambda: node.count_publishers(LIN_TOPIC) >= 1, 'node B', TIMEOUT)
+        # node B serves the model (from the latched description) before the states come
+        probe.wait(lambda: cli.service_is_ready(), 'node B service', TIMEOUT)
+        ok.clear()
+        probe.wait(lambda: ok.append(ask()) or ok[-1], 'node B model', TIMEOUT)
         rep = Subprocess(['-m', 'rbd_linearizer.tools.cli', 'replay', str(bag), '--clock',
                           '--topics', '/robot_description', '/joint_states', '/odom',
                           '--wait-for', '/joint_states'])
