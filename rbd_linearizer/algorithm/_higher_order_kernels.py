@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from rbd_linearizer._jit import jit, jit_inline
+from rbd_linearizer.algorithm._joints import spd_inverse
 
 
 @jit
@@ -392,49 +393,6 @@ def id_kernel(parents, iv, nvj, jtype, axis, treeR, treep, idx_q, inertia, gravi
     return OK
 
 
-@jit_inline
-def chol_ok(D, n, Lw):
-    # True if the leading n x n block of D is symmetric positive definite; Lw (6, 6) scratch
-    for i in range(n):
-        for c in range(i + 1):
-            s = D[i, c]
-            for m in range(c):
-                s -= Lw[i, m] * Lw[c, m]
-            if i == c:
-                if not s > 0.0:
-                    return False
-                Lw[i, i] = np.sqrt(s)
-            else:
-                Lw[i, c] = s / Lw[c, c]
-    return True
-
-
-@jit_inline
-def spd_inverse_into(D, n, out, A):
-    # out[:n, :n] = inverse of the SPD block D[:n, :n] (Gauss-Jordan without pivoting: SPD
-    # pivots are positive), out zero elsewhere; n <= 6; A (6, 12) scratch
-    for r in range(6):
-        for c in range(12):
-            A[r, c] = 0.0
-    for r in range(n):
-        for c in range(n):
-            A[r, c] = D[r, c]
-        A[r, 6 + r] = 1.0
-    for c in range(n):
-        piv = A[c, c]
-        for m in range(12):
-            A[c, m] /= piv
-        for r in range(n):
-            if r != c:
-                f = A[r, c]
-                if f != 0.0:
-                    for m in range(12):
-                        A[r, m] -= f * A[c, m]
-    for r in range(6):
-        for c in range(6):
-            out[r, c] = A[r, 6 + c] if r < n and c < n else 0.0
-
-
 @jit
 def hybrid_kernel(parents, iv, nvj, jtype, axis, treeR, treep, idx_q, inertia, gravity, q, v,
                   pres, dv, tau, fb, use_f, k, quat_tol, acc_out, tau_out):
@@ -470,7 +428,6 @@ def hybrid_kernel(parents, iv, nvj, jtype, axis, treeR, treep, idx_q, inertia, g
     U = np.zeros((6, 6))  # rows: M^A S_col
     D = np.zeros((6, 6))
     T = np.empty((6, 6))
-    A12 = np.empty((6, 12))
     tmp = np.zeros((2, 6))
     x = np.zeros(6)
     y = np.zeros(6)
@@ -520,9 +477,8 @@ def hybrid_kernel(parents, iv, nvj, jtype, axis, treeR, treep, idx_q, inertia, g
         for a in range(n):
             for b in range(n):
                 D[a, b] = dot6(Ss, s0 + a, U, b)
-        if not chol_ok(D, n, T):
+        if not spd_inverse(D, n, Dinv[j], T):  # Cholesky; False: D not positive definite
             return j
-        spd_inverse_into(D, n, Dinv[j], A12)
         if p >= 0:
             for i in range(6):
                 for e in range(6):
