@@ -71,18 +71,28 @@ def generate_launch_description():
     }
     parameters = [LaunchConfiguration('params_file'), overrides]
     log_args = ['--ros-args', '--log-level', LaunchConfiguration('log_level')]
-    common = {  # the same process either way; the managed variant adds --lifecycle
-        'package': 'rbd_linearizer',
-        'executable': 'linearizer_node',
-        'name': 'linearizer',
-        'namespace': LaunchConfiguration('namespace'),
-        'output': 'screen',
-        'emulate_tty': True,
-        'parameters': parameters,
-        'prefix': LaunchConfiguration('prefix'),
-    }
-    plain = Node(**common, arguments=log_args,
-                 condition=UnlessCondition(LaunchConfiguration('lifecycle')))
-    managed = LifecycleNode(**common, arguments=['--lifecycle', *log_args],
-                            condition=IfCondition(LaunchConfiguration('lifecycle')))
+    plain = Node(
+        package='rbd_linearizer',
+        executable='linearizer_node',
+        name='linearizer',
+        namespace=LaunchConfiguration('namespace'),
+        output='screen',
+        emulate_tty=True,
+        parameters=parameters,
+        arguments=log_args,
+        prefix=LaunchConfiguration('prefix'),
+        condition=UnlessCondition(LaunchConfiguration('lifecycle')),
+    )
+    managed = LifecycleNode(
+        package='rbd_linearizer',
+        executable='linearizer_node',
+        name='linearizer',
+        namespace=LaunchConfiguration('namespace'),
+        output='screen',
+        emulate_tty=True,
+        parameters=parameters,
+        arguments=['--lifecycle', *log_args],
+        prefix=LaunchConfiguration('prefix'),
+        condition=IfCondition(LaunchConfiguration('lifecycle')),
+    )
     return LaunchDescription([*arguments, plain, managed])
