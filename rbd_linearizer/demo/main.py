@@ -258,10 +258,11 @@ def run_node(cfg: dict, name: str, duration: float | None, out, ros_args) -> int
                 break
             if name == 'demo_recorder' and node.states and (
                     max(node.states) >= end_ns
-                    or (len(node.states) > 1 and time.monotonic() - node.last_wall > 5.0)):
-                # the last state, or no new state for 5 s once the simulation runs (the driver
-                # is done; one was dropped). Before the first step the driver offers state 0
-                # until the controllers answer, which on a cold numba cache takes long.
+                    or (len(node.states) > 1 and time.monotonic() - node.last_wall > 60.0)):
+                # the last state, or no new state for 60 s once the simulation runs (the driver
+                # is done; the last state was dropped). Before the first step the driver offers
+                # state 0 until the controllers answer; on a cold numba cache the processes
+                # compile side by side and a step can take seconds.
                 stop = time.monotonic() + 0.5
                 while time.monotonic() < stop:
                     exe.spin_once(timeout_sec=0.05)
