@@ -69,14 +69,17 @@ def joint_state_to_model_order(
     efforts=None,
     *,
     allow_extra: bool = False,
+    index: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Reorder JointState-like arrays into ``model.joint_names`` order.
 
     Returns ``(s, sdot, tau)`` as new float64 arrays; ``sdot`` / ``tau`` are None when the
     input is None or empty (a JointState leaves unavailable fields empty). Each non-empty
     array must have ``len(names)`` entries. See the module docstring for the name policy.
+    ``index``: ``joint_index_map(model, names, allow_extra=allow_extra)`` computed before for
+    these very names (a stream sends the same names every time), or None to compute it.
     """
-    idx = joint_index_map(model, names, allow_extra=allow_extra)
+    idx = joint_index_map(model, names, allow_extra=allow_extra) if index is None else index
     n_names = len(names)
     out = []
     for label, values in (('position', positions), ('velocity', velocities),

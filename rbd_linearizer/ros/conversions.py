@@ -99,9 +99,13 @@ def stamp_from_msg(stamp: Time) -> int:
 
 # --- MultibodyState -------------------------------------------------------------------------
 
-def multibody_state_to_msg(state: MultibodyState) -> MultibodyStateMsg:
-    """``MultibodyState`` message from a :class:`rbd_linearizer.results.MultibodyState`."""
-    msg = MultibodyStateMsg()
+def multibody_state_to_msg(state: MultibodyState,
+                           out: MultibodyStateMsg | None = None) -> MultibodyStateMsg:
+    """``MultibodyState`` message from a :class:`rbd_linearizer.results.MultibodyState`.
+
+    ``out``: a message to fill (every field is written) instead of a new one.
+    """
+    msg = MultibodyStateMsg() if out is None else out
     p, quat, twist = state.base_position, state.base_quaternion, state.base_twist
     pos = msg.base_pose.position
     pos.x, pos.y, pos.z = (float(x) for x in p)
@@ -142,7 +146,7 @@ def _identity_to_msg(msg, result, frame_id: str):
     msg.floating_base = bool(result.floating_base)
     msg.joint_names = list(result.joint_names)
     msg.velocity_representation = result.velocity_representation
-    msg.state = multibody_state_to_msg(result.state)
+    multibody_state_to_msg(result.state, out=msg.state)
     return msg
 
 
@@ -162,9 +166,14 @@ def _identity_from_msg(msg) -> dict:
 
 # --- Linearization --------------------------------------------------------------------------
 
-def linearization_to_msg(lin: Linearization, frame_id: str = 'world') -> LinearizationMsg:
-    """``Linearization`` message; header.stamp = lin.stamp, header.frame_id = frame_id."""
-    msg = _identity_to_msg(LinearizationMsg(), lin, frame_id)
+def linearization_to_msg(lin: Linearization, frame_id: str = 'world',
+                         out: LinearizationMsg | None = None) -> LinearizationMsg:
+    """``Linearization`` message; header.stamp = lin.stamp, header.frame_id = frame_id.
+
+    ``out``: a message to fill (every field is written) instead of a new one; the node reuses
+    one per publisher (a message is serialized by ``publish``, so it can be refilled after).
+    """
+    msg = _identity_to_msg(LinearizationMsg() if out is None else out, lin, frame_id)
     msg.input_names = list(lin.input_names)
     msg.time_model = lin.time_model
     msg.dt = float(lin.dt)

@@ -26,6 +26,8 @@ executor.
 from __future__ import annotations
 
 import collections
+import gc
+import math
 import signal
 import sys
 import threading
@@ -63,7 +65,11 @@ from rbd_linearizer.linearization.representation import base_twist_to_body
 from rbd_linearizer.model import Model, build_model
 from rbd_linearizer.model.data import create_data
 from rbd_linearizer.model.robots import default_robot_urdf
-from rbd_linearizer.model.state import joint_state_to_model_order, normalize_quaternion
+from rbd_linearizer.model.state import (
+    joint_index_map,
+    joint_state_to_model_order,
+    normalize_quaternion,
+)
 from rbd_linearizer.model.urdf import ParseLimits
 from rbd_linearizer.msg import DynamicsDerivatives as DynamicsDerivativesMsg
 from rbd_linearizer.msg import DynamicsTerms as DynamicsTermsMsg
@@ -78,6 +84,7 @@ from rbd_linearizer.ros.conversions import (
     joint_state_arrays,
     linearization_to_msg,
 )
+from rbd_linearizer.ros.executor import DirectExecutor
 from rbd_linearizer.ros.qos import latched_qos, qos_from_name, result_qos
 from rbd_linearizer.ros.state_sync import BaseSample, JointSample, StateSync
 from rbd_linearizer.ros.terms import (
@@ -123,6 +130,19 @@ class Served:
         base = 6 if model.floating_base else 0
         self.tau_joints = self.resolved.tau_dofs[: self.resolved.n_tau] - base
         self.input_columns = {name: k for k, name in enumerate(self.resolved.names)}
+        self._index_for: tuple[list[str], bool, np.ndarray] | None = None
+
+    def joint_index(self, names: list[str], allow_extra: bool) -> np.ndarray:
+        """``joint_index_map`` for ``names``, remembered for the next message with equal names.
+
+        StateError as ``joint_index_map`` (a rejected name list is not remembered).
+        """
+        last = self._index_for
+        if last is not None and last[1] == allow_extra and last[0] == names:
+            return last[2]
+        idx = joint_index_map(self.model, names, allow_extra=allow_extra)
+        self._index_for = (names, allow_extra, idx)
+        return idx
 
     def with_inputs(self, inputs: InputSelection) -> Served:
         """Return a Served of the same model with another input selection."""
@@ -267,6 +287,7 @@ class _LinearizerMixin:
         self._applied = None  # newest inputs_topic message: (Served, columns, values)
         self._timer = None
         self._lin_pub = None
+        self._lin_msg = LinearizationMsg()  # refilled and published by every tick
         self._dyn_pub = None
         self._der_pub = None
         self._t0 = self.get_clock().now()
@@ -418,9 +439,10 @@ class _LinearizerMixin:
             return
         stamp, names, pos, vel, eff = joint_state_arrays(msg)
         try:
+            allow_extra = self._cfg['ignore_extra_joints']
             s, sdot, tau = joint_state_to_model_order(
-                served.model, names, pos, vel, eff,
-                allow_extra=self._cfg['ignore_extra_joints'])
+                served.model, names, pos, vel, eff, allow_extra=allow_extra,
+                index=served.joint_index(names, allow_extra))
             if sdot is None and served.model.n_joints:
                 raise StateError('joint velocities are missing (velocity field empty)')
         except StateError as e:
@@ -588,7 +610,8 @@ class _LinearizerMixin:
                                    'ns (not published)')
             return
         if lin is not None:
-            self._lin_pub.publish(linearization_to_msg(lin, cfg['world_frame']))
+            self._lin_pub.publish(linearization_to_msg(lin, cfg['world_frame'],
+                                                       out=self._lin_msg))
         if dyn is not None:
             self._dyn_pub.publish(dynamics_terms_to_msg(dyn, cfg['world_frame']))
         if der is not None:
@@ -827,7 +850,10 @@ def _non_finite_fields(*results) -> list[str]:
                      'base_quaternion', 'base_twist', 'joint_positions', 'joint_velocities',
                      'acceleration_derivatives'):
             value = getattr(result, name, None)
-            if value is not None and not np.all(np.isfinite(value)):
+            # A finite sum means no NaN and no inf (either would propagate into it); only a
+            # non-finite sum (or an overflowing one) needs the element-wise check.
+            if value is not None and not math.isfinite(np.add.reduce(value, None)) \
+                    and not np.isfinite(value).all():
                 bad.append(name)
     return bad
 
@@ -938,15 +964,37 @@ def _init(args: list[str] | None) -> None:
     rclpy.init(args=args)
 
 
-def _spin(make_node) -> None:
+_EXECUTORS = ('direct', 'rclpy')
+
+
+def _check_executor(name: str) -> str:
+    if name not in _EXECUTORS:
+        raise SystemExit(f"linearizer_node: --executor must be 'direct' or 'rclpy', not {name!r}")
+    return name
+
+
+def _executor(name: str):
+    # 'direct' (default): DirectExecutor, rclpy's single-threaded semantics without its
+    # per-callback task machinery (ros/executor.py); 'rclpy': the stock SingleThreadedExecutor.
+    if name == 'rclpy':
+        return rclpy.executors.SingleThreadedExecutor()
+    return DirectExecutor()
+
+
+def _spin(make_node, executor_name: str = 'direct') -> None:
     # A stop signal (rclpy's SIGINT / SIGTERM handlers shut the context down) may arrive at
     # any point: during the construction and warm-up, or while a callback runs (whose next
     # rcl call then fails on the invalid context). Both are a clean stop: exit code 0, no
     # traceback. An exception while the context is still valid is a real error: re-raised.
-    executor = rclpy.executors.SingleThreadedExecutor()
+    executor = _executor(executor_name)
     node = None
     try:
         node = make_node()
+        # Everything built so far (modules, numba's compiled kernels, the model) lives for the
+        # whole run: out of the collector's sight, so that a full collection during a tick
+        # scans only what the ticks allocate (a few ms less of worst-case latency).
+        gc.collect()
+        gc.freeze()
         executor.add_node(node)
         _Sigint.spinning = True
         executor.spin()
@@ -964,20 +1012,28 @@ def _spin(make_node) -> None:
 
 
 def main(args: list[str] | None = None) -> None:
-    """Entry point of ``linearizer_node``: ``linearizer_node [--lifecycle] [--ros-args ...]``.
+    """Entry point of ``linearizer_node``.
 
-    ``--lifecycle`` starts the managed variant (as ``main_lifecycle``).
+    ``linearizer_node [--lifecycle] [--executor direct|rclpy] [--ros-args ...]``:
+    ``--lifecycle`` starts the managed variant (as ``main_lifecycle``); ``--executor rclpy``
+    spins with rclpy's SingleThreadedExecutor instead of ``DirectExecutor`` (ros/executor.py).
     """
     argv = list(sys.argv if args is None else args)
     lifecycle = _pop_option(argv, 'lifecycle', None)
+    executor = _check_executor(_pop_option(argv, 'executor', 'direct'))
     _init(argv)
-    _spin(LinearizerLifecycleNode if lifecycle else LinearizerNode)
+    _spin(LinearizerLifecycleNode if lifecycle else LinearizerNode, executor)
 
 
 def main_lifecycle(args: list[str] | None = None) -> None:
-    """Entry point of the managed variant (``linearizer_lifecycle_node``): starts unconfigured."""
-    _init(args)
-    _spin(LinearizerLifecycleNode)
+    """Entry point of the managed variant (``linearizer_lifecycle_node``): starts unconfigured.
+
+    Takes ``--executor direct|rclpy`` as ``main``.
+    """
+    argv = list(sys.argv if args is None else args)
+    executor = _check_executor(_pop_option(argv, 'executor', 'direct'))
+    _init(argv)
+    _spin(LinearizerLifecycleNode, executor)
 
 
 if __name__ == '__main__':

@@ -155,14 +155,22 @@ class StateSync:
         if not self.needs_base:
             j = self._joints[-1]
             return SyncedState(j.stamp_ns, j, None)
+        # Both buffers are in stamp order (add_* keep them so): newest first, with two cut-offs.
         best = None
+        skew = self.max_skew_ns
         for j in reversed(self._joints):
+            js = j.stamp_ns
+            if best is not None and js + skew <= best.stamp_ns:
+                break  # a pair with an older joint sample is never newer than best
             for b in reversed(self._bases):
-                if abs(j.stamp_ns - b.stamp_ns) <= self.max_skew_ns:
-                    stamp = max(j.stamp_ns, b.stamp_ns)
+                bs = b.stamp_ns
+                if bs > js + skew:
+                    continue
+                if bs >= js - skew:
+                    stamp = js if js > bs else bs
                     if best is None or stamp > best.stamp_ns:
                         best = SyncedState(stamp, j, b)
-                    break  # older bases of this j only give older pairs
+                break  # older bases of this j only give older pairs, or none at all
         return best
 
     def take(self, now_ns: int, min_spacing_ns: int = 0) -> TakeResult:

@@ -135,3 +135,37 @@ def test_feeding_and_taking_from_two_threads():
         taken.append(r.state.stamp_ns)
     assert taken == sorted(set(taken)) and taken[-1] == 10 * S + 1999 * MS
     assert s.out_of_order == 0
+
+
+def _newest_pair_by_brute_force(joints, bases, skew):
+    # Every (joint, base) pair within the skew; the newest by pair stamp (max of the two),
+    # ties to the newer joint sample and then the newer base sample, as the fast search.
+    best = None
+    for jj in reversed(joints):
+        for bb in reversed(bases):
+            if abs(jj.stamp_ns - bb.stamp_ns) <= skew:
+                stamp = max(jj.stamp_ns, bb.stamp_ns)
+                if best is None or stamp > best[0]:
+                    best = (stamp, jj.stamp_ns, bb.stamp_ns)
+    return best
+
+
+def test_newest_pair_search_equals_brute_force_on_random_stamp_streams():
+    # The search stops early (sorted buffers); it must pick what trying every pair picks.
+    rng = np.random.default_rng(7)
+    for _ in range(3000):
+        skew = int(rng.integers(0, 4)) * MS
+        depth = int(rng.integers(1, 17))
+        s = sync(skew=skew, depth=depth)
+        jt = np.cumsum(rng.integers(0, 4, size=int(rng.integers(0, 20))) * MS // 2)
+        bt = np.cumsum(rng.integers(0, 4, size=int(rng.integers(0, 20))) * MS // 2)
+        for t in jt:
+            s.add_joints(j(int(t)))
+        for t in bt:
+            s.add_base(b(int(t)))
+        got = s._newest_pair()
+        want = _newest_pair_by_brute_force(list(s._joints), list(s._bases), skew)
+        if want is None:
+            assert got is None
+        else:
+            assert (got.stamp_ns, got.joints.stamp_ns, got.base.stamp_ns) == want

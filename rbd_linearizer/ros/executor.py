@@ -1,0 +1,258 @@
+"""A single-threaded executor that hands messages and timer expiries to their callbacks directly.
+
+rclpy's ``SingleThreadedExecutor`` wraps every callback in a ``Task`` (a coroutine, a lock, two
+guard-condition triggers that wake the next wait at once) and rebuilds its wait set through a
+generator: about 0.1 ms of Python per callback, twice per control tick here (joint state and
+odometry) and again in every consumer. ``DirectExecutor`` waits on the same rcl wait set (every
+subscription, timer, service, client, guard condition and waitable of its nodes) and then:
+
+- ready **subscriptions** with plain (non-``async``) callbacks: takes the message and calls the
+  callback in place (with the ``MessageInfo`` if the callback asked for it);
+- ready **timers** with plain callbacks: calls the timer (rcl updates its next call time) and
+  the callback (with a ``TimerInfo`` if a parameter is annotated so, as rclpy does);
+- anything else ready (services, clients, waitables such as QoS events, user guard conditions,
+  tasks, ``async`` callbacks): hands over to ``SingleThreadedExecutor``'s own path, unchanged.
+
+Callback semantics are rclpy's: one callback at a time, in the spinning thread, and an exception
+raised by a callback propagates out of ``spin``/``spin_once``. Used by ``linearizer_node``
+(``--executor rclpy`` selects the stock executor); see docs/performance.md, "Node latency".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import ExitStack
+import inspect
+from typing import Any
+
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+from rclpy.subscription import Subscription
+from rclpy.timer import TimerInfo
+from rclpy.utilities import timeout_sec_to_nsec
+
+__all__ = ['DirectExecutor']
+
+_WITH_INFO = Subscription.CallbackType.WithMessageInfo
+
+
+def _timer_info_arg(callback: Callable[..., Any]) -> str | None:
+    # The parameter annotated TimerInfo, if any (rclpy passes the TimerInfo to it by name).
+    try:
+        params = inspect.signature(callback).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return next((p.name for p in params if p.annotation in (TimerInfo, 'TimerInfo')), None)
+
+
+def _enter(stack: ExitStack, handle) -> bool:
+    try:
+        stack.enter_context(handle)
+    except Exception:  # noqa: BLE001 - rclpy's InvalidHandle: destroyed meanwhile
+        return False
+    return True
+
+
+class _Waiting:
+    """The entities waited on, their entered handles and the rcl wait set (see _rebuild)."""
+
+    def __init__(self, nodes: list, stack: ExitStack) -> None:
+        self.nodes, self.stack = nodes, stack
+        self.subs: list = []
+        self.clients: list = []
+        self.services: list = []
+        self.timers: list = []
+        self.node_guards: list = []
+        self.guards: list = []
+        self.waitables: list = []
+        self.wait_set = None
+
+
+class DirectExecutor(SingleThreadedExecutor):
+    """``SingleThreadedExecutor`` with direct dispatch of messages and timers (module docstring).
+
+    :param context: the rclpy context, or ``None`` for the default one.
+    """
+
+    def __init__(self, *, context=None) -> None:
+        super().__init__(context=context)
+        self._timer_args: dict[int, tuple[Callable[..., Any], str | None]] = {}
+        self._waiting: _Waiting | None = None
+
+    def spin(self) -> None:
+        """Execute callbacks until shutdown (of the executor or of its context)."""
+        while self._context.ok() and not self._is_shutdown:
+            self._direct_once(None)
+
+    def spin_once(self, timeout_sec: float | None = None) -> None:
+        """Wait up to ``timeout_sec`` (``None``: forever) and run the callbacks then ready.
+
+        Unlike rclpy's, one call may run several callbacks (every entity found ready by one wait).
+        """
+        self._direct_once(timeout_sec)
+
+    # --- one wait, then dispatch -------------------------------------------------------------
+
+    def _direct_once(self, timeout_sec: float | None) -> None:
+        if self._tasks:
+            with self._tasks_lock:  # forget finished tasks (rclpy's generator does the same)
+                self._tasks = [t for t in self._tasks if not (t[0].done() or t[0].cancelled())]
+            if self._tasks:  # create_task() work or a coroutine callback awaiting: rclpy's path
+                self._cb_iter = None
+                super()._spin_once_impl(timeout_sec)
+                self._cb_iter = None
+                return
+        nodes = self.get_nodes()
+        w = self._waiting
+        if w is None or w.nodes != nodes:
+            w = self._rebuild(nodes)
+        ws = w.wait_set
+        ws.clear_entities()
+        for e in w.subs:
+            ws.add_subscription(e.handle)
+        for e in w.clients:
+            ws.add_client(e.handle)
+        for e in w.services:
+            ws.add_service(e.handle)
+        for e in w.timers:
+            ws.add_timer(e.handle)
+        for e in w.guards:
+            ws.add_guard_condition(e.handle)
+        for e in w.waitables:
+            e.add_to_wait_set(ws)
+        ws.wait(timeout_sec_to_nsec(timeout_sec))
+        if self._is_shutdown:
+            return
+        if not self._context.ok():
+            raise ExternalShutdownException()
+        subs_ready = ws.get_ready_entities('subscription')
+        timers_ready = ws.get_ready_entities('timer')
+        guards_ready = ws.get_ready_entities('guard_condition')
+        others = (len(ws.get_ready_entities('client')) + len(ws.get_ready_entities('service'))
+                  + sum(1 for e in w.waitables if e.is_ready(ws)))
+        if guards_ready:
+            # The executor's guard: entities were created or destroyed, or wake() was called;
+            # SIGINT's: the context check above. A user guard condition (consumed by this wait)
+            # is triggered again for rclpy's path, which runs its callback.
+            if self._guard is not None and self._guard.handle.pointer in guards_ready:
+                self._release()
+            for g in w.node_guards:
+                if g.handle.pointer in guards_ready:
+                    g.trigger()
+                    others += 1
+        for tmr in w.timers:
+            if tmr.handle.pointer in timers_ready and not self._call_timer(tmr):
+                others += 1
+        for sub in w.subs:
+            if sub.handle.pointer in subs_ready and not self._take_and_call(sub):
+                others += 1
+        if others:
+            self._hand_over(others)
+
+    def _rebuild(self, nodes: list) -> _Waiting:
+        # Enter every entity's handle (rclpy defers a destroy() until they are released) and
+        # hold them until the next rebuild: destroying an entity triggers the executor's guard
+        # (Node._wake_executor), whose wake-up releases them.
+        self._release()
+        stack = ExitStack()
+        w = _Waiting(nodes, stack)
+        n_events = 0
+        try:
+            for group, entities in (('subs', 'subscriptions'), ('clients', 'clients'),
+                                    ('services', 'services'), ('timers', 'timers'),
+                                    ('node_guards', 'guards')):
+                live = getattr(w, group)
+                for n in nodes:
+                    for e in getattr(n, entities):
+                        if self.can_execute(e) and _enter(stack, e.handle):
+                            live.append(e)
+            counts = [len(w.subs), len(w.clients), len(w.services), len(w.timers)]
+            for g in (self._guard, self._sigint_gc):
+                if g is not None and _enter(stack, g.handle):
+                    w.guards.append(g)
+            w.guards.extend(w.node_guards)
+            n_guards = len(w.guards)
+            for n in nodes:
+                for e in n.waitables:
+                    if self.can_execute(e) and _enter(stack, e):
+                        w.waitables.append(e)
+                        ne = e.get_num_entities()
+                        counts[0] += ne.num_subscriptions
+                        counts[1] += ne.num_clients
+                        counts[2] += ne.num_services
+                        counts[3] += ne.num_timers
+                        n_guards += ne.num_guard_conditions
+                        n_events += ne.num_events
+            stack.enter_context(self._context.handle)
+            w.wait_set = _rclpy.WaitSet(counts[0], n_guards, counts[3], counts[1], counts[2],
+                                        n_events, self._context.handle)
+        except BaseException:
+            stack.close()
+            raise
+        self._waiting = w
+        return w
+
+    def _release(self) -> None:
+        w, self._waiting = self._waiting, None
+        if w is not None:
+            w.wait_set = None
+            w.stack.close()
+
+    def shutdown(self, timeout_sec: float | None = None) -> bool:
+        """Stop executing callbacks (rclpy's ``Executor.shutdown``) and release the handles."""
+        self._release()
+        return super().shutdown(timeout_sec)
+
+    def _take_and_call(self, sub) -> bool:
+        """Take one message of ``sub`` and run its callback; False: not a plain callback."""
+        callback = sub.callback
+        if inspect.iscoroutinefunction(callback):
+            return False
+        try:
+            with sub.handle:
+                taken = sub.handle.take_message(sub.msg_type, sub.raw)
+        except Exception:  # noqa: BLE001 - InvalidHandle: destroyed by an earlier callback
+            return True
+        if taken is None:
+            return True
+        if sub._callback_type is _WITH_INFO:
+            callback(*taken)
+        else:
+            callback(taken[0])
+        return True
+
+    def _call_timer(self, tmr) -> bool:
+        """Call ``tmr`` (rcl: next call time) and its callback; False: not a plain callback."""
+        callback = tmr.callback
+        if callback is None or inspect.iscoroutinefunction(callback):
+            return False
+        cached = self._timer_args.get(id(tmr))
+        if cached is None or cached[0] is not callback:
+            cached = (callback, _timer_info_arg(callback))
+            self._timer_args[id(tmr)] = cached
+        try:
+            with tmr.handle:
+                if not tmr.handle.is_timer_ready():  # cancelled since the wait
+                    return True
+                info = tmr.handle.call_timer_with_info()
+        except Exception:  # noqa: BLE001 - InvalidHandle (destroyed), TimerCancelledError
+            return True
+        arg = cached[1]
+        if arg is None:
+            callback()
+        else:
+            callback(**{arg: TimerInfo(expected_call_time=info['expected_call_time'],
+                                       actual_call_time=info['actual_call_time'],
+                                       clock_type=tmr.clock.clock_type)})
+        return True
+
+    def _hand_over(self, n: int) -> None:
+        # rclpy's own path, without waiting, once per entity it has to serve; a fresh generator
+        # each time, so that none resumes on a stale wait set.
+        # Its wait consumes the executor's guard condition (an entity created or destroyed in
+        # these callbacks): the cached wait set is rebuilt on the next spin, whatever happened.
+        self._release()
+        for _ in range(n):
+            self._cb_iter = None
+            super()._spin_once_impl(0)
+        self._cb_iter = None
