@@ -22,6 +22,8 @@ import time
 
 import numpy as np
 
+from rbd_linearizer.ros.cdr import linearization_from_cdr
+
 
 def isolate_ros_domain() -> None:
     """Use a random ROS_DOMAIN_ID (unless one is set) and localhost discovery."""
@@ -89,8 +91,10 @@ class NodeDriver:
         self.executor.add_node(self.node)
         self.latencies: list[float] = []  # ms
         self.diags: list[dict] = []
+        # A Python consumer as the package suggests one (docs/node.md): raw subscription,
+        # the whole message decoded into numpy arrays by rbd_linearizer.ros.cdr.
         self.node.create_subscription(Linearization, f'{ns}/linearizer/linearization',
-                                      self._on_lin, result_qos(10))
+                                      self._on_lin, result_qos(10), raw=True)
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag,
                                       result_qos(10))
         self.js_pub = self.node.create_publisher(JointState, f'{ns}/joint_states', sensor_qos())
@@ -101,10 +105,10 @@ class NodeDriver:
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
 
-    def _on_lin(self, msg) -> None:
+    def _on_lin(self, raw: bytes) -> None:
+        lin = linearization_from_cdr(raw)
         now = time.time_ns()
-        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        self.latencies.append((now - stamp) * 1e-6)
+        self.latencies.append((now - lin.stamp) * 1e-6)
 
     def _on_diag(self, msg) -> None:
         for st in msg.status:

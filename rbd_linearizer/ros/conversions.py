@@ -166,14 +166,12 @@ def _identity_from_msg(msg) -> dict:
 
 # --- Linearization --------------------------------------------------------------------------
 
-def linearization_to_msg(lin: Linearization, frame_id: str = 'world',
-                         out: LinearizationMsg | None = None) -> LinearizationMsg:
+def linearization_to_msg(lin: Linearization, frame_id: str = 'world') -> LinearizationMsg:
     """``Linearization`` message; header.stamp = lin.stamp, header.frame_id = frame_id.
 
-    ``out``: a message to fill (every field is written) instead of a new one; the node reuses
-    one per publisher (a message is serialized by ``publish``, so it can be refilled after).
+    The node publishes the same message serialized by ``cdr.LinearizationEncoder`` (faster).
     """
-    msg = _identity_to_msg(LinearizationMsg() if out is None else out, lin, frame_id)
+    msg = _identity_to_msg(LinearizationMsg(), lin, frame_id)
     msg.input_names = list(lin.input_names)
     msg.time_model = lin.time_model
     msg.dt = float(lin.dt)
@@ -321,11 +319,22 @@ def base_state_from_odometry(msg, world_frame: str, twist_frame: str = 'child'):
     is not checked (odometry sources name the base frame freely, e.g. ``base_link`` for a URDF
     root ``base``). Every returned array is finite.
     """
-    frame = str(msg.header.frame_id)
+    stamp, position, quaternion, twist = odometry_arrays(msg)
+    return check_base_state(stamp, str(msg.header.frame_id), position, quaternion, twist,
+                            world_frame, twist_frame)
+
+
+def check_base_state(stamp: int, frame: str, position: np.ndarray, quaternion: np.ndarray,
+                     twist: np.ndarray, world_frame: str, twist_frame: str = 'child'):
+    """Check the fields of an Odometry message as ``base_state_from_odometry`` does.
+
+    ``stamp`` [ns], ``frame`` (header.frame_id), ``position``, ``quaternion`` (x, y, z, w) and
+    ``twist`` (linear, angular) as ``cdr.odometry_fields`` returns them. Returns
+    ``(stamp_ns, position, quaternion_xyzw, twist_body)``; StateError as there.
+    """
     if frame != world_frame:
         raise StateError(f'odometry header.frame_id {frame[:64]!r} is not the world frame '
                          f'{world_frame!r} (parameter world_frame)')
-    stamp, position, quaternion, twist = odometry_arrays(msg)
     if not (np.all(np.isfinite(position)) and np.all(np.isfinite(twist))):
         raise StateError('non-finite base position or twist')
     quaternion = normalize_quaternion(quaternion)

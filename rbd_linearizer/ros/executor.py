@@ -23,8 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import ExitStack
 import inspect
+import threading
+import time
 from typing import Any
 
+from rclpy.exceptions import InvalidHandle
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.subscription import Subscription
@@ -42,7 +45,7 @@ def _timer_info_arg(callback: Callable[..., Any]) -> str | None:
         params = inspect.signature(callback).parameters.values()
     except (TypeError, ValueError):
         return None
-    return next((p.name for p in params if p.annotation in (TimerInfo, 'TimerInfo')), None)
+    return next((p.name for p in params if p.annotation == TimerInfo), None)
 
 
 def _enter(stack: ExitStack, handle) -> bool:
@@ -78,18 +81,64 @@ class DirectExecutor(SingleThreadedExecutor):
         super().__init__(context=context)
         self._timer_args: dict[int, tuple[Callable[..., Any], str | None]] = {}
         self._waiting: _Waiting | None = None
+        # The handles held by the cached wait set are released by the spinning thread only
+        # (never under its wait): shutdown() from elsewhere marks _closing, wake() _stale.
+        self._state_lock = threading.Lock()
+        self._spinning = False
+        self._closing = False
+        self._stale = False
 
     def spin(self) -> None:
         """Execute callbacks until shutdown (of the executor or of its context)."""
         while self._context.ok() and not self._is_shutdown:
-            self._direct_once(None)
+            self._guarded_once(None)
 
     def spin_once(self, timeout_sec: float | None = None) -> None:
-        """Wait up to ``timeout_sec`` (``None``: forever) and run the callbacks then ready.
+        """Wait up to ``timeout_sec`` (``None``: forever) for work and run it.
 
-        Unlike rclpy's, one call may run several callbacks (every entity found ready by one wait).
+        Returns once a callback ran or the time is up (a wake-up alone, e.g. an entity
+        created, does not end the wait, as with rclpy). Unlike rclpy's, one call may run
+        several callbacks (every entity found ready by one wait).
         """
-        self._direct_once(timeout_sec)
+        deadline = None if timeout_sec is None or timeout_sec < 0 else (
+            time.monotonic() + timeout_sec)
+        remaining = timeout_sec
+        while True:
+            if self._guarded_once(remaining) or self._is_shutdown:
+                return
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+
+    def wake(self) -> None:
+        """Wake the executor: entities were created or destroyed (rclpy's ``Node`` calls it)."""
+        self._stale = True
+        super().wake()
+
+    def shutdown(self, timeout_sec: float | None = None) -> bool:
+        """Stop executing callbacks (rclpy's ``Executor.shutdown``) and release the handles.
+
+        From any thread: a spin in progress releases them itself when its wait returns.
+        """
+        with self._state_lock:
+            self._closing = True
+            if not self._spinning:
+                self._release()
+        return super().shutdown(timeout_sec)
+
+    def _guarded_once(self, timeout_sec: float | None) -> bool:
+        with self._state_lock:
+            if self._closing:
+                return False
+            self._spinning = True
+        try:
+            return self._direct_once(timeout_sec)
+        finally:
+            with self._state_lock:
+                self._spinning = False
+                if self._closing:
+                    self._release()
 
     # --- one wait, then dispatch -------------------------------------------------------------
 
@@ -98,31 +147,24 @@ class DirectExecutor(SingleThreadedExecutor):
             with self._tasks_lock:  # forget finished tasks (rclpy's generator does the same)
                 self._tasks = [t for t in self._tasks if not (t[0].done() or t[0].cancelled())]
             if self._tasks:  # create_task() work or a coroutine callback awaiting: rclpy's path
-                self._cb_iter = None
+                # with rclpy's generator kept between calls, as rclpy keeps it: it yields the
+                # tasks, then waits (a fresh one each call would only ever run the tasks)
                 super()._spin_once_impl(timeout_sec)
-                self._cb_iter = None
-                return
+                return True
         nodes = self.get_nodes()
         w = self._waiting
-        if w is None or w.nodes != nodes:
+        if w is None or self._stale or w.nodes != nodes:
             w = self._rebuild(nodes)
         ws = w.wait_set
-        ws.clear_entities()
-        for e in w.subs:
-            ws.add_subscription(e.handle)
-        for e in w.clients:
-            ws.add_client(e.handle)
-        for e in w.services:
-            ws.add_service(e.handle)
-        for e in w.timers:
-            ws.add_timer(e.handle)
-        for e in w.guards:
-            ws.add_guard_condition(e.handle)
-        for e in w.waitables:
-            e.add_to_wait_set(ws)
+        try:
+            self._fill(w)
+        except InvalidHandle:  # destroyed without a wake(): build from the live entities
+            w = self._rebuild(nodes)
+            ws = w.wait_set
+            self._fill(w)
         ws.wait(timeout_sec_to_nsec(timeout_sec))
         if self._is_shutdown:
-            return
+            return False
         if not self._context.ok():
             raise ExternalShutdownException()
         subs_ready = ws.get_ready_entities('subscription')
@@ -140,20 +182,44 @@ class DirectExecutor(SingleThreadedExecutor):
                 if g.handle.pointer in guards_ready:
                     g.trigger()
                     others += 1
+        ran = False
         for tmr in w.timers:
-            if tmr.handle.pointer in timers_ready and not self._call_timer(tmr):
-                others += 1
+            if tmr.handle.pointer in timers_ready:
+                ran = True
+                if not self._call_timer(tmr):
+                    others += 1
         for sub in w.subs:
-            if sub.handle.pointer in subs_ready and not self._take_and_call(sub):
-                others += 1
+            if sub.handle.pointer in subs_ready:
+                ran = True
+                if not self._take_and_call(sub):
+                    others += 1
         if others:
             self._hand_over(others)
+        return ran or others > 0
+
+    @staticmethod
+    def _fill(w: _Waiting) -> None:
+        ws = w.wait_set
+        ws.clear_entities()
+        for e in w.subs:
+            ws.add_subscription(e.handle)
+        for e in w.clients:
+            ws.add_client(e.handle)
+        for e in w.services:
+            ws.add_service(e.handle)
+        for e in w.timers:
+            ws.add_timer(e.handle)
+        for e in w.guards:
+            ws.add_guard_condition(e.handle)
+        for e in w.waitables:
+            e.add_to_wait_set(ws)
 
     def _rebuild(self, nodes: list) -> _Waiting:
         # Enter every entity's handle (rclpy defers a destroy() until they are released) and
         # hold them until the next rebuild: destroying an entity triggers the executor's guard
         # (Node._wake_executor), whose wake-up releases them.
         self._release()
+        self._stale = False
         stack = ExitStack()
         w = _Waiting(nodes, stack)
         n_events = 0
@@ -190,6 +256,8 @@ class DirectExecutor(SingleThreadedExecutor):
             stack.close()
             raise
         self._waiting = w
+        live = {id(t) for t in w.timers}
+        self._timer_args = {k: v for k, v in self._timer_args.items() if k in live}
         return w
 
     def _release(self) -> None:
@@ -197,11 +265,6 @@ class DirectExecutor(SingleThreadedExecutor):
         if w is not None:
             w.wait_set = None
             w.stack.close()
-
-    def shutdown(self, timeout_sec: float | None = None) -> bool:
-        """Stop executing callbacks (rclpy's ``Executor.shutdown``) and release the handles."""
-        self._release()
-        return super().shutdown(timeout_sec)
 
     def _take_and_call(self, sub) -> bool:
         """Take one message of ``sub`` and run its callback; False: not a plain callback."""

@@ -490,23 +490,48 @@ def odometry_msg(case: OdometryCase, stamp_ns: int = 1):
 def check_joint_state(model, case: JointStateCase) -> tuple[str, str, tuple | None]:
     """Run the node's JointState path; return (outcome, reason class, (s, sdot) or None).
 
-    The path is what ``LinearizerNode._on_joint_state`` calls: ``joint_state_arrays`` then
-    ``joint_state_to_model_order``, velocities required. Accepted arrays must be finite and in
-    model order; the only allowed error is StateError.
+    The path is what ``LinearizerNode._on_joint_state`` calls on its raw subscription:
+    ``cdr.joint_state_fields`` of the serialized message, then ``joint_state_to_model_order``,
+    velocities required; the message path (``joint_state_arrays``, for embedding users) must
+    give the same outcome. Accepted arrays must be finite and in model order; the only
+    allowed error is StateError.
     """
+    from rclpy.serialization import serialize_message
+
     from rbd_linearizer.errors import StateError
     from rbd_linearizer.model.state import joint_state_to_model_order
+    from rbd_linearizer.ros.cdr import joint_state_fields
     from rbd_linearizer.ros.conversions import joint_state_arrays
 
-    try:
-        _, names, pos, vel, eff = joint_state_arrays(joint_state_msg(case))
-        s, sdot, tau = joint_state_to_model_order(model, names, pos, vel, eff)
-        if sdot is None and model.n_joints:
+    msg = joint_state_msg(case)
+
+    def run(fields):
+        _, names, pos, vel, eff = fields()
+        out = joint_state_to_model_order(model, names, pos, vel, eff)
+        if out[1] is None and model.n_joints:
             raise StateError('joint velocities are missing (velocity field empty)')
-    except StateError as e:
-        return 'rejected', reason_class(e), None
-    except Exception as e:  # noqa: BLE001
-        raise PropertyViolation(f'JointState path raised {type(e).__name__}: {e}') from e
+        return out
+
+    outcomes = []
+    for fields in (lambda: joint_state_fields(serialize_message(msg)),
+                   lambda: joint_state_arrays(msg)):
+        try:
+            outcomes.append(run(fields))
+        except StateError as e:
+            outcomes.append(str(e))
+        except Exception as e:  # noqa: BLE001
+            raise PropertyViolation(f'JointState path raised {type(e).__name__}: {e}') from e
+    raw_out, msg_out = outcomes
+    if isinstance(raw_out, str) or isinstance(msg_out, str):
+        if raw_out != msg_out:
+            raise PropertyViolation(f'bytes and message paths differ: {raw_out!r} vs '
+                                    f'{msg_out!r}')
+        return 'rejected', reason_class(raw_out), None
+    if not all((a is None and b is None) or (a is not None and b is not None
+                                              and a.tobytes() == b.tobytes())
+               for a, b in zip(raw_out, msg_out, strict=True)):
+        raise PropertyViolation('bytes and message paths give different arrays')
+    s, sdot, tau = raw_out
     for name, value in (('s', s), ('sdot', sdot), ('tau', tau)):
         if value is not None:
             if value.shape != (model.n_joints,):
@@ -517,17 +542,38 @@ def check_joint_state(model, case: JointStateCase) -> tuple[str, str, tuple | No
 
 def check_odometry(case: OdometryCase, world_frame: str = 'world',
                    twist_frame: str = 'child') -> tuple[str, str, tuple | None]:
-    """Run the node's Odometry path (``base_state_from_odometry``); classify the outcome."""
-    from rbd_linearizer.errors import StateError
-    from rbd_linearizer.ros.conversions import base_state_from_odometry
+    """Run the node's Odometry path; classify the outcome.
 
-    try:
-        _, position, quat, twist = base_state_from_odometry(
-            odometry_msg(case), world_frame, twist_frame)
-    except StateError as e:
-        return 'rejected', reason_class(e), None
-    except Exception as e:  # noqa: BLE001
-        raise PropertyViolation(f'Odometry path raised {type(e).__name__}: {e}') from e
+    The node's raw subscription: ``cdr.odometry_fields`` of the serialized message, then
+    ``check_base_state``; the message path (``base_state_from_odometry``) must agree.
+    """
+    from rclpy.serialization import serialize_message
+
+    from rbd_linearizer.errors import StateError
+    from rbd_linearizer.ros.cdr import odometry_fields
+    from rbd_linearizer.ros.conversions import base_state_from_odometry, check_base_state
+
+    msg = odometry_msg(case)
+    outcomes = []
+    for path in (lambda: check_base_state(*odometry_fields(serialize_message(msg)),
+                                          world_frame, twist_frame),
+                 lambda: base_state_from_odometry(msg, world_frame, twist_frame)):
+        try:
+            outcomes.append(path())
+        except StateError as e:
+            outcomes.append(str(e))
+        except Exception as e:  # noqa: BLE001
+            raise PropertyViolation(f'Odometry path raised {type(e).__name__}: {e}') from e
+    raw_out, msg_out = outcomes
+    if isinstance(raw_out, str) or isinstance(msg_out, str):
+        if raw_out != msg_out:
+            raise PropertyViolation(f'bytes and message paths differ: {raw_out!r} vs '
+                                    f'{msg_out!r}')
+        return 'rejected', reason_class(raw_out), None
+    if raw_out[0] != msg_out[0] or not all(
+            a.tobytes() == b.tobytes() for a, b in zip(raw_out[1:], msg_out[1:], strict=True)):
+        raise PropertyViolation('bytes and message paths give different arrays')
+    _, position, quat, twist = raw_out
     for name, value in (('position', position), ('quaternion', quat), ('twist', twist)):
         _finite(name, value)
     if abs(float(np.linalg.norm(quat)) - 1.0) > 1e-12:

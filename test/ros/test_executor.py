@@ -48,21 +48,6 @@ RECEIVE_TIMEOUT = 10.0
 QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 
 
-_STALE_WAITABLE_BUG = (
-    'DirectExecutor._direct_once reuses the cached wait set after an entity was destroyed '
-    '(from a callback, or between spin_once calls): destroy_subscription() requests the '
-    "destruction of the subscription's QoS EventHandler waitables, and e.add_to_wait_set(ws) "
-    'on the stale cached list raises InvalidHandle ("cannot use Destroyable because '
-    'destruction was requested") out of spin_once/spin; the executor guard that would cause a '
-    'rebuild is only looked at after the wait')
-
-
-def _xfail_direct(reason):
-    """Parametrize over both executors, the DirectExecutor case a strict xfail."""
-    return pytest.mark.parametrize('kind', [
-        pytest.param('direct', marks=pytest.mark.xfail(strict=True, reason=reason)), 'rclpy'])
-
-
 # --- fixtures and helpers -------------------------------------------------------------------
 
 @pytest.fixture
@@ -124,7 +109,7 @@ def _unique(prefix):
 def stop_from_spinning_thread(executor):
     """Have the spinning thread itself run executor.shutdown() (as a task).
 
-    Not from another thread: that crashes DirectExecutor (_SHUTDOWN_RACE_BUG, xfail test).
+    (From another thread works too: test_shutdown_from_another_thread_ends_spin.)
     """
     executor.create_task(lambda: executor.shutdown(timeout_sec=0))
 
@@ -527,7 +512,7 @@ def test_exception_in_timer_callback_propagates_from_spin_once(executor, node):
 
 # --- 7. entities and nodes going away while spinning ----------------------------------------
 
-@_xfail_direct(_STALE_WAITABLE_BUG)
+@pytest.mark.parametrize('kind', KINDS)
 def test_subscription_destroyed_from_another_callback(executor, node):
     topic_a, topic_b = _unique('killer'), _unique('victim')
     got_a, got_b = [], []
@@ -562,7 +547,7 @@ def test_subscription_destroyed_from_another_callback(executor, node):
     assert len(list(node.subscriptions)) == 1
 
 
-@_xfail_direct(_STALE_WAITABLE_BUG)
+@pytest.mark.parametrize('kind', KINDS)
 def test_subscription_destroyed_between_spin_once_calls(executor, node):
     topic = _unique('gone_between')
     got, kept = [], []
@@ -720,18 +705,9 @@ _SHUTDOWN_FROM_THREAD = textwrap.dedent("""
     print('ROUNDS_OK' if not errors else 'FAILED')
 """)
 
-_SHUTDOWN_RACE_BUG = (
-    'DirectExecutor.shutdown() calls _release() from the calling thread while spin() waits in '
-    "ws.wait() in another: the ExitStack holding the wait set's handles is closed under the "
-    'wait, so Executor.shutdown() destroys the executor guard condition (and destroy_node() '
-    "the node's entities) at once instead of deferring it, and rcl_wait touches freed memory "
-    '(SIGSEGV / SIGABRT "corrupted double-linked list" / RuntimeError: Invalid argument)')
-
-
 @pytest.mark.parametrize('then', ['join', 'destroy'])
 @pytest.mark.parametrize('which', [
-    pytest.param('direct', marks=pytest.mark.xfail(strict=True, reason=_SHUTDOWN_RACE_BUG)),
-    'rclpy',
+    'direct', 'rclpy',
 ])
 def test_shutdown_from_another_thread_ends_spin(which, then):
     """executor.shutdown() in the main thread while spin() runs in another.
@@ -751,14 +727,7 @@ def test_shutdown_from_another_thread_ends_spin(which, then):
 
 # --- spin_once semantics --------------------------------------------------------------------
 
-@pytest.mark.parametrize('which', [
-    pytest.param('direct', marks=pytest.mark.xfail(strict=True, reason=(
-        'DirectExecutor.spin_once(timeout) returns as soon as the executor guard condition '
-        'wakes its wait (entity created, node added, wake()) without running any callback; '
-        'rclpy waits on for work until the timeout, so e.g. rclpy.spin_once(node, '
-        'timeout_sec=...) right after creating a subscription returns at once'))),
-    'rclpy',
-])
+@pytest.mark.parametrize('which', KINDS)
 def test_spin_once_after_a_wake_still_waits_for_work(which, context, make_node):
     ex = EXECUTORS[which](context=context)
     try:
