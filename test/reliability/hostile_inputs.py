@@ -487,6 +487,37 @@ def odometry_msg(case: OdometryCase, stamp_ns: int = 1):
     return msg
 
 
+def _bytes_and_message_paths(what: str, raw_path, msg_path):
+    """Run the node's bytes path and the message path; return the common outcome.
+
+    Either the StateError text (the same on both paths) or the result of the bytes path,
+    whose values (ints, arrays or None) must equal the message path's bit for bit.
+    """
+    from rbd_linearizer.errors import StateError
+
+    outcomes = []
+    for path in (raw_path, msg_path):
+        try:
+            outcomes.append(path())
+        except StateError as e:
+            outcomes.append(str(e))
+        except Exception as e:  # noqa: BLE001
+            raise PropertyViolation(f'{what} path raised {type(e).__name__}: {e}') from e
+    raw_out, msg_out = outcomes
+    if isinstance(raw_out, str) or isinstance(msg_out, str):
+        if raw_out != msg_out:
+            raise PropertyViolation(f'bytes and message paths differ: {raw_out!r} vs '
+                                    f'{msg_out!r}')
+        return raw_out
+
+    def bits(x):
+        return None if x is None else np.asarray(x).tobytes()
+
+    if [bits(x) for x in raw_out] != [bits(x) for x in msg_out]:
+        raise PropertyViolation(f'{what}: bytes and message paths give different values')
+    return raw_out
+
+
 def check_joint_state(model, case: JointStateCase) -> tuple[str, str, tuple | None]:
     """Run the node's JointState path; return (outcome, reason class, (s, sdot) or None).
 
@@ -512,26 +543,12 @@ def check_joint_state(model, case: JointStateCase) -> tuple[str, str, tuple | No
             raise StateError('joint velocities are missing (velocity field empty)')
         return out
 
-    outcomes = []
-    for fields in (lambda: joint_state_fields(serialize_message(msg)),
-                   lambda: joint_state_arrays(msg)):
-        try:
-            outcomes.append(run(fields))
-        except StateError as e:
-            outcomes.append(str(e))
-        except Exception as e:  # noqa: BLE001
-            raise PropertyViolation(f'JointState path raised {type(e).__name__}: {e}') from e
-    raw_out, msg_out = outcomes
-    if isinstance(raw_out, str) or isinstance(msg_out, str):
-        if raw_out != msg_out:
-            raise PropertyViolation(f'bytes and message paths differ: {raw_out!r} vs '
-                                    f'{msg_out!r}')
-        return 'rejected', reason_class(raw_out), None
-    if not all((a is None and b is None) or (a is not None and b is not None
-                                              and a.tobytes() == b.tobytes())
-               for a, b in zip(raw_out, msg_out, strict=True)):
-        raise PropertyViolation('bytes and message paths give different arrays')
-    s, sdot, tau = raw_out
+    out = _bytes_and_message_paths('JointState',
+                                   lambda: run(lambda: joint_state_fields(serialize_message(msg))),
+                                   lambda: run(lambda: joint_state_arrays(msg)))
+    if isinstance(out, str):
+        return 'rejected', reason_class(out), None
+    s, sdot, tau = out
     for name, value in (('s', s), ('sdot', sdot), ('tau', tau)):
         if value is not None:
             if value.shape != (model.n_joints,):
@@ -549,31 +566,18 @@ def check_odometry(case: OdometryCase, world_frame: str = 'world',
     """
     from rclpy.serialization import serialize_message
 
-    from rbd_linearizer.errors import StateError
     from rbd_linearizer.ros.cdr import odometry_fields
     from rbd_linearizer.ros.conversions import base_state_from_odometry, check_base_state
 
     msg = odometry_msg(case)
-    outcomes = []
-    for path in (lambda: check_base_state(*odometry_fields(serialize_message(msg)),
-                                          world_frame, twist_frame),
-                 lambda: base_state_from_odometry(msg, world_frame, twist_frame)):
-        try:
-            outcomes.append(path())
-        except StateError as e:
-            outcomes.append(str(e))
-        except Exception as e:  # noqa: BLE001
-            raise PropertyViolation(f'Odometry path raised {type(e).__name__}: {e}') from e
-    raw_out, msg_out = outcomes
-    if isinstance(raw_out, str) or isinstance(msg_out, str):
-        if raw_out != msg_out:
-            raise PropertyViolation(f'bytes and message paths differ: {raw_out!r} vs '
-                                    f'{msg_out!r}')
-        return 'rejected', reason_class(raw_out), None
-    if raw_out[0] != msg_out[0] or not all(
-            a.tobytes() == b.tobytes() for a, b in zip(raw_out[1:], msg_out[1:], strict=True)):
-        raise PropertyViolation('bytes and message paths give different arrays')
-    _, position, quat, twist = raw_out
+    out = _bytes_and_message_paths(
+        'Odometry',
+        lambda: check_base_state(*odometry_fields(serialize_message(msg)), world_frame,
+                                 twist_frame),
+        lambda: base_state_from_odometry(msg, world_frame, twist_frame))
+    if isinstance(out, str):
+        return 'rejected', reason_class(out), None
+    _, position, quat, twist = out
     for name, value in (('position', position), ('quaternion', quat), ('twist', twist)):
         _finite(name, value)
     if abs(float(np.linalg.norm(quat)) - 1.0) > 1e-12:
