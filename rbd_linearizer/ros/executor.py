@@ -172,16 +172,14 @@ class DirectExecutor(SingleThreadedExecutor):
         guards_ready = ws.get_ready_entities('guard_condition')
         others = (len(ws.get_ready_entities('client')) + len(ws.get_ready_entities('service'))
                   + sum(1 for e in w.waitables if e.is_ready(ws)))
-        if guards_ready:
-            # The executor's guard: entities were created or destroyed, or wake() was called;
-            # SIGINT's: the context check above. A user guard condition (consumed by this wait)
-            # is triggered again for rclpy's path, which runs its callback.
-            if self._guard is not None and self._guard.handle.pointer in guards_ready:
-                self._release()
-            for g in w.node_guards:
-                if g.handle.pointer in guards_ready:
-                    g.trigger()
-                    others += 1
+        # The executor's guard only wakes this wait: what changed is known from wake()
+        # (_stale, rebuilt on the next call) and the node list; SIGINT's guard: the context
+        # check above. A user guard condition (consumed by this wait) is triggered again for
+        # rclpy's path, which runs its callback.
+        for g in w.node_guards:
+            if g.handle.pointer in guards_ready:
+                g.trigger()
+                others += 1
         ran = False
         for tmr in w.timers:
             if tmr.handle.pointer in timers_ready:
@@ -311,10 +309,9 @@ class DirectExecutor(SingleThreadedExecutor):
 
     def _hand_over(self, n: int) -> None:
         # rclpy's own path, without waiting, once per entity it has to serve; a fresh generator
-        # each time, so that none resumes on a stale wait set.
-        # Its wait consumes the executor's guard condition (an entity created or destroyed in
-        # these callbacks): the cached wait set is rebuilt on the next spin, whatever happened.
-        self._release()
+        # each time, so that none resumes on a stale wait set. (Its wait consumes the
+        # executor's guard condition, but an entity created or destroyed in these callbacks
+        # went through wake(): _stale says so.)
         for _ in range(n):
             self._cb_iter = None
             super()._spin_once_impl(0)
