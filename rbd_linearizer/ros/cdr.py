@@ -101,10 +101,14 @@ class _Reader:
             raise StateError(f'{self.what}: sequence of {n} strings in {self.size} bytes')
         return [self.string() for _ in range(n)]
 
-    def f64s(self, n: int) -> np.ndarray:
+    def skip_f64s(self, n: int) -> int:
+        """Step over ``n`` doubles; return where they start."""
         if n:
             self._align(8)
-        p = self._need(8 * n)
+        return self._need(8 * n)
+
+    def f64s(self, n: int) -> np.ndarray:
+        p = self.skip_f64s(n)
         return np.frombuffer(self.buf, dtype=self.e + 'f8', count=n, offset=p).astype(
             np.float64)
 
@@ -147,10 +151,10 @@ def odometry_fields(raw) -> tuple[int, str, np.ndarray, np.ndarray, np.ndarray]:
     frame = r.string()
     r.string()  # child_frame_id
     pose = r.f64s(7)  # position x y z, orientation x y z w
-    r.f64s(36)  # pose covariance
+    r.skip_f64s(36)  # pose covariance
     twist = r.f64s(6)
-    r.f64s(36)  # twist covariance
-    return stamp, frame, pose[0:3].copy(), pose[3:7].copy(), twist
+    r.skip_f64s(36)  # twist covariance
+    return stamp, frame, pose[0:3], pose[3:7], twist
 
 
 # --- Linearization ----------------------------------------------------------------------------
@@ -326,8 +330,8 @@ def linearization_from_cdr(raw) -> Linearization:
             A=a, B=b, f=f, u0=u0, input_names=input_names, time_model=tm, dt=dt,
             joint_names=joint_names, velocity_representation=rep, model_name=model_name,
             model_hash=model_hash, floating_base=floating_base, compute_time=compute_time,
-            stamp=stamp, base_position=pose[0:3].copy(), base_quaternion=pose[3:7].copy(),
-            base_twist=pose[7:13].copy(), joint_positions=s, joint_velocities=sdot)
+            stamp=stamp, base_position=pose[0:3], base_quaternion=pose[3:7],
+            base_twist=pose[7:13], joint_positions=s, joint_velocities=sdot)
     except StateError:
         raise
     except Exception as e:  # noqa: BLE001 - the result's own checks: one error type here
