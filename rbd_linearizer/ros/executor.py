@@ -31,16 +31,54 @@ from rclpy.exceptions import InvalidHandle
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.subscription import Subscription
-from rclpy.timer import TimerInfo
 from rclpy.utilities import timeout_sec_to_nsec
 
-__all__ = ['DirectExecutor']
+try:  # rclpy >= 8 (Kilted): a timer callback may ask for a TimerInfo; Jazzy (7.x) has none
+    from rclpy.timer import TimerInfo
+except ImportError:  # pragma: no cover - depends on the distro
+    TimerInfo = None
+
+__all__ = ['DirectExecutor', 'DirectExecutorUnsupported', 'missing_internals']
 
 _WITH_INFO = Subscription.CallbackType.WithMessageInfo
+
+#: rclpy internals DirectExecutor builds on, checked by name (feature detection, not versions):
+#: on the class, on an executor instance, and on the native wait set.
+_CLASS_INTERNALS = ('_spin_once_impl', 'can_execute', 'get_nodes')
+_INSTANCE_INTERNALS = ('_tasks', '_tasks_lock', '_cb_iter', '_guard', '_sigint_gc',
+                       '_is_shutdown', '_context')
+_WAIT_SET_INTERNALS = ('clear_entities', 'add_subscription', 'add_client', 'add_service',
+                       'add_timer', 'add_guard_condition', 'wait', 'get_ready_entities')
+
+
+class DirectExecutorUnsupported(RuntimeError):
+    """This rclpy lacks an internal DirectExecutor needs (``missing_internals`` names it)."""
+
+
+def missing_internals(executor: SingleThreadedExecutor | None = None) -> list[str]:
+    """Names of the rclpy internals DirectExecutor needs that this rclpy lacks ([] if none).
+
+    ``executor``: an instance to check the per-instance attributes on (else only the class and
+    the native module are checked).
+    """
+    missing = [f'SingleThreadedExecutor.{n}' for n in _CLASS_INTERNALS
+               if not hasattr(SingleThreadedExecutor, n)]
+    wait_set = getattr(_rclpy, 'WaitSet', None)
+    if wait_set is None:
+        missing.append('_rclpy.WaitSet')
+    else:
+        missing += [f'_rclpy.WaitSet.{n}' for n in _WAIT_SET_INTERNALS if not hasattr(wait_set, n)]
+    if not hasattr(Subscription, 'CallbackType'):
+        missing.append('Subscription.CallbackType')
+    if executor is not None:
+        missing += [f'Executor.{n}' for n in _INSTANCE_INTERNALS if not hasattr(executor, n)]
+    return missing
 
 
 def _timer_info_arg(callback: Callable[..., Any]) -> str | None:
     # The parameter annotated TimerInfo, if any (rclpy passes the TimerInfo to it by name).
+    if TimerInfo is None:
+        return None
     try:
         params = inspect.signature(callback).parameters.values()
     except (TypeError, ValueError):
@@ -75,10 +113,17 @@ class DirectExecutor(SingleThreadedExecutor):
     """``SingleThreadedExecutor`` with direct dispatch of messages and timers (module docstring).
 
     :param context: the rclpy context, or ``None`` for the default one.
+    :raises DirectExecutorUnsupported: this rclpy lacks an internal it builds on (the caller
+        falls back to ``SingleThreadedExecutor``; ``linearizer_node`` does and logs it).
     """
 
     def __init__(self, *, context=None) -> None:
         super().__init__(context=context)
+        missing = missing_internals(self)
+        if missing:
+            super().shutdown()
+            raise DirectExecutorUnsupported(
+                'rclpy lacks internals the direct executor uses: ' + ', '.join(missing))
         self._timer_args: dict[int, tuple[Callable[..., Any], str | None]] = {}
         self._waiting: _Waiting | None = None
         # The handles held by the cached wait set are released by the spinning thread only
@@ -295,10 +340,13 @@ class DirectExecutor(SingleThreadedExecutor):
             with tmr.handle:
                 if not tmr.handle.is_timer_ready():  # cancelled since the wait
                     return True
-                info = tmr.handle.call_timer_with_info()
+                arg = cached[1]
+                if arg is None:  # (Jazzy's rclpy has no TimerInfo: always this branch)
+                    tmr.handle.call_timer()
+                else:
+                    info = tmr.handle.call_timer_with_info()
         except Exception:  # noqa: BLE001 - InvalidHandle (destroyed), TimerCancelledError
             return True
-        arg = cached[1]
         if arg is None:
             callback()
         else:

@@ -86,7 +86,7 @@ from rbd_linearizer.ros.conversions import (
     joint_state_arrays,
     linearization_to_msg,
 )
-from rbd_linearizer.ros.executor import DirectExecutor
+from rbd_linearizer.ros.executor import DirectExecutor, DirectExecutorUnsupported
 from rbd_linearizer.ros.qos import latched_qos, qos_from_name, result_qos
 from rbd_linearizer.ros.state_sync import BaseSample, JointSample, StateSync
 from rbd_linearizer.ros.terms import (
@@ -983,12 +983,19 @@ def _check_executor(name: str) -> str:
     return name
 
 
-def _executor(name: str):
+def _executor(name: str, context=None):
     # 'direct' (default): DirectExecutor, rclpy's single-threaded semantics without its
     # per-callback task machinery (ros/executor.py); 'rclpy': the stock SingleThreadedExecutor.
+    # Where this rclpy lacks an internal DirectExecutor builds on (feature detection), the
+    # stock executor serves instead, and the fall-back is logged.
     if name == 'rclpy':
-        return rclpy.executors.SingleThreadedExecutor()
-    return DirectExecutor()
+        return rclpy.executors.SingleThreadedExecutor(context=context)
+    try:
+        return DirectExecutor(context=context)
+    except DirectExecutorUnsupported as e:
+        rclpy.logging.get_logger('linearizer_node').warning(
+            f"{e}; falling back to rclpy's SingleThreadedExecutor (--executor rclpy)")
+        return rclpy.executors.SingleThreadedExecutor(context=context)
 
 
 def _spin(make_node, executor_name: str = 'direct') -> None:

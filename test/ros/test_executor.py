@@ -35,10 +35,19 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from rclpy.serialization import deserialize_message  # noqa: E402
-from rclpy.timer import TimerInfo  # noqa: E402
+from rclpy.task import Future  # noqa: E402
 from std_msgs.msg import Int32  # noqa: E402
 
-from rbd_linearizer.ros.executor import DirectExecutor  # noqa: E402
+from rbd_linearizer.ros import executor as executor_module  # noqa: E402
+from rbd_linearizer.ros.executor import (  # noqa: E402
+    DirectExecutor,
+    DirectExecutorUnsupported,
+    TimerInfo,
+)
+
+#: rclpy >= 8 (Kilted) passes a TimerInfo to a callback that asks for one; Jazzy's has none.
+needs_timer_info = pytest.mark.skipif(TimerInfo is None,
+                                      reason='this rclpy (< 8, Jazzy) has no rclpy.timer.TimerInfo')
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXECUTORS = {'direct': DirectExecutor, 'rclpy': SingleThreadedExecutor}
@@ -233,6 +242,7 @@ def test_timer_fires_at_about_its_period(executor, node):
     assert 10 <= len(calls) <= 40, len(calls)
 
 
+@needs_timer_info
 def test_timer_callback_annotated_timer_info_gets_timer_info(executor, node):
     infos = []
 
@@ -251,6 +261,7 @@ def test_timer_callback_annotated_timer_info_gets_timer_info(executor, node):
     assert expected == sorted(expected) and len(set(expected)) == len(expected)
 
 
+@needs_timer_info
 def test_timer_info_is_passed_by_parameter_name(executor, node):
     got = []
 
@@ -404,7 +415,7 @@ def test_create_task_coroutine_completes(executor, node):
 
 
 def test_task_awaiting_a_future_set_by_a_timer_completes(executor, node):
-    future = executor.create_future()
+    future = Future(executor=executor)  # (Executor.create_future: rclpy >= 8 only)
     ticks = []
 
     def on_timer():
@@ -853,3 +864,32 @@ def test_lifecycle_node_configure_and_activate_through_its_services(kind, contex
         assert spinner.join(RECEIVE_TIMEOUT)
         assert spinner.outcome == 'returned'
         client_ex.shutdown(timeout_sec=5.0)
+
+
+# --- feature detection: the fall-back where an rclpy internal is missing --------------------
+
+def test_this_rclpy_has_every_internal_direct_executor_uses(context):
+    ex = SingleThreadedExecutor(context=context)
+    try:
+        assert executor_module.missing_internals(ex) == []
+    finally:
+        ex.shutdown(timeout_sec=5.0)
+
+
+def test_missing_internal_raises_unsupported_and_node_falls_back(context, monkeypatch):
+    monkeypatch.setattr(executor_module, '_INSTANCE_INTERNALS',
+                        (*executor_module._INSTANCE_INTERNALS, '_no_such_internal'))
+    with pytest.raises(DirectExecutorUnsupported, match='_no_such_internal'):
+        DirectExecutor(context=context)
+    from rbd_linearizer.ros import node as node_module
+
+    messages = []
+    monkeypatch.setattr(rclpy.logging, 'get_logger', lambda name: type(
+        'L', (), {'warning': lambda self, m: messages.append((name, m))})())
+    chosen = node_module._executor('direct', context)
+    try:
+        assert type(chosen) is SingleThreadedExecutor
+        assert len(messages) == 1 and '_no_such_internal' in messages[0][1]
+        assert 'falling back' in messages[0][1]
+    finally:
+        chosen.shutdown(timeout_sec=5.0)
