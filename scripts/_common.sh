@@ -1,9 +1,15 @@
-# Shared by scripts/run and scripts/test: locate the repo and bring the set-up up to date.
+# Shared by scripts/run and scripts/test: locate the repo, choose the ROS 2 distribution and
+# bring its set-up up to date.
 # shellcheck shell=bash
 RBD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export RBD_ROOT
 
-rbd_bootstrap() {
+# The ROS 2 distribution: ROS_DISTRO (a sourced ROS 2 sets it), default jazzy. Each supported
+# one has its own pinned requirements (constraints/<distro>.txt) and venv (.venv for jazzy,
+# .venv-<distro> otherwise); scripts/bootstrap.py holds the table.
+export ROS_DISTRO="${ROS_DISTRO:-jazzy}"
+
+rbd_python() {
   local py="${RBD_PYTHON:-}"
   if [ -z "$py" ]; then
     py="$(command -v python3.11 || true)"
@@ -18,5 +24,25 @@ rbd_bootstrap() {
     echo "[bootstrap] ERROR: no python3.11 on PATH (set RBD_PYTHON=/path/to/python3.11)" >&2
     return 1
   fi
+  echo "$py"
+}
+
+rbd_bootstrap() {
+  local py
+  py="$(rbd_python)" || return 1
+  if [ -n "${AMENT_PREFIX_PATH:-}" ]; then
+    # A sourced ROS 2 would mix its libraries and Python packages into the wheel venv: the
+    # scripts run on the venv alone, with the sourced distribution's name (ROS_DISTRO). To
+    # build and test against the sourced /opt/ros/<distro> itself, use a colcon workspace
+    # (docs/distros.md).
+    echo "[bootstrap] note: a sourced ROS 2 is set aside (AMENT_PREFIX_PATH, CMAKE_PREFIX_PATH," \
+      "PYTHONPATH, LD_LIBRARY_PATH); using the ROS 2 $ROS_DISTRO wheels" >&2
+    unset AMENT_PREFIX_PATH CMAKE_PREFIX_PATH PYTHONPATH LD_LIBRARY_PATH COLCON_PREFIX_PATH
+  elif [ -n "${PYTHONPATH:-}" ]; then
+    echo "[bootstrap] note: PYTHONPATH is set aside for the venv" >&2
+    unset PYTHONPATH
+  fi
+  RBD_VENV="$("$py" "$RBD_ROOT/scripts/bootstrap.py" --print-venv)" || return 1
+  export RBD_VENV
   "$py" "$RBD_ROOT/scripts/bootstrap.py"
 }

@@ -1,20 +1,29 @@
 """Set up everything rbd_linearizer needs, from nothing but Python 3.11 and a C/C++ compiler.
 
 Run by scripts/run and scripts/test (and usable alone: ``python3.11 scripts/bootstrap.py``).
-Standard library only: it runs before the venv exists. Steps, each skipped when done:
+Standard library only: it runs before the venv exists.
 
-1. the project venv ``.venv`` (re-created when it is missing, broken or not Python 3.11);
-2. every pinned dependency from ``constraints.txt`` (ROS 2 wheels, generators, numerics, test);
+The ROS 2 distribution is chosen by ``ROS_DISTRO`` (what a sourced ROS 2 sets; default
+``jazzy``): each supported distribution has its pinned requirements ``constraints/<distro>.txt``
+(which include ``constraints/common.txt``) and its own venv, ``.venv`` for the default one and
+``.venv-<distro>`` for the others (``DISTROS``). Steps, each skipped when done:
+
+1. the distribution's venv (re-created when it is missing, broken or not Python 3.11);
+2. every pinned dependency from its constraints file (ROS 2 wheels, generators, numerics, test);
 3. the package itself, editable (``pip install --no-build-isolation --no-deps -e .``): setup.py
-   runs rosidl over msg/ and srv/, writes the generated ``rbd_linearizer/msg``,
-   ``rbd_linearizer/srv`` and extension modules into the source tree (gitignored) and the
-   shared libraries, share/ files and lib/rbd_linearizer executables into the venv. The source
-   tree is the installed package: edits under rbd_linearizer/ are live without re-installing.
+   runs rosidl over msg/ and srv/ and installs the generated message code, shared libraries,
+   share/ files and lib/rbd_linearizer executables into that venv. The source tree is the
+   installed package: edits under rbd_linearizer/ are live without re-installing, in every
+   distribution's venv at once.
 
-A stamp (``.venv/.rbd_bootstrap``) records a hash of every input of steps 2-3 (constraints.txt,
-setup.py, setup.cfg, package.xml, msg/, srv/, launch/, config/, resource/, the CMake template,
-this file, the Python version). When it matches and the generated files exist, the bootstrap
-only prints one line and exits in well under a second.
+A stamp (``<venv>/.rbd_bootstrap``) records a hash of every input of steps 2-3 (the constraints
+files, setup.py, setup.cfg, package.xml, msg/, srv/, launch/, config/, resource/, the CMake
+template, this file, the Python version). When it matches and the generated files exist, the
+bootstrap only prints one line and exits in well under a second.
+
+``--print-venv`` prints the selected venv's path (scripts/_common.sh uses it); ``--check-pins``
+checks that every pinned distribution is installed in it at its pinned version (the strict mode
+of scripts/test).
 """
 
 from __future__ import annotations
@@ -30,16 +39,56 @@ import sys
 import time
 
 ROOT = Path(__file__).resolve().parent.parent
-VENV = ROOT / '.venv'
+PY_VERSION = (3, 11)
+
+#: Supported ROS 2 distributions: venv directory (relative to the repo). The first is the
+#: default. Each has its pinned requirements in constraints/<distro>.txt.
+DISTROS = {'jazzy': '.venv', 'kilted': '.venv-kilted'}
+DEFAULT_DISTRO = 'jazzy'
+#: What is known of distributions without wheels here (said when ROS_DISTRO names one).
+OTHER_DISTROS = {
+    'humble': 'Humble (rclpy 3.3, Python 3.10) has no PyPI wheels here and is untested: build '
+              'the package in a colcon workspace against a sourced /opt/ros/humble '
+              '(docs/distros.md)',
+    'lyrical': 'Lyrical has no PyPI wheels here and is untested: build the package in a colcon '
+               'workspace against a sourced /opt/ros/lyrical (docs/distros.md)',
+    'rolling': 'Rolling has no PyPI wheels here and is untested: build the package in a colcon '
+               'workspace against a sourced /opt/ros/rolling (docs/distros.md)',
+}
+
+
+def log(msg: str) -> None:
+    print(f'[bootstrap] {msg}', flush=True)
+
+
+def die(msg: str) -> None:
+    print(f'[bootstrap] ERROR: {msg}', file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def select_distro() -> str:
+    """Return the ROS 2 distribution of this set-up: ``ROS_DISTRO``, else jazzy."""
+    distro = (os.environ.get('ROS_DISTRO') or DEFAULT_DISTRO).strip().lower()
+    if distro not in DISTROS:
+        why = OTHER_DISTROS.get(distro, f'{distro!r} is not a ROS 2 distribution this project '
+                                        'knows')
+        die(f'ROS_DISTRO={distro}: {why}. Supported here with PyPI wheels: '
+            f'{", ".join(DISTROS)} (ROS_DISTRO=jazzy or kilted; unset means jazzy).')
+    return distro
+
+
+DISTRO = select_distro()
+VENV = ROOT / DISTROS[DISTRO]
 VPY = VENV / 'bin' / 'python'
 STAMP = VENV / '.rbd_bootstrap'
-CONSTRAINTS = ROOT / 'constraints.txt'
-PY_VERSION = (3, 11)
+CONSTRAINTS = ROOT / 'constraints' / f'{DISTRO}.txt'
+COMMON_CONSTRAINTS = ROOT / 'constraints' / 'common.txt'
 
 # Inputs of the set-up: any change re-runs steps 2-3.
 HASHED_FILES = [
-    'constraints.txt', 'setup.py', 'setup.cfg', 'package.xml', 'scripts/bootstrap.py',
-    'scripts/rosidl/CMakeLists.txt', 'resource/rbd_linearizer',
+    f'constraints/{DISTRO}.txt', 'constraints/common.txt', 'setup.py', 'setup.cfg',
+    'package.xml', 'scripts/bootstrap.py', 'scripts/rosidl/CMakeLists.txt',
+    'resource/rbd_linearizer',
 ]
 HASHED_GLOBS = ['msg/*.msg', 'srv/*.srv', 'launch/*.launch.py', 'config/*.yaml']
 # Outputs that must exist for the stamp to count (e.g. after `git clean -xdf rbd_linearizer`).
@@ -55,13 +104,21 @@ REQUIRED_VENV_OUTPUTS = [
 ]
 
 
-def log(msg: str) -> None:
-    print(f'[bootstrap] {msg}', flush=True)
+def pins(path: Path) -> dict[str, str]:
+    """``{distribution name (normalized): version}`` of a constraints file and its ``-r`` files."""
+    out: dict[str, str] = {}
+    for raw in path.read_text().splitlines():
+        line = raw.split('#', 1)[0].strip()
+        if line.startswith('-r '):
+            out.update(pins(path.parent / line[3:].strip()))
+        elif '==' in line:
+            name, version = (x.strip() for x in line.split('==', 1))
+            out[_normalize(name)] = version
+    return out
 
 
-def die(msg: str) -> None:
-    print(f'[bootstrap] ERROR: {msg}', file=sys.stderr, flush=True)
-    sys.exit(1)
+def _normalize(name: str) -> str:
+    return name.lower().replace('_', '-').replace('.', '-')
 
 
 def inputs_hash() -> str:
@@ -124,11 +181,49 @@ def run(cmd: list[str], quiet: bool = False, **kw) -> None:
 
 
 def pinned(name: str) -> str:
-    for line in CONSTRAINTS.read_text().splitlines():
-        if line.split('==')[0].strip().lower() == name:
-            return line.strip()
-    die(f'{name} is not pinned in constraints.txt')
-    return ''
+    version = pins(CONSTRAINTS).get(_normalize(name))
+    if version is None:
+        die(f'{name} is not pinned in {CONSTRAINTS.relative_to(ROOT)}')
+    return f'{name}=={version}'
+
+
+# Run inside the venv by check_pins(): the installed version of every named distribution.
+_INSTALLED = (
+    'import json, sys\n'
+    'from importlib import metadata\n'
+    'out = {}\n'
+    'for name in json.loads(sys.stdin.read()):\n'
+    '    try:\n'
+    '        out[name] = metadata.version(name)\n'
+    '    except metadata.PackageNotFoundError:\n'
+    '        out[name] = None\n'
+    'print(json.dumps(out))\n'
+)
+
+
+def check_pins() -> int:
+    """Every distribution pinned for this distro installed in its venv at its pinned version.
+
+    Prints each mismatch and returns 1 if there is one (the strict mode of scripts/test).
+    """
+    import json
+
+    wanted = pins(CONSTRAINTS)
+    r = subprocess.run([str(VPY), '-c', _INSTALLED], input=json.dumps(sorted(wanted)),
+                       capture_output=True, text=True, env=pip_env())
+    if r.returncode != 0:
+        die(f'cannot read the installed versions in {VENV}: {r.stderr[-2000:]}')
+    installed = json.loads(r.stdout)
+    bad = [f'{n}: pinned {v}, installed {installed.get(n) or "nothing"}'
+           for n, v in sorted(wanted.items()) if installed.get(n) != v]
+    for line in bad:
+        print(f'[bootstrap] pin check: {line}', file=sys.stderr)
+    if bad:
+        print(f'[bootstrap] pin check FAILED: {len(bad)} of {len(wanted)} pinned distributions '
+              f'differ in {VENV}', file=sys.stderr)
+        return 1
+    log(f'pin check: all {len(wanted)} pinned distributions of {DISTRO} installed in {VENV.name}')
+    return 0
 
 
 def pip_env() -> dict[str, str]:
@@ -136,7 +231,7 @@ def pip_env() -> dict[str, str]:
     env.setdefault('PIP_DISABLE_PIP_VERSION_CHECK', '1')
     env.setdefault('PIP_PROGRESS_BAR', 'off')
     env['PIP_NO_INPUT'] = '1'
-    # Never let a user's PYTHONPATH leak into the venv's tools.
+    # Never let a user's PYTHONPATH (or a sourced ROS 2's) leak into the venv's tools.
     env.pop('PYTHONPATH', None)
     return env
 
@@ -179,7 +274,7 @@ def setup() -> None:
 @contextlib.contextmanager
 def locked():
     """Serialize concurrent bootstraps (e.g. scripts/run and scripts/test started together)."""
-    lock_path = ROOT / 'build' / '.bootstrap.lock'  # build/ is gitignored
+    lock_path = ROOT / 'build' / f'.bootstrap-{DISTRO}.lock'  # build/ is gitignored
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, 'w') as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -190,12 +285,19 @@ def locked():
 
 
 def main() -> int:
+    if '--print-venv' in sys.argv[1:]:
+        print(VENV)
+        return 0
+    if '--check-pins' in sys.argv[1:]:
+        return check_pins()
     force = '--force' in sys.argv[1:]
     digest = inputs_hash()
     if not force and STAMP.is_file() and STAMP.read_text().strip() == digest \
             and outputs_present():
-        log('up to date (.venv matches constraints.txt, msg/, srv/, setup.py, package.xml)')
+        log(f'up to date ({DISTRO}: {VENV.name} matches {CONSTRAINTS.relative_to(ROOT)}, '
+            'msg/, srv/, setup.py, package.xml)')
         return 0
+    log(f'setting up ROS 2 {DISTRO} in {VENV.name} ({CONSTRAINTS.relative_to(ROOT)})')
     with locked():
         # Someone else may have finished the set-up while we waited for the lock.
         if not force and STAMP.is_file() and STAMP.read_text().strip() == digest \
