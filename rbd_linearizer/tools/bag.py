@@ -1,6 +1,7 @@
 """ROS 2 bag I/O with the ``rosbags`` library (no rclpy, no rosbag2 C++ stack).
 
-``typestore()`` is the ROS 2 Kilted typestore with rbd_linearizer's messages registered from
+``typestore()`` is the typestore of the ROS 2 distribution in use (``ROS_DISTRO``: jazzy by
+default, or kilted; ``store_name``) with rbd_linearizer's messages registered from
 the ``.msg`` files (source tree ``msg/`` or the installed share dir), so bags written here
 carry the full concatenated definitions (MCAP schema encoding ``ros2msg``) that ``ros2 bag``
 and Foxglove decode. ``open_writer`` writes MCAP (default) or sqlite3 rosbag2 bags;
@@ -12,6 +13,7 @@ raises, undecodable or truncated content.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import os
 from pathlib import Path
 import sys
 
@@ -49,13 +51,25 @@ def msg_dir() -> Path:
 _TYPESTORE = None
 
 
+def store_name(distro: str | None = None) -> str:
+    """Return the rosbags ``Stores`` member of ``distro`` (default: ``$ROS_DISTRO``, or jazzy).
+
+    A distribution rosbags does not know falls back to its newest store (``LATEST``).
+    """
+    from rosbags.typesys import Stores
+
+    distro = (distro or os.environ.get('ROS_DISTRO') or 'jazzy').strip().lower()
+    name = f'ROS2_{distro.upper()}'
+    return name if name in Stores.__members__ else 'LATEST'
+
+
 def typestore():
-    """Return the (cached) Kilted typestore with rbd_linearizer's messages registered."""
+    """Return the (cached) typestore of ``store_name()`` with rbd_linearizer's messages."""
     global _TYPESTORE
     if _TYPESTORE is None:
         from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-        store = get_typestore(Stores.ROS2_KILTED)
+        store = get_typestore(Stores[store_name()])
         directory = msg_dir()
         types = {}
         for name in MESSAGES:
