@@ -22,7 +22,7 @@ coinciding points evaluated once (nested without sharing: 2^r evaluations). Its 
 (r + 1) order-0 calls (the trajectory states are precomputed and excluded, which favours the
 baseline); its error is printed at the best step of a sweep (also in its favour).
 
-Baseline 2 (``--no-casadi`` to skip; needs CasADi, constraints.txt group bench): seed 002
+Baseline 2 (``--no-casadi`` to skip; needs CasADi, constraints/common.txt group bench): seed 002
 §5.3's automatic differentiation, the r-th derivative built by r repeated ``jtimes`` of the
 order-0 RNEA along the polynomial motion (``test/reference/casadi_rnea.py``), on the
 zero-gravity twin of each model (a floating base's gravity would need the base orientation,
@@ -388,7 +388,7 @@ def main(argv=None) -> int:
         try:
             import casadi
         except ImportError:
-            print('# CasADi not installed (constraints.txt, group bench): baseline skipped')
+            print('# CasADi not installed (constraints/common.txt, group bench): baseline skipped')
             use_casadi = False
     t_start = time.perf_counter()
     print(f'# {platform.processor() or platform.machine()}, Python {platform.python_version()}, '

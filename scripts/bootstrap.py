@@ -237,7 +237,7 @@ def pip_env() -> dict[str, str]:
 
 
 def check_toolchain() -> None:
-    # CMake itself comes pinned from PyPI (constraints.txt, group build) into the venv; only a
+    # CMake itself comes pinned from PyPI (constraints/common.txt, group build) into the venv; only a
     # C/C++ compiler must exist on the machine.
     missing = [t for t in ('cc', 'c++') if not shutil.which(t)]
     if missing:
