@@ -1,11 +1,15 @@
 """Hostile robot descriptions (issue #9): a hand-made corpus plus generated extremes.
 
 Every case must raise ``ModelError`` with a message naming the reason; never another exception,
-never a hang (each case is timed), never a file read or a network fetch (a FIFO and a local
-listening socket tell whether the parser touched them), and in bounded memory (one subprocess
-runs the whole corpus and reports its peak RSS growth). The older corpus of
+never a file read or a network fetch (a FIFO and a local listening socket tell whether the
+parser touched them), and in bounded memory (one subprocess runs the whole corpus and reports
+its peak RSS growth). No case is timed: what keeps a bomb cheap is checked by the stage that
+rejects it (a spy on lxml's ``fromstring`` and on the urdf_parser_py object model: a DOCTYPE
+or an oversized text never reaches lxml, 200 000 ``<joint/>`` never reach urdf_parser_py); a
+hang is caught by the whole-corpus subprocess's timeout, which also prints the slowest case
+(``pytest -s``: the figure of docs/reliability.md). The older corpus of
 ``test/resources/urdf/`` (bombs, NaNs, cycles, ...; its messages are checked by
-``test/model/test_urdf_hostile.py``) goes through the same time and memory bounds here.
+``test/model/test_urdf_hostile.py``) goes through the same subprocess here.
 """
 
 import errno
@@ -17,7 +21,7 @@ import socket
 import subprocess
 import sys
 import threading
-import time
+import time  # the sentinels' polling only; no test asserts a duration
 
 import numpy as np
 import pytest
@@ -34,7 +38,8 @@ from hostile_inputs import chain_urdf, padded_urdf  # noqa: E402
 HERE = pathlib.Path(__file__).resolve().parent
 CORPUS = HERE.parent / 'resources' / 'hostile_urdf'
 OLD_CORPUS = HERE.parent / 'resources' / 'urdf'
-TIME_LIMIT_S = 5.0  # per case: slowest measured 0.2 s (10 MB); generous for a loaded 2-core CI
+#: Hang guard of the whole-corpus subprocess (it takes ~10 s; the slowest case 0.2 s).
+CORPUS_HANG_GUARD_S = 300.0
 
 # file -> regular expression its ModelError message must match (as a path; as text below).
 EXPECTED = {
@@ -62,14 +67,33 @@ EXPECTED = {
 }
 NOT_TEXT = {'latin1.urdf', 'invalid_utf8.urdf', 'utf16.urdf'}  # not valid UTF-8 text at all
 
-def timed_rejection(urdf, match, **kw):
-    start = time.perf_counter()
+def rejection(urdf, match, **kw):
+    """Build ``urdf``; return the ModelError (exactly that type) whose message matches."""
     with pytest.raises(ModelError, match=match) as info:
         build_model(urdf, **kw)
-    elapsed = time.perf_counter() - start
-    assert elapsed < TIME_LIMIT_S, f'{elapsed:.2f} s'
     assert type(info.value) is ModelError  # not merely a subclass of ValueError
     return info.value
+
+
+@pytest.fixture
+def stages(monkeypatch):
+    """Which expensive stages a build reached: ``{'xml': n, 'objects': n}`` (spies, counts)."""
+    reached = {'xml': 0, 'objects': 0}
+
+    def spy(stage, real):
+        def wrapped(*args, **kwargs):
+            reached[stage] += 1
+            return real(*args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(urdf_module.etree, 'fromstring',
+                        spy('xml', urdf_module.etree.fromstring))
+    monkeypatch.setattr(urdf_module, '_object_model', spy('objects', urdf_module._object_model))
+    return reached
+
+
+#: Corpus files refused by the DTD / entity pre-check: lxml never sees them.
+BEFORE_XML = {name for name, match in EXPECTED.items() if 'DOCTYPE' in match}
 
 
 # --- the committed corpus --------------------------------------------------------------------
@@ -81,20 +105,27 @@ def test_corpus_is_complete():
 
 
 @pytest.mark.parametrize('name', sorted(EXPECTED))
-def test_corpus_file_rejected_with_reason(name):
-    timed_rejection(CORPUS / name, EXPECTED[name])
-    timed_rejection(str(CORPUS / name), EXPECTED[name])
+def test_corpus_file_rejected_with_reason(name, stages):
+    rejection(CORPUS / name, EXPECTED[name])
+    rejection(str(CORPUS / name), EXPECTED[name])
+    if name in BEFORE_XML:  # e.g. the quadratic blow-up: nothing was expanded
+        assert stages['xml'] == 0, stages
+
+
+def test_stage_spies_see_a_valid_build(stages):
+    build_model(chain_urdf(2))
+    assert stages == {'xml': 1, 'objects': 1}  # (else the spies would prove nothing)
 
 
 @pytest.mark.parametrize('name', sorted(set(EXPECTED) - NOT_TEXT))
 def test_corpus_text_rejected_with_reason(name):
-    timed_rejection((CORPUS / name).read_text(encoding='utf-8'), EXPECTED[name])
+    rejection((CORPUS / name).read_text(encoding='utf-8'), EXPECTED[name])
 
 
 @pytest.mark.parametrize('name', sorted(NOT_TEXT))
 def test_non_utf8_bytes_never_reach_the_parser(name):
     data = (CORPUS / name).read_bytes()
-    timed_rejection(data, 'not bytes')  # bytes are refused outright, with the reason
+    rejection(data, 'not bytes')  # bytes are refused outright, with the reason
     # Decoded leniently (what a careless publisher might send), the text is still no robot
     # that parses silently into something else: either rejected, or a model with these names.
     text = data.decode('utf-8', errors='replace')
@@ -107,7 +138,7 @@ def test_non_utf8_bytes_never_reach_the_parser(name):
 
 def test_nul_byte_rejected():
     text = (CORPUS / 'nul_byte.urdf.in').read_text().replace('@NUL@', '\x00')
-    timed_rejection(text, 'not well-formed XML')
+    rejection(text, 'not well-formed XML')
 
 
 # --- no file read, no network ----------------------------------------------------------------
@@ -183,7 +214,7 @@ EXTERNAL = {
 
 @pytest.mark.parametrize('name', sorted(EXTERNAL))
 def test_external_references_are_neither_read_nor_fetched(sentinels, monkeypatch, name):
-    error = timed_rejection(sentinels.fill(name), EXTERNAL[name])
+    error = rejection(sentinels.fill(name), EXTERNAL[name])
     assert 'TOP-SECRET' not in str(error)
     # Defence in depth: without the up-front DOCTYPE rejection, lxml itself (resolve_entities,
     # load_dtd, no_network off) must still not open the file or connect.
@@ -213,26 +244,27 @@ def test_sentinels_do_detect_a_read_and_a_fetch(sentinels):
 # --- generated extremes ----------------------------------------------------------------------
 
 
-def test_over_10_megabytes_rejected_by_max_bytes(tmp_path):
+def test_over_10_megabytes_rejected_by_max_bytes(tmp_path, stages):
     limit = ParseLimits().max_bytes
     assert limit == 10_000_000
     text = padded_urdf(limit + 1)
     assert len(text.encode()) == limit + 1
-    timed_rejection(text, f'more than max_bytes={limit}')
+    rejection(text, f'more than max_bytes={limit}')
     path = tmp_path / 'big.urdf'
     path.write_text(text)
-    timed_rejection(path, f'has {limit + 1} bytes > max_bytes={limit}')
+    rejection(path, f'has {limit + 1} bytes > max_bytes={limit}')
     # Multi-byte characters: fewer characters than bytes, still counted in bytes.
     wide = padded_urdf(limit - 10).replace('p' * 20, '\u00e9' * 20, 1)
-    timed_rejection(wide, 'has 10000010 bytes > max_bytes=10000000')
+    rejection(wide, 'has 10000010 bytes > max_bytes=10000000')
+    assert stages['xml'] == 0, stages  # refused on its size, before any parsing
     # Exactly at the limit: accepted (the comment is dropped), and it computes.
     assert build_model(padded_urdf(limit)).nv == 6 + 6
 
 
 def test_thousand_joint_chain_rejected_by_depth_then_computes_when_allowed():
     text = chain_urdf(1000)
-    timed_rejection(text, "kinematic tree deeper than max_depth=256 at link 'l256'")
-    timed_rejection(chain_urdf(1001), '1001 joints > max_joints=1000')
+    rejection(text, "kinematic tree deeper than max_depth=256 at link 'l256'")
+    rejection(chain_urdf(1001), '1001 joints > max_joints=1000')
     model = build_model(text, floating_base=False, limits=ParseLimits(max_depth=1001))
     assert model.nv == 1000
     data = create_data(model)
@@ -250,21 +282,22 @@ def test_thousand_joint_chain_rejected_by_depth_then_computes_when_allowed():
                                rtol=0, atol=1e-9 * np.max(np.abs(tau)))
 
 
-def test_element_count_bombs_fail_fast():
+def test_element_count_bombs_are_counted_before_the_object_model(stages):
     links = '<link name="l"/>' * 2001
-    timed_rejection(f'<robot name="b">{links}</robot>', '2001 links > max_links=2000')
+    rejection(f'<robot name="b">{links}</robot>', '2001 links > max_links=2000')
     joints = '<joint/>' * 200_000
-    timed_rejection(f'<robot name="b"><link name="a"/>{joints}</robot>',
-                    '200000 joints > max_joints=1000')
-    timed_rejection('<robot name="d">' + '<link>' * 300 + '</link>' * 300 + '</robot>',
-                    'Excessive depth')
-    name = 'n' * 5_000_000  # one 5 MB attribute: accepted as a name, nothing quadratic
-    start = time.perf_counter()
+    rejection(f'<robot name="b"><link name="a"/>{joints}</robot>',
+              '200000 joints > max_joints=1000')
+    # counted on lxml's tree: not one of them went through urdf_parser_py
+    assert stages == {'xml': 2, 'objects': 0}, stages
+    rejection('<robot name="d">' + '<link>' * 300 + '</link>' * 300 + '</robot>',
+              'Excessive depth')  # libxml2's nesting limit, not Python recursion
+    name = 'n' * 5_000_000  # one 5 MB attribute: accepted as a name (the subprocess run of
+    # the whole corpus below has it too, under its hang guard)
     assert build_model(f'<robot name="{name}"><link name="a"/></robot>').name == name
-    assert time.perf_counter() - start < TIME_LIMIT_S
 
 
-# --- memory and time over the whole corpus, in a fresh process --------------------------------
+# --- memory over the whole corpus, in a fresh process (hang guard: its timeout) ---------------
 
 _RUNNER = r"""
 import json, pathlib, resource, sys, time
@@ -281,7 +314,10 @@ cases = [(p.name, p) for p in files]
 cases += [('10MB+1', t.padded_urdf(10_000_001)), ('10MB', t.padded_urdf(10_000_000)),
           ('chain1000', t.chain_urdf(1000)), ('deep_xml', '<robot>' + '<a>' * 100000
           + '</a>' * 100000 + '</robot>'), ('joints200k', '<robot name="b"><link name="a"/>'
-          + '<joint/>' * 200000 + '</robot>')]
+          + '<joint/>' * 200000 + '</robot>'),
+          ('attributes100k', '<robot name="d"><link name="x"/><joint name="j" type="fixed" '
+          + ' '.join(f'a{i}="1"' for i in range(100000)) + '/></robot>'),
+          ('name5MB', '<robot name="' + 'n' * 5000000 + '"><link name="a"/></robot>')]
 out = {'cases': 0, 'rejected': 0, 'accepted': 0, 'other': [], 'slowest_s': 0.0}
 for name, urdf in cases:
     start = time.perf_counter()
@@ -299,17 +335,18 @@ print(json.dumps(out))
 """
 
 
-def test_whole_corpus_in_bounded_memory_and_time():
+def test_whole_corpus_in_bounded_memory_without_a_hang():
+    # The timeout only guards against a hang (the run takes ~10 s); the slowest case's time is
+    # printed, never asserted.
     proc = subprocess.run([sys.executable, '-c', _RUNNER, str(HERE)], capture_output=True,
-                          text=True, timeout=300, check=True)
+                          text=True, timeout=CORPUS_HANG_GUARD_S, check=True)
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     print(out)  # the figures of docs/reliability.md (pytest -s)
     assert out['other'] == []
     n_old = len(list(OLD_CORPUS.glob('*.urdf')))
     n_valid_old = len(list(OLD_CORPUS.glob('tiny*.urdf'))) + 1  # + two_link_arm.urdf
-    assert out['cases'] == len(EXPECTED) + n_old + 5
-    assert out['accepted'] == n_valid_old + 1  # + the 10 MB padded chain
-    assert out['slowest_s'] < TIME_LIMIT_S
+    assert out['cases'] == len(EXPECTED) + n_old + 7
+    assert out['accepted'] == n_valid_old + 2  # + the 10 MB padded chain, the 5 MB name
     # The largest inputs are 10 MB of text: building them in the runner, their UTF-8 copy and
     # lxml's buffers gave a peak growth of 76 MB (2026-11-22, loaded machine). 150 MB = 15x the
     # largest input; an expanded bomb would need gigabytes.
@@ -330,11 +367,11 @@ def test_inertia_near_max_float_is_a_model_error_not_a_linalg_error():
 def test_numbers_beyond_max_magnitude_rejected_and_limit_is_configurable():
     # Before: mass 1e300 with a CoM at 1e300 m was accepted and every output was NaN.
     text = (CORPUS / 'huge_mass.urdf').read_text().replace('1e300', '2e9')
-    timed_rejection(text, r'<mass value> = 2e\+09 exceeds max_magnitude=1e\+09')
+    rejection(text, r'<mass value> = 2e\+09 exceeds max_magnitude=1e\+09')
     model = build_model(text, limits=ParseLimits(max_magnitude=1e10))
     assert model.mass[1] == 2e9 and np.all(np.isfinite(model.inertia))
-    timed_rejection(chain_urdf(2), r"link 'l0' <mass value> = 1 exceeds max_magnitude=0.05",
-                    limits=ParseLimits(max_magnitude=0.05))
+    rejection(chain_urdf(2), r"link 'l0' <mass value> = 1 exceeds max_magnitude=0.05",
+              limits=ParseLimits(max_magnitude=0.05))
 
 
 def test_huge_axis_is_normalized_without_overflow():
