@@ -5,8 +5,10 @@ The published values over real DDS are checked in test_node_topics.py
 
 * Warm-up: ``_jit.warmup`` (called by ``build_served``: the plain node's constructor, the
   lifecycle ``configure``, the model-swap worker) compiles or loads the seed-002 higher-order
-  kernels, so the first ``dynamics_derivatives`` call of a tick adds no compiled signature and
-  costs what a later call costs.
+  kernels, so the first ``dynamics_derivatives`` call of a tick adds no compiled signature to
+  any numba kernel of the package (a signature appears when a kernel is compiled *or* loaded
+  from the disk cache). Its cost against a later call is a timing: printed by
+  ``benchmarks/bench_higher_order.py`` ("first call after build_served"), not asserted here.
 * ``input_forces``: a local wrench input's generalized force ``J_b^T F_b`` equals the
   linearization's B column times u (``linearize``'s own input map, an independent path), and a
   'world' wrench input is refused.
@@ -21,6 +23,7 @@ The published values over real DDS are checked in test_node_topics.py
 * The message round trip is exact and inconsistent messages are rejected.
 """
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -47,9 +50,10 @@ from rbd_linearizer.spatial.so3 import matrix_to_quat
 pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is not installed')
 
 SCRIPT = textwrap.dedent("""
-    import time
+    import json
+    import sys
     import numpy as np
-    from rbd_linearizer.algorithm import _higher_order_kernels as kern
+    from numba.core.dispatcher import Dispatcher
     from rbd_linearizer.algorithm.joint_configuration import neutral
     from rbd_linearizer.model.robots import default_robot_urdf
     from rbd_linearizer.ros import params as P
@@ -60,30 +64,39 @@ SCRIPT = textwrap.dedent("""
                wrench_input_kinds=['wrench', 'force'],
                wrench_input_expressed_in=['local', 'local'])
     served = build_served(default_robot_urdf(), P.validate_config(cfg))
-    kernels = [getattr(kern, name) for name in dir(kern)
-               if hasattr(getattr(kern, name), 'signatures')]
-    before = {k.__name__: len(k.signatures) for k in kernels}
+
+    def signatures():
+        # every numba kernel of every loaded rbd_linearizer module (also ones first imported
+        # by the call itself)
+        return {f'{name}.{attr}': tuple(obj.signatures)
+                for name, module in list(sys.modules.items())
+                if name.startswith('rbd_linearizer') and module is not None
+                for attr, obj in list(vars(module).items()) if isinstance(obj, Dispatcher)}
+
+    before = signatures()
     m = served.model
     q = neutral(m)
     v = np.full(m.nv, 0.1)
     u = np.ones(served.resolved.nu)
-    t0 = time.perf_counter()
     served.dynamics_derivatives(q, v, u, 4)
-    first = time.perf_counter() - t0
-    after = {k.__name__: len(k.signatures) for k in kernels}
-    print(sum(before.values()), before == after, first * 1e3)
+    after = signatures()
+    new = sorted(k for k in after if after[k] != before.get(k, ()))
+    ho = [k for k in before if '_higher_order_kernels.' in k and before[k]]
+    print(json.dumps({'kernels': len(before), 'higher_order_compiled': len(ho), 'new': new}))
 """)
 
 
 def test_first_derivatives_call_after_build_served_does_not_compile():
     # A fresh interpreter: nothing compiled or loaded in this process before build_served.
+    # (the timeout only guards against a hang: a cold numba cache compiles for minutes)
     out = subprocess.run([sys.executable, '-c', SCRIPT], capture_output=True, text=True,
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
-    n_compiled, same, first_ms = out.stdout.strip().splitlines()[-1].split()
-    assert int(n_compiled) >= 2  # the inverse and the hybrid (= forward) kernels at least
-    assert same == 'True', 'a kernel compiled a new signature inside the first call'
-    assert float(first_ms) < 25.0, f'first call took {first_ms} ms: compiled inside the tick?'
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res['kernels'] >= 50, res  # the scan does see the package's kernels
+    # the inverse and the hybrid (= forward) kernels at least were ready before the call
+    assert res['higher_order_compiled'] >= 2, res
+    assert res['new'] == [], f'compiled or loaded inside the first call: {res["new"]}'
 
 
 @pytest.fixture(scope='module')
