@@ -4,6 +4,10 @@ Every compiled kernel is declared with ``@jit`` (``numba.njit(cache=True, nogil=
 fastmath, no parallel). Public wrappers register a warm-up callable with ``register_warmup``;
 ``warmup(model)`` calls each one once on a neutral state of ``model`` so that compilation (or
 loading from the on-disk cache) never lands in a control tick.
+
+Importing this module installs the package's kernel cache (``_kernel_cache``): compiled kernels
+are cached per content hash of every source they can be compiled from, so a cached kernel never
+runs code older than the sources (numba alone keys a kernel on its own file only).
 """
 
 from __future__ import annotations
@@ -12,8 +16,17 @@ from collections.abc import Callable
 
 import numba
 
+from rbd_linearizer import _kernel_cache
+
+#: The cache directory of this process's kernels (see ``_kernel_cache``); chosen before any
+#: kernel below is declared.
+CACHE = _kernel_cache.install()
+
 #: The one decorator for compiled kernels (cached on disk, releases the GIL, IEEE semantics).
 jit = numba.njit(cache=True, nogil=True)
+
+#: Same, with numba's thread pool (``numba.prange``): only the batch linearization uses it.
+jit_parallel = numba.njit(cache=True, nogil=True, parallel=True)
 
 #: Same, inlined into the caller at numba-IR level: for the small helpers called inside the
 #: per-body loops. LLVM does not inline calls between numba functions, and a call passing a few

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from rbd_linearizer._jit import jit, register_warmup
+from rbd_linearizer._jit import jit, jit_parallel, register_warmup
 from rbd_linearizer.algorithm.aba import _raise
 from rbd_linearizer.algorithm.joint_configuration import integrate
 from rbd_linearizer.algorithm.rnea_derivatives import DerivativeWorkspace, derivative_workspace
@@ -77,7 +77,7 @@ def _batch_kernel(mi, mf, Q, V, TAU, fext, ws, dW, dtau, Cm, tau_id, sc, A, B, f
                               B[k], f[k], ddq[k], tau_dofs, Minv_off, ddq_off, floating)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@jit_parallel
 def _batch_kernel_parallel(mi, mf, Q, V, TAU, fext, WS, DW, DTAU, CM, TAUID, SC, A, B, f, ddq,
                            tau_dofs, Minv_off, ddq_off, floating, codes):
     # Same as _batch_kernel, states split into WS.shape[0] chunks, one workspace per chunk.
