@@ -4,18 +4,30 @@ One setup.py serves two worlds:
 
 * ``colcon build [--symlink-install]`` in a ROS 2 workspace (the ROS distribution is sourced,
   so ``AMENT_PREFIX_PATH`` / ``CMAKE_PREFIX_PATH`` name it);
-* ``pip install [-e] .`` in a venv holding the ROS 2 PyPI wheels (``constraints.txt``); when no
-  ROS is sourced the venv prefix itself (``sys.prefix``, where the wheels put ``share/`` and
-  ``lib/``) is used as the ament/CMake prefix.
+* ``pip install [-e] .`` in a venv holding the ROS 2 PyPI wheels (``constraints/<distro>.txt``);
+  when no ROS is sourced the venv prefix itself (``sys.prefix``, where the wheels put
+  ``share/`` and ``lib/``) is used as the ament/CMake prefix.
 
-Either way the build hook runs CMake on ``scripts/rosidl/CMakeLists.txt`` (``rosidl_generate_
-interfaces`` over msg/ and srv/) in ``<build_base>/rosidl``, installs it into a staging prefix
-there, and ships from it:
+Either way the ``build_interfaces`` command runs CMake on ``scripts/rosidl/CMakeLists.txt``
+(``rosidl_generate_interfaces`` over msg/ and srv/) in ``<build_base>/rosidl-<key>``, one build
+directory per environment (the key hashes the interpreter prefix and ROS_DISTRO, so two venvs of
+different ROS 2 distributions sharing this source tree never share a CMake cache). It installs
+into a staging prefix there, and ships from it:
 
 * the generated Python packages ``rbd_linearizer/msg``, ``rbd_linearizer/srv`` and the Python
-  extension modules ``rbd_linearizer/rbd_linearizer_s__rosidl_typesupport_*.so``: into the
-  built package, or, for editable installs, into the source tree (gitignored), next to the
-  hand-written modules, so the source tree *is* the installed package;
+  extension modules ``rbd_linearizer/rbd_linearizer_s__rosidl_typesupport_*.so``:
+  - regular installs (wheel, ``pip install .``, ``colcon build``): inside the built package;
+  - editable installs (``pip install -e``, ``setup.py develop`` as ``colcon build
+    --symlink-install`` runs it): into the installing environment, as
+    ``<site-packages>/rbd_linearizer-interfaces/{msg,srv,*.so}``, named by a one-line
+    ``<site-packages>/rbd_linearizer.pkg``. ``rbd_linearizer/__init__.py`` calls
+    ``pkgutil.extend_path``, which reads that file and appends the directory to the package's
+    ``__path__``. The directory is deliberately *not* called ``rbd_linearizer``: a namespace
+    portion of that name on sys.path would hide the hand-written package from setuptools'
+    editable finder (the path finder runs first and would return the namespace package). The
+    source tree holds no generated code, so environments of different distributions can share
+    it; generated files an older install left in the source tree are deleted (they would shadow
+    the environment's own);
 * the generated shared libraries into ``<prefix>/lib``, where the wheels keep theirs
   (std_msgs...): the wheels' bootstrapper puts ``<venv>/lib`` on LD_LIBRARY_PATH, which is
   where rosidl_typesupport_c's dlopen() finds ``lib<pkg>__rosidl_typesupport_fastrtps_c.so``;
@@ -27,25 +39,39 @@ Besides: the ament index marker, package.xml, launch/ and config/ into ``share/`
 in ``lib/rbd_linearizer`` (where ``ros2 run`` / launch_ros look), and, for venv installs, a
 one-line .pth hook adding the venv prefix to AMENT_PREFIX_PATH, so ``ament_index_python``
 finds the package without anybody exporting anything.
+
+A failed interface build fails every install path (pip install [-e], pip wheel, setup.py
+build/install/develop) with the CMake output: the generation is a ``build`` sub-command of its
+own, because setuptools' editable_wheel turns an exception raised by a customized ``build_py``
+into a warning and reports success.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 from pathlib import Path
 import shutil
+import site
 import subprocess
 import sys
 import sysconfig
 
-from setuptools import Distribution, find_packages, setup
-from setuptools.command.build_py import build_py
+from setuptools import Command, Distribution, find_packages, setup
+from setuptools.command.build import build
 from setuptools.command.develop import develop
+from setuptools.command.install_lib import install_lib
+from setuptools.errors import ExecError
 
 PACKAGE = 'rbd_linearizer'
 HERE = Path(__file__).resolve().parent
 CMAKE_TEMPLATE = HERE / 'scripts' / 'rosidl' / 'CMakeLists.txt'
+# Editable installs: where the generated msg/, srv/ and extension modules go, below the
+# installing environment's site-packages, and the pkgutil.extend_path file that names it.
+INTERFACES_DIR = f'{PACKAGE}-interfaces'
+PKG_FILE = f'{PACKAGE}.pkg'
+EXT_GLOB = f'{PACKAGE}_s__rosidl_typesupport_*.so'
 
 CONSOLE_SCRIPTS = {
     'linearizer_node': 'rbd_linearizer.ros.node:main',
@@ -99,10 +125,10 @@ def _ros_env() -> dict[str, str]:
             env['LD_LIBRARY_PATH'] = os.pathsep.join([lib, *parts])
         env['PATH'] = os.pathsep.join([str(Path(sys.executable).parent), env.get('PATH', '')])
     if not env.get('AMENT_PREFIX_PATH'):
-        raise RuntimeError(
+        raise ExecError(
             'rbd_linearizer: no ROS 2 found to generate the interfaces. Source a ROS 2 '
             'installation, or install the pinned ROS 2 wheels first: '
-            'pip install -r constraints.txt (scripts/bootstrap does all of it).'
+            'pip install -r constraints/<distro>.txt (scripts/bootstrap.py does all of it).'
         )
     return env
 
@@ -115,20 +141,44 @@ def _run(cmd: list[str], env: dict[str, str], log: Path) -> None:
         proc = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
     if proc.returncode != 0:
         tail = log.read_text(errors='replace').splitlines()[-60:]
-        raise RuntimeError(
-            f'rbd_linearizer: command failed ({proc.returncode}): {" ".join(cmd)}\n'
+        # ExecError (a DistutilsError): setup() reports it as "error: ..." and exits non-zero.
+        raise ExecError(
+            f'rbd_linearizer: building the ROS 2 interfaces failed: command exited with '
+            f'{proc.returncode}: {" ".join(cmd)}\n'
             f'--- last lines of {log} ---\n' + '\n'.join(tail)
         )
+
+
+def environment_key() -> str:
+    """Return a short name for this environment's interface build directory.
+
+    The generated code and the CMake cache depend on the interpreter and on the ROS 2
+    distribution it builds against: a hash of the interpreter prefix, its version and
+    ROS_DISTRO (set by a sourced ROS 2).
+    """
+    ident = '\0'.join((os.path.realpath(sys.prefix), sys.version.split()[0],
+                       os.environ.get('ROS_DISTRO', '')))
+    return hashlib.sha256(ident.encode()).hexdigest()[:10]
+
+
+def rosidl_build_root(build_base: str) -> Path:
+    """Return ``<build_base>/rosidl-<environment key>`` (absolute)."""
+    # build_base is relative to the cwd
+    return Path(os.path.abspath(build_base)) / f'rosidl-{environment_key()}'
 
 
 def generate_interfaces(build_base: str, extra_rpath: str = '') -> Path:
     """Run rosidl over msg/ and srv/; return the staging install prefix.
 
     Incremental: CMake rebuilds only what changed, so a second call takes a few seconds.
+    Raises ExecError with the tail of the CMake output when any step fails.
     """
-    root = Path(os.path.abspath(build_base)) / 'rosidl'  # build_base is relative to the cwd
+    root = rosidl_build_root(build_base)
     src, bld, stage = root / 'src', root / 'build', root / 'install'
     src.mkdir(parents=True, exist_ok=True)
+    (root / 'environment.txt').write_text(
+        f'sys.prefix={sys.prefix}\nsys.executable={sys.executable}\n'
+        f'ROS_DISTRO={os.environ.get("ROS_DISTRO", "")}\n')
     # Mirror the interface sources (only rewrite changed files: keeps CMake incremental).
     wanted = {'CMakeLists.txt': CMAKE_TEMPLATE, 'package.xml': HERE / 'package.xml'}
     for kind in ('msg', 'srv'):
@@ -147,6 +197,7 @@ def generate_interfaces(build_base: str, extra_rpath: str = '') -> Path:
     env = _ros_env()
     log = root / 'build.log'
     log.write_text('')
+    _log(f'building the interfaces in {root} (log: {log})')
     cmake = shutil.which('cmake', path=env.get('PATH')) or 'cmake'
     _run([
         cmake, '-S', str(src), '-B', str(bld),
@@ -167,26 +218,112 @@ def generate_interfaces(build_base: str, extra_rpath: str = '') -> Path:
 def _stage_python_dir(stage: Path) -> Path:
     hits = sorted(stage.glob(f'lib/python*/*-packages/{PACKAGE}'))
     if not hits:
-        raise RuntimeError(f'rbd_linearizer: rosidl produced no Python package under {stage}')
+        raise ExecError(f'rbd_linearizer: rosidl produced no Python package under {stage}')
     return hits[0]
 
 
-def copy_generated_python(stage: Path, dest_pkg: Path) -> list[Path]:
-    """Copy msg/, srv/ and the extension modules from the staging prefix into dest_pkg."""
+def copy_generated_python(stage: Path, dest: Path) -> list[Path]:
+    """Copy msg/, srv/ and the extension modules from the staging prefix into dest.
+
+    Returns every file written.
+    """
     gen = _stage_python_dir(stage)
-    out = []
+    dest.mkdir(parents=True, exist_ok=True)
+    out: list[Path] = []
     for sub in ('msg', 'srv'):
-        target = dest_pkg / sub
+        target = dest / sub
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(gen / sub, target, ignore=shutil.ignore_patterns('*.c', '__pycache__'))
-        out.append(target)
-    for old in dest_pkg.glob(f'{PACKAGE}_s__rosidl_typesupport_*.so'):
+        out += sorted(f for f in target.rglob('*') if f.is_file())
+    for old in dest.glob(EXT_GLOB):
         old.unlink()
-    for so in sorted(gen.glob(f'{PACKAGE}_s__rosidl_typesupport_*.so')):
-        shutil.copy2(so, dest_pkg / so.name)
-        out.append(dest_pkg / so.name)
+    for so in sorted(gen.glob(EXT_GLOB)):
+        shutil.copy2(so, dest / so.name)
+        out.append(dest / so.name)
     return out
+
+
+def _is_generated_leftover(path: Path) -> bool:
+    """Return True when path is rosidl output (msg/ or srv/ of an older editable install)."""
+    if path.is_symlink() or not path.is_dir():
+        return False
+    modules = [f for f in path.glob('_*.py') if f.name != '__init__.py']
+    return bool(modules) and all(
+        f.read_text(errors='replace').startswith('# generated from rosidl_generator_py')
+        for f in modules)
+
+
+def remove_source_tree_leftovers() -> list[Path]:
+    """Delete generated msg/, srv/ and extension modules from the source tree.
+
+    Older versions of this setup.py wrote them there for editable installs (gitignored). Left
+    in place they would shadow the installing environment's own generated code, which may come
+    from another ROS 2 distribution.
+    """
+    pkg = HERE / PACKAGE
+    removed: list[Path] = []
+    for sub in ('msg', 'srv'):
+        if _is_generated_leftover(pkg / sub):
+            shutil.rmtree(pkg / sub)
+            removed.append(pkg / sub)
+        elif (pkg / sub).exists():
+            _log(f'WARNING: {pkg / sub} exists but is not rosidl output: left alone; it shadows '
+                 f'the generated rbd_linearizer.{sub}')
+    for so in sorted(pkg.glob(EXT_GLOB)):
+        so.unlink()
+        removed.append(so)
+    if removed:
+        _log('removed generated interface code of an older install from the source tree '
+             '(each environment now keeps its own): '
+             + ', '.join(str(p.relative_to(HERE)) for p in removed))
+    return removed
+
+
+def install_editable_interfaces(stage: Path, site_dir: Path, pkg_lines: list[str]) -> list[Path]:
+    """Editable installs: the generated code into ``site_dir/rbd_linearizer-interfaces``.
+
+    Writes ``site_dir/rbd_linearizer.pkg`` whose lines (absolute directories) are where
+    ``pkgutil.extend_path`` in rbd_linearizer/__init__.py looks for msg/, srv/ and the
+    extension modules of the installed environment. site_dir is the environment's
+    site-packages, or the unpacked editable wheel that pip installs there.
+    """
+    target = site_dir / INTERFACES_DIR
+    if target.exists():
+        shutil.rmtree(target)
+    files = copy_generated_python(stage, target)
+    pkg_file = site_dir / PKG_FILE
+    pkg_file.write_text(
+        '# rbd_linearizer (editable install): the directory holding the rosidl-generated msg/,\n'
+        '# srv/ and extension modules of this environment (read by pkgutil.extend_path).\n'
+        + ''.join(f'{line}\n' for line in pkg_lines))
+    remove_source_tree_leftovers()
+    return [*files, pkg_file]
+
+
+def _site_dirs_for_editable_wheel() -> list[str]:
+    """Absolute directories where pip will install this editable wheel's root files.
+
+    The wheel is not pure (extension modules): its root goes to platlib of the default scheme,
+    or to the user site when pip falls back to a user install outside a venv. Lines naming a
+    directory that does not exist are ignored by the import system.
+    """
+    dirs = [sysconfig.get_path('platlib'), sysconfig.get_path('purelib')]
+    if sys.prefix == sys.base_prefix and site.ENABLE_USER_SITE:
+        dirs.append(site.getusersitepackages())
+    out: list[str] = []
+    for d in dirs:
+        path = os.path.join(d, INTERFACES_DIR)
+        if path not in out:
+            out.append(path)
+    return out
+
+
+def remove_editable_interfaces(site_dir: Path) -> None:
+    """Remove what install_editable_interfaces wrote into site_dir."""
+    if (site_dir / INTERFACES_DIR).is_dir():
+        shutil.rmtree(site_dir / INTERFACES_DIR)
+    (site_dir / PKG_FILE).unlink(missing_ok=True)
 
 
 def _files(pattern: str) -> list[str]:
@@ -261,40 +398,6 @@ def _is_wheel_build(dist) -> bool:
     return any(c in ('bdist_wheel', 'editable_wheel') for c in (dist.commands or []))
 
 
-class BuildPyWithInterfaces(build_py):
-    """build_py that first generates the interfaces (wheel builds, colcon, editable builds)."""
-
-    def run(self):
-        """Generate, then build the Python package (into build_lib or the source tree)."""
-        build_base = self.get_finalized_command('build').build_base
-        editable = bool(getattr(self, 'editable_mode', False))
-        extra_rpath = str(Path(sys.prefix) / 'lib') if editable else ''
-        stage = generate_interfaces(build_base, extra_rpath)
-        _add_data_files(self.distribution, stage, Path(build_base).resolve())
-        if editable:
-            copy_generated_python(stage, HERE / PACKAGE)
-        super().run()
-        if editable:
-            # setuptools' editable_wheel looks for `has_data` (not `has_data_files`) and so
-            # never installs data_files: do it here, into the editable wheel's .data/data.
-            self.run_command('install_data')
-        else:
-            copy_generated_python(stage, Path(self.build_lib) / PACKAGE)
-
-
-class DevelopWithInterfaces(develop):
-    """`setup.py develop` (colcon --symlink-install): generated code lands in the source tree."""
-
-    def run(self):
-        """Generate into the source tree, then run the normal develop."""
-        build_base = self.get_finalized_command('build').build_base
-        prefix = getattr(self, 'prefix', None) or sys.prefix
-        stage = generate_interfaces(build_base, str(Path(prefix) / 'lib'))
-        _add_data_files(self.distribution, stage, Path(build_base).resolve())
-        copy_generated_python(stage, HERE / PACKAGE)
-        super().run()
-
-
 def _add_data_files(dist, stage: Path, build_root: Path) -> None:
     if getattr(dist, '_rbd_generated_added', False):
         return
@@ -303,6 +406,107 @@ def _add_data_files(dist, stage: Path, build_root: Path) -> None:
     dist.data_files += generated_data_files(stage)
     if _is_wheel_build(dist):
         dist.data_files += _wrappers(build_root)
+
+
+class BuildInterfaces(Command):
+    """Generate the ROS 2 interfaces with rosidl (a ``build`` sub-command, run first).
+
+    Regular builds: the generated Python code goes into build_lib/rbd_linearizer. Editable
+    wheels (``editable_mode``, set by setuptools): into the unpacked wheel's root, which pip
+    installs into site-packages, as rbd_linearizer-interfaces/ plus rbd_linearizer.pkg.
+    A failure raises ExecError, which no install path turns into a warning.
+    """
+
+    description = 'generate the ROS 2 interfaces (msg/, srv/) with rosidl and CMake'
+    user_options: list = []
+
+    def initialize_options(self):
+        """Set the defaults (setuptools sets editable_mode for editable wheels)."""
+        self.build_base = None
+        self.build_lib = None
+        self.editable_mode = False
+        self._outputs: list[str] = []
+
+    def finalize_options(self):
+        """Take build_base and build_lib from the build command."""
+        self.set_undefined_options('build', ('build_base', 'build_base'),
+                                   ('build_lib', 'build_lib'))
+
+    def run(self):
+        """Run CMake, register the data files and place the generated Python code."""
+        extra_rpath = str(Path(sys.prefix) / 'lib') if self.editable_mode else ''
+        stage = generate_interfaces(self.build_base, extra_rpath)
+        _add_data_files(self.distribution, stage, rosidl_build_root(self.build_base))
+        if self.editable_mode:
+            # editable_wheel points install_lib at the unpacked wheel (its root = site-packages)
+            wheel_root = Path(self.get_finalized_command('install').install_lib)
+            install_editable_interfaces(stage, wheel_root, _site_dirs_for_editable_wheel())
+            # setuptools' editable_wheel looks for `has_data` (not `has_data_files`) and so
+            # never installs data_files: do it here, into the editable wheel's .data/data.
+            self.run_command('install_data')
+        else:
+            files = copy_generated_python(stage, Path(self.build_lib) / PACKAGE)
+            self._outputs = [str(f) for f in files]
+
+    def get_outputs(self) -> list[str]:
+        """Return the generated files placed in build_lib (empty for editable wheels)."""
+        return list(self._outputs)
+
+
+class BuildWithInterfaces(build):
+    """build that runs build_interfaces before build_py."""
+
+    sub_commands = [('build_interfaces', None), *build.sub_commands]
+
+
+class InstallLibWithInterfaces(install_lib):
+    """install_lib whose outputs (the --record colcon keeps) include the generated files.
+
+    install_lib copies all of build_lib, the generated code included, but lists only what
+    build_py and build_ext report.
+    """
+
+    def get_outputs(self):
+        """Return the installed files, the generated msg/, srv/ and extension modules too."""
+        outputs = list(super().get_outputs())
+        generated = self.get_finalized_command('build_interfaces').get_outputs()
+        build_dir = os.path.abspath(self.build_dir)
+        mapped = [os.path.join(self.install_dir, os.path.relpath(f, build_dir))
+                  for f in generated]
+        extra = [f for f in mapped if f not in outputs]
+        outputs += extra
+        outputs += [f for f in self._bytecode_filenames([f for f in extra if f.endswith('.py')])
+                    if f not in outputs]
+        return outputs
+
+
+class DevelopWithInterfaces(develop):
+    """`setup.py develop` (colcon --symlink-install): generated code into the install prefix.
+
+    With setuptools < 80 (e.g. the distributions' python3-setuptools that colcon runs), develop
+    links the source tree: the generated code goes to the install directory, next to the
+    egg-link, as rbd_linearizer-interfaces/ plus rbd_linearizer.pkg. Since setuptools 80,
+    develop runs `pip install -e`, which builds through build_interfaces.
+    """
+
+    def run(self):
+        """Generate into the install directory, then run the normal develop."""
+        if not hasattr(develop, 'install_for_development'):  # setuptools >= 80: pip -e
+            super().run()
+            return
+        site_dir = Path(self.install_dir)
+        if getattr(self, 'uninstall', False):
+            remove_editable_interfaces(site_dir)
+            super().run()
+            return
+        build_base = self.get_finalized_command('build').build_base
+        prefix = getattr(self, 'prefix', None) or sys.prefix
+        stage = generate_interfaces(build_base, str(Path(prefix) / 'lib'))
+        _add_data_files(self.distribution, stage, rosidl_build_root(build_base))
+        site_dir.mkdir(parents=True, exist_ok=True)
+        install_editable_interfaces(stage, site_dir,
+                                    [str(site_dir.resolve() / INTERFACES_DIR)])
+        super().run()
 
 
 class BinaryDistribution(Distribution):
@@ -317,7 +521,10 @@ setup(
     name=PACKAGE,
     distclass=BinaryDistribution,
     version=_version(),
-    packages=find_packages(exclude=['test', 'test.*', 'scripts', 'benchmarks']),
+    # msg/srv: generated, never hand-written (build_interfaces places them); an older
+    # install may have left them in the source tree.
+    packages=find_packages(exclude=['test', 'test.*', 'scripts', 'benchmarks',
+                                    f'{PACKAGE}.msg', f'{PACKAGE}.srv']),
     package_data={PACKAGE: ['resources/*.urdf', 'py.typed']},
     data_files=[
         ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE}']),
@@ -336,5 +543,10 @@ setup(
     entry_points={
         'console_scripts': [f'{name} = {target}' for name, target in CONSOLE_SCRIPTS.items()],
     },
-    cmdclass={'build_py': BuildPyWithInterfaces, 'develop': DevelopWithInterfaces},
+    cmdclass={
+        'build': BuildWithInterfaces,
+        'build_interfaces': BuildInterfaces,
+        'install_lib': InstallLibWithInterfaces,
+        'develop': DevelopWithInterfaces,
+    },
 )

@@ -1,17 +1,22 @@
 """The installed package is where ROS 2 tools look, and works with no extra environment.
 
 Checks what launch_ros / ros2 run / ros2 interface rely on (ament index, share/, lib/<pkg>/),
-the generated interfaces next to the Python package, $ORIGIN RUNPATHs of the generated
-libraries, and that a process started with an empty environment can import and publish the
-custom messages and find the package in the ament index.
+where the generated interfaces live (inside the package for regular installs; for editable
+installs in this environment's site-packages, so venvs of different ROS 2 distributions can
+share one source tree), $ORIGIN RUNPATHs of the generated libraries, and that a process started
+with an empty environment can import and publish the custom messages and find the package in
+the ament index.
 """
 
 import ast
+import importlib.metadata
+import json
 import os
 from pathlib import Path
 import shutil
 import subprocess
 import sys
+import sysconfig
 
 import pytest
 
@@ -19,6 +24,18 @@ ament_index = pytest.importorskip('ament_index_python.packages')
 
 ROOT = Path(__file__).resolve().parents[2]
 PKG = 'rbd_linearizer'
+INTERFACES_DIR = f'{PKG}-interfaces'  # setup.py: editable installs, below site-packages
+
+
+def _is_editable() -> bool:
+    direct = importlib.metadata.distribution(PKG).read_text('direct_url.json')
+    return bool(direct) and bool(json.loads(direct).get('dir_info', {}).get('editable'))
+
+
+def _generated_dir() -> Path:
+    """Return the directory holding the generated msg/, srv/ and extension modules."""
+    import rbd_linearizer.msg
+    return Path(rbd_linearizer.msg.__file__).resolve().parent.parent
 
 
 def test_share_directory_holds_package_files():
@@ -55,23 +72,68 @@ def test_interfaces_registered_in_ament_index():
             'msg/DynamicsTerms.msg', 'srv/Linearize.srv'} <= entries
 
 
-def test_generated_python_next_to_the_package():
-    import rbd_linearizer
+def test_generated_python_in_one_place_with_its_extension_modules():
     import rbd_linearizer.msg
     import rbd_linearizer.srv
-    pkg_dir = Path(rbd_linearizer.__file__).parent
-    assert Path(rbd_linearizer.msg.__file__).parent == pkg_dir / 'msg'
-    assert Path(rbd_linearizer.srv.__file__).parent == pkg_dir / 'srv'
-    assert list(pkg_dir.glob('rbd_linearizer_s__rosidl_typesupport_c*.so'))
+    gen = _generated_dir()
+    assert Path(rbd_linearizer.srv.__file__).resolve().parent == gen / 'srv'
+    assert list(gen.glob(f'{PKG}_s__rosidl_typesupport_c*.so'))
+    if _is_editable():
+        # This environment's own copy, in its site-packages, named by rbd_linearizer.pkg.
+        sites = {Path(sysconfig.get_path(k)).resolve() for k in ('platlib', 'purelib')}
+        assert gen.parent in sites and gen.name == INTERFACES_DIR, gen
+        pkg_file = gen.parent / f'{PKG}.pkg'
+        assert str(gen) in [str(Path(line).resolve()) for line in
+                            pkg_file.read_text().splitlines() if not line.startswith('#')]
+        assert str(gen) in [str(Path(p).resolve()) for p in rbd_linearizer.__path__]
+    else:
+        assert gen == Path(rbd_linearizer.__file__).resolve().parent
+
+
+def test_editable_source_tree_holds_no_generated_interfaces():
+    # Two venvs (e.g. Jazzy and Kilted) share the source tree: generated code there would be
+    # one distribution's, shadowing the other's.
+    if not _is_editable():
+        pytest.skip('not an editable install (e.g. a wheel or colcon install)')
+    assert not (ROOT / PKG / 'msg').exists()
+    assert not (ROOT / PKG / 'srv').exists()
+    assert not list((ROOT / PKG).glob(f'{PKG}_s__rosidl_typesupport_*.so'))
+
+
+_IMPORT_PROBE = r"""
+import json, sys
+import rbd_linearizer
+light = not any(m in sys.modules for m in ('rclpy', 'numba', 'rbd_linearizer.msg'))
+import rbd_linearizer.msg
+import rbd_linearizer.srv
+print(json.dumps({'init': rbd_linearizer.__file__, 'light': light,
+                  'msg': rbd_linearizer.msg.__file__, 'srv': rbd_linearizer.srv.__file__}))
+"""
+
+
+def test_package_and_interfaces_import_from_outside_the_source_tree():
+    # cwd '/': the source tree is not on sys.path (pytest runs from it). A directory named
+    # rbd_linearizer without __init__.py in site-packages would be returned as a namespace
+    # package before setuptools' editable finder runs, hiding the hand-written package.
+    env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+    proc = subprocess.run([sys.executable, '-c', _IMPORT_PROBE], env=env, cwd='/',
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    import rbd_linearizer
+    assert out['init'] == rbd_linearizer.__file__
+    assert out['light'], 'import rbd_linearizer pulled in rclpy, numba or the messages'
+    gen = _generated_dir()
+    assert Path(out['msg']).resolve() == gen / 'msg' / '__init__.py'
+    assert Path(out['srv']).resolve() == gen / 'srv' / '__init__.py'
 
 
 @pytest.mark.skipif(not shutil.which('readelf'), reason='readelf (binutils) not installed')
 def test_generated_libraries_have_origin_runpath():
-    import rbd_linearizer
     prefix = Path(ament_index.get_package_prefix(PKG))
     libs = sorted((prefix / 'lib').glob(f'lib{PKG}__rosidl_*.so'))
     assert len(libs) >= 8
-    exts = sorted(Path(rbd_linearizer.__file__).parent.glob(f'{PKG}_s__rosidl_*.so'))
+    exts = sorted(_generated_dir().glob(f'{PKG}_s__rosidl_*.so'))
     assert len(exts) == 3
     for so in libs + exts:
         out = subprocess.run(['readelf', '-d', str(so)], capture_output=True, text=True,
@@ -144,10 +206,7 @@ def test_package_xml_is_a_valid_ament_python_interface_package():
 
 def test_editable_install_imports_the_source_tree():
     # scripts/bootstrap installs editable: source edits are tested without reinstalling.
-    import importlib.metadata
-    import json
-    direct = importlib.metadata.distribution(PKG).read_text('direct_url.json')
-    if not direct or not json.loads(direct).get('dir_info', {}).get('editable'):
+    if not _is_editable():
         pytest.skip('not an editable install (e.g. a wheel or colcon install)')
     import rbd_linearizer
     assert Path(rbd_linearizer.__file__).resolve().parent == ROOT / PKG
