@@ -1,0 +1,159 @@
+"""An install that fails loudly (issue 17, item 3).
+
+When the custom interfaces do not build, every supported install path must exit non-zero and
+show the rosidl/CMake error, instead of installing a package whose rbd_linearizer.msg is
+missing. The paths: ``pip install -e``, ``pip install``, ``pip wheel`` (each with
+``--no-build-isolation --no-deps``, as scripts/bootstrap.py and the README run them), and the
+``setup.py`` command lines colcon runs for an ament_python package: ``egg_info build install``
+(``colcon build``) and ``develop --editable`` (``colcon build --symlink-install``, setuptools
+< 80 only: setuptools 80 removed the options colcon passes to develop).
+
+One copy of the repository's tracked sources, with a field of an unknown type added to
+msg/Matrix.msg, serves every path; each installs into a throwaway prefix or wheel directory,
+never into the running environment. The positive control builds a wheel from an unbroken copy
+with the same command, so a failure above is the broken message's, not the harness's.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BAD_TYPE = 'NoSuchType'
+#: The first line of the error setup.py raises when a CMake step fails.
+SETUP_ERROR = 'rbd_linearizer: building the ROS 2 interfaces failed'
+TIMEOUT = 900  # seconds per install command (a cold interface build takes 1-2 min)
+
+
+def _setuptools_major() -> int:
+    import setuptools
+    return int(setuptools.__version__.split('.')[0])
+
+
+def _build_tools_missing() -> str:
+    if not (Path(sys.prefix) / 'share' / 'ament_cmake_core').is_dir() and not os.environ.get(
+            'AMENT_PREFIX_PATH'):
+        return 'no ROS 2 build packages (ament_cmake, rosidl generators) are installed'
+    if not shutil.which('cmake', path=_env()['PATH']):
+        return 'cmake is not installed'
+    if not (ROOT / '.git').exists() or not shutil.which('git'):
+        return 'git is not installed or the source tree is not a git checkout'
+    return ''
+
+
+def _env() -> dict[str, str]:
+    """Return the environment: its bin/ first (the pinned cmake), no PYTHONPATH, pip offline."""
+    env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+    env['PATH'] = os.pathsep.join([str(Path(sys.executable).parent), env.get('PATH', '')])
+    env.update(PIP_NO_INDEX='1', PIP_NO_INPUT='1', PIP_DISABLE_PIP_VERSION_CHECK='1')
+    return env
+
+
+def _copy_sources(dest: Path) -> Path:
+    files = subprocess.run(['git', '-C', str(ROOT), 'ls-files', '-z'], capture_output=True,
+                           check=True).stdout.decode().split('\0')
+    for rel in filter(None, files):
+        src = ROOT / rel
+        if src.is_file():  # tracked files deleted in the working tree are skipped
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest
+
+
+def _run(cmd: list[str], cwd: Path, pythonpath: str = '') -> subprocess.CompletedProcess:
+    env = _env()
+    if pythonpath:
+        env['PYTHONPATH'] = pythonpath
+    return subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT)
+
+
+@pytest.fixture(scope='module')
+def broken(tmp_path_factory) -> Path:
+    """Copy the sources; msg/Matrix.msg then refers to a message type that does not exist."""
+    reason = _build_tools_missing()
+    if reason:
+        pytest.skip(reason)
+    src = _copy_sources(tmp_path_factory.mktemp('broken') / 'rbd_linearizer')
+    with open(src / 'msg' / 'Matrix.msg', 'a') as fh:
+        fh.write(f'\n{BAD_TYPE} deliberately_broken_field\n')
+    return src
+
+
+def _pip(*args: str) -> list[str]:
+    return [sys.executable, '-m', 'pip', *args, '--no-build-isolation', '--no-deps']
+
+
+def _commands(src: Path, out: Path) -> dict[str, list[str]]:
+    """Return the install command lines, each writing only below out."""
+    colcon_build = out / 'colcon-build'
+    return {
+        'pip install -e': _pip('install', '-e', str(src), '--prefix', str(out / 'prefix')),
+        'pip install': _pip('install', str(src), '--prefix', str(out / 'prefix')),
+        'pip wheel': _pip('wheel', '-w', str(out / 'wheels'), str(src)),
+        # colcon-core's PythonBuildTask, without --symlink-install (cwd: the package source).
+        'colcon build': [
+            sys.executable, 'setup.py', 'egg_info', '--egg-base', str(colcon_build),
+            'build', '--build-base', str(colcon_build / 'build'),
+            'install', '--prefix', str(out / 'install'),
+            '--record', str(colcon_build / 'install.log'), '--single-version-externally-managed'],
+        # ... and with --symlink-install (colcon runs it in its build directory, which holds
+        # symlinks to the sources; from the source directory is equivalent for this check).
+        'colcon build --symlink-install': [
+            sys.executable, 'setup.py', 'develop', '--prefix', str(out / 'install'),
+            '--editable', '--build-directory', str(colcon_build / 'build'), '--no-deps',
+            'install_data', '--install-dir', str(out / 'install')],
+    }
+
+
+@pytest.mark.parametrize('path', ['pip install -e', 'pip install', 'pip wheel', 'colcon build',
+                                  'colcon build --symlink-install'])
+def test_broken_interface_fails_the_install(broken, tmp_path, path):
+    pythonpath = ''
+    if path == 'colcon build --symlink-install':
+        if _setuptools_major() >= 80:
+            pytest.skip('setuptools >= 80 has no legacy develop: colcon --symlink-install runs '
+                        "with the distribution's setuptools (< 80), whose develop takes the "
+                        '--editable and --build-directory options colcon passes')
+        # colcon creates the prefix's site-packages and puts it on PYTHONPATH (develop checks).
+        prefix = str(tmp_path / 'install')
+        site_dir = Path(sysconfig.get_path('purelib', vars={'base': prefix, 'platbase': prefix}))
+        site_dir.mkdir(parents=True)
+        pythonpath = str(site_dir)
+    (tmp_path / 'colcon-build').mkdir()  # colcon creates its build base
+    proc = _run(_commands(broken, tmp_path)[path], cwd=broken, pythonpath=pythonpath)
+    out = proc.stdout
+    assert proc.returncode != 0, f'{path} succeeded with a broken message:\n{out[-4000:]}'
+    assert SETUP_ERROR in out, f'{path}: no interface build error shown:\n{out[-4000:]}'
+    # The CMake output itself: the rosidl generator's complaint about the unknown type.
+    assert BAD_TYPE in out, f'{path}: the rosidl error is not shown:\n{out[-4000:]}'
+    assert 'Successfully installed' not in out
+    installed = [f for d in ('prefix', 'install', 'wheels') for f in (tmp_path / d).rglob('*')
+                 if f.is_file()]
+    assert not installed, f'{path} installed files from a failed build: {installed[:5]}'
+
+
+def test_unbroken_sources_build_a_wheel(tmp_path):
+    # Positive control: the same `pip wheel` on the unbroken sources succeeds and the wheel
+    # holds the generated messages.
+    reason = _build_tools_missing()
+    if reason:
+        pytest.skip(reason)
+    src = _copy_sources(tmp_path / 'rbd_linearizer')
+    proc = _run(_commands(src, tmp_path)['pip wheel'], cwd=src)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    wheels = list((tmp_path / 'wheels').glob('rbd_linearizer-*.whl'))
+    assert len(wheels) == 1, proc.stdout[-2000:]
+    names = set(zipfile.ZipFile(wheels[0]).namelist())
+    assert 'rbd_linearizer/msg/_matrix.py' in names
+    assert 'rbd_linearizer/srv/_linearize.py' in names
+    assert any(n.startswith('rbd_linearizer/rbd_linearizer_s__rosidl_typesupport_c')
+               for n in names)
