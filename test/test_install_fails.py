@@ -9,9 +9,10 @@ missing. The paths: ``pip install -e``, ``pip install``, ``pip wheel`` (each wit
 < 80 only: setuptools 80 removed the options colcon passes to develop).
 
 One copy of the repository's tracked sources, with a field of an unknown type added to
-msg/Matrix.msg, serves every path; each installs into a throwaway prefix or wheel directory,
-never into the running environment. The positive control builds a wheel from an unbroken copy
-with the same command, so a failure above is the broken message's, not the harness's.
+msg/Matrix.msg, serves every path; each installs into a throwaway directory (pip --target, a
+colcon-style prefix, a wheel directory), never into the running environment. The positive
+control builds a wheel from an unbroken copy with the same command, so a failure above is the
+broken message's, not the harness's.
 """
 
 from __future__ import annotations
@@ -33,9 +34,19 @@ SETUP_ERROR = 'rbd_linearizer: building the ROS 2 interfaces failed'
 TIMEOUT = 900  # seconds per install command (a cold interface build takes 1-2 min)
 
 
-def _setuptools_major() -> int:
-    import setuptools
-    return int(setuptools.__version__.split('.')[0])
+#: A directory holding setuptools < 80 (``pip install --target DIR 'setuptools<80'``): the
+#: ``colcon build --symlink-install`` case runs with it when this environment's is newer.
+LEGACY_SETUPTOOLS = os.environ.get('RBD_TEST_LEGACY_SETUPTOOLS', '')
+
+
+def _setuptools_major(pythonpath: str = '') -> int:
+    env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+    if pythonpath:
+        env['PYTHONPATH'] = pythonpath
+    code = 'import setuptools; print(setuptools.__version__)'
+    out = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    return int(out.strip().split('.')[0])
 
 
 def _build_tools_missing() -> str:
@@ -96,8 +107,11 @@ def _commands(src: Path, out: Path) -> dict[str, list[str]]:
     """Return the install command lines, each writing only below out."""
     colcon_build = out / 'colcon-build'
     return {
-        'pip install -e': _pip('install', '-e', str(src), '--prefix', str(out / 'prefix')),
-        'pip install': _pip('install', str(src), '--prefix', str(out / 'prefix')),
+        # --target, not --prefix: with --prefix pip uninstalls the running environment's own
+        # rbd_linearizer when an install that should fail succeeds (--target implies
+        # --ignore-installed).
+        'pip install -e': _pip('install', '-e', str(src), '--target', str(out / 'prefix')),
+        'pip install': _pip('install', str(src), '--target', str(out / 'prefix')),
         'pip wheel': _pip('wheel', '-w', str(out / 'wheels'), str(src)),
         # colcon-core's PythonBuildTask, without --symlink-install (cwd: the package source).
         'colcon build': [
@@ -119,15 +133,16 @@ def _commands(src: Path, out: Path) -> dict[str, list[str]]:
 def test_broken_interface_fails_the_install(broken, tmp_path, path):
     pythonpath = ''
     if path == 'colcon build --symlink-install':
-        if _setuptools_major() >= 80:
+        if _setuptools_major(LEGACY_SETUPTOOLS) >= 80:
             pytest.skip('setuptools >= 80 has no legacy develop: colcon --symlink-install runs '
                         "with the distribution's setuptools (< 80), whose develop takes the "
-                        '--editable and --build-directory options colcon passes')
+                        '--editable and --build-directory options colcon passes (set '
+                        'RBD_TEST_LEGACY_SETUPTOOLS to a directory holding setuptools < 80)')
         # colcon creates the prefix's site-packages and puts it on PYTHONPATH (develop checks).
         prefix = str(tmp_path / 'install')
         site_dir = Path(sysconfig.get_path('purelib', vars={'base': prefix, 'platbase': prefix}))
         site_dir.mkdir(parents=True)
-        pythonpath = str(site_dir)
+        pythonpath = os.pathsep.join(filter(None, (LEGACY_SETUPTOOLS, str(site_dir))))
     (tmp_path / 'colcon-build').mkdir()  # colcon creates its build base
     proc = _run(_commands(broken, tmp_path)[path], cwd=broken, pythonpath=pythonpath)
     out = proc.stdout
