@@ -181,11 +181,13 @@ def test_launch_file_starts_the_node_of_this_package():
     tree = ast.parse((ROOT / 'launch' / 'linearizer.launch.py').read_text())
     funcs = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
     assert 'generate_launch_description' in funcs
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
-             and getattr(n.func, 'id', None) == 'Node']
-    assert len(calls) == 1
-    kw = {k.arg: getattr(k.value, 'value', None) for k in calls[0].keywords}
-    assert kw['package'] == PKG and kw['executable'] == 'linearizer_node'
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    nodes = [c for c in calls if getattr(c.func, 'id', None) in ('Node', 'LifecycleNode')]
+    assert nodes
+    # package= / executable= given directly or through a dict(...) spread into the actions
+    kw = [k for c in calls for k in c.keywords if k.arg in ('package', 'executable')]
+    values = {(k.arg, getattr(k.value, 'value', None)) for k in kw}
+    assert values == {('package', PKG), ('executable', 'linearizer_node')}, values
 
 
 def test_package_xml_is_a_valid_ament_python_interface_package():
