@@ -11,8 +11,10 @@ The ROS 2 distribution is chosen by ``ROS_DISTRO`` (what a sourced ROS 2 sets; d
 1. the distribution's venv (re-created when it is missing, broken or not Python 3.11);
 2. every pinned dependency from its constraints file (ROS 2 wheels, generators, numerics, test);
 3. the package itself, editable (``pip install --no-build-isolation --no-deps -e .``): setup.py
-   runs rosidl over msg/ and srv/ and installs the generated message code, shared libraries,
-   share/ files and lib/rbd_linearizer executables into that venv. The source tree is the
+   runs rosidl over msg/ and srv/ (in ``build/rosidl-<key>``, one per environment) and installs
+   the generated message code (``<site-packages>/rbd_linearizer-interfaces``, found through
+   ``rbd_linearizer.pkg``), shared libraries, share/ files and lib/rbd_linearizer executables
+   into that venv. The source tree is the
    installed package: edits under rbd_linearizer/ are live without re-installing, in every
    distribution's venv at once.
 
@@ -91,13 +93,15 @@ HASHED_FILES = [
     'resource/rbd_linearizer',
 ]
 HASHED_GLOBS = ['msg/*.msg', 'srv/*.srv', 'launch/*.launch.py', 'config/*.yaml']
-# Outputs that must exist for the stamp to count (e.g. after `git clean -xdf rbd_linearizer`).
-REQUIRED_OUTPUTS = [
-    'rbd_linearizer/msg/__init__.py',
-    'rbd_linearizer/srv/__init__.py',
-    'rbd_linearizer/rbd_linearizer_s__rosidl_typesupport_c.so',
-]
+# Outputs that must exist for the stamp to count (e.g. after a venv was partly deleted). The
+# generated message code lives in the venv (setup.py: editable installs keep it out of the
+# shared source tree, so each distribution's venv has its own).
+SITE = f'lib/python{PY_VERSION[0]}.{PY_VERSION[1]}/site-packages'
 REQUIRED_VENV_OUTPUTS = [
+    f'{SITE}/rbd_linearizer.pkg',
+    f'{SITE}/rbd_linearizer-interfaces/msg/__init__.py',
+    f'{SITE}/rbd_linearizer-interfaces/srv/__init__.py',
+    f'{SITE}/rbd_linearizer-interfaces/rbd_linearizer_s__rosidl_typesupport_c.so',
     'lib/librbd_linearizer__rosidl_typesupport_fastrtps_c.so',
     'share/ament_index/resource_index/packages/rbd_linearizer',
     'bin/linearizer_node',
@@ -135,9 +139,7 @@ def inputs_hash() -> str:
 
 
 def outputs_present() -> bool:
-    return all((ROOT / p).is_file() for p in REQUIRED_OUTPUTS) and all(
-        (VENV / p).exists() for p in REQUIRED_VENV_OUTPUTS
-    )
+    return all((VENV / p).exists() for p in REQUIRED_VENV_OUTPUTS)
 
 
 def venv_ok() -> bool:
@@ -237,8 +239,8 @@ def pip_env() -> dict[str, str]:
 
 
 def check_toolchain() -> None:
-    # CMake itself comes pinned from PyPI (constraints/common.txt, group build) into the venv; only a
-    # C/C++ compiler must exist on the machine.
+    # CMake itself comes pinned from PyPI (constraints/common.txt, group build) into the venv;
+    # only a C/C++ compiler must exist on the machine.
     missing = [t for t in ('cc', 'c++') if not shutil.which(t)]
     if missing:
         die(f'missing build tools: {", ".join(missing)} (Debian/Ubuntu: '
@@ -265,8 +267,7 @@ def setup() -> None:
     env['PATH'] = f'{VENV / "bin"}{os.pathsep}{env.get("PATH", "")}'
     run([*pip, 'install', '--no-build-isolation', '--no-deps', '-e', ROOT], quiet=True, env=env)
     if not outputs_present():
-        missing = [p for p in REQUIRED_OUTPUTS if not (ROOT / p).is_file()]
-        missing += [str(VENV / p) for p in REQUIRED_VENV_OUTPUTS if not (VENV / p).exists()]
+        missing = [str(VENV / p) for p in REQUIRED_VENV_OUTPUTS if not (VENV / p).exists()]
         die('install finished but these are missing: ' + ', '.join(missing))
     log(f'set-up done in {time.monotonic() - t0:.0f} s')
 
