@@ -6,9 +6,13 @@
 Processes: ``sim_driver`` (MuJoCo, publishes /clock: every other node uses sim time),
 ``linearizer`` (the product's ``linearizer_node``, parameters from
 ``rbd_linearizer.demo.main.linearizer_parameters``), ``lqr_gains``, ``lqr_controller``, ``mpc``
-and ``demo_recorder`` (``rbd-demo --node NAME``). When the recorder has written the report
-(``<out>.png``/``.json``) the launch shuts down. The same scenario runs in one process with
-``rbd-demo``.
+and ``demo_recorder``: ``rbd-demo`` with ``rbd_linearizer.demo.main.process_arguments(NAME)``,
+the arguments ``rbd-demo --processes`` gives its processes (the driver waits for its three
+state subscribers). The demo processes are not renamed (no ``name=``: a ``__node`` remapping
+would rename every node of the process); each names its one node itself, so every node's log
+reaches /rosout. When the recorder has written the report (``<out>.png``/``.json``) the launch
+shuts down. Ctrl-C stops every process with exit code 0. The same scenario runs in one process
+with ``rbd-demo``.
 """
 
 from launch import LaunchDescription
@@ -27,7 +31,12 @@ DEMO_NODES = ('lqr_gains', 'lqr_controller', 'mpc', 'demo_recorder', 'sim_driver
 
 
 def _nodes(context):
-    from rbd_linearizer.demo.main import find_config, linearizer_parameters, load_config
+    from rbd_linearizer.demo.main import (
+        find_config,
+        linearizer_parameters,
+        load_config,
+        process_arguments,
+    )
 
     config = LaunchConfiguration('config').perform(context) or str(find_config())
     duration = LaunchConfiguration('duration').perform(context)
@@ -41,14 +50,25 @@ def _nodes(context):
                     arguments=ros_log)]
     procs = {}
     for name in DEMO_NODES:
-        procs[name] = Node(package='rbd_linearizer', executable='rbd-demo', name=name,
-                           output='screen', arguments=['--node', name, *common, *ros_log],
+        procs[name] = Node(package='rbd_linearizer', executable='rbd-demo', output='screen',
+                           arguments=[*process_arguments(name, common), *ros_log],
                            additional_env={'OPENBLAS_NUM_THREADS': '1'})
         actions.append(procs[name])
     actions.append(RegisterEventHandler(OnProcessExit(
         target_action=procs['demo_recorder'], on_exit=[EmitEvent(event=Shutdown(
             reason='demo report written'))])))
+    actions.append(RegisterEventHandler(OnProcessExit(
+        target_action=procs['sim_driver'], on_exit=_driver_exited)))
     return actions
+
+
+def _driver_exited(event, context):
+    # the driver exits 0 when the simulation is over; otherwise (it gave up waiting for its
+    # first command, or crashed) the recorder would wait for states that never come
+    if event.returncode != 0:
+        return [EmitEvent(event=Shutdown(
+            reason=f'sim_driver exited with code {event.returncode}'))]
+    return None
 
 
 def generate_launch_description():

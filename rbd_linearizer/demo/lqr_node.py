@@ -103,11 +103,17 @@ def lqr_gain(A, B, Q, R) -> np.ndarray:
 
 def make_nodes(model, layout: RotorLayout, q_ref, lqr_cfg: dict | None = None,
                linearization_topic: str = '/linearizer/linearization',
-               torque_limit: float = 10.0, **kw):
-    """Create the ``lqr_gains`` and ``lqr_controller`` nodes (rclpy imported here)."""
+               torque_limit: float = 10.0, which=('lqr_gains', 'lqr_controller'), **kw):
+    """Create the ``lqr_gains`` and ``lqr_controller`` nodes (rclpy imported here).
+
+    Returns ``(gains, controller)``; a node not named in ``which`` is not created (None): a
+    process that runs one of them (``rbd-demo --node``) has no second node to collide with.
+    """
     gains_cls, ctrl_cls = _node_classes()
-    gains = gains_cls(model, layout, lqr_cfg or {}, linearization_topic, **kw)
-    ctrl = ctrl_cls(model, layout, q_ref, torque_limit, **kw)
+    gains = (gains_cls(model, layout, lqr_cfg or {}, linearization_topic, **kw)
+             if 'lqr_gains' in which else None)
+    ctrl = (ctrl_cls(model, layout, q_ref, torque_limit, **kw)
+            if 'lqr_controller' in which else None)
     return gains, ctrl
 
 

@@ -9,8 +9,8 @@ the arms to a new setpoint; at the end the report (PNG + JSON) is written and su
 
 Usage: ``rbd-demo [--duration 8] [--out demo_report] [--config config/demo.yaml]
 [--push-time 2] [--mpc-start 4] [--executor single|multi] [--max-rtf 0]
-[--processes] [--node NAME [--ros-args ...]]``. ``--processes`` runs each node in its own
-process instead (faster: no shared GIL).
+[--save-recording FILE.npz] [--processes] [--node NAME [--ros-args ...]]``.
+``--processes`` runs each node in its own process instead (faster: no shared GIL).
 """
 
 from __future__ import annotations
@@ -143,13 +143,11 @@ def create_nodes(cfg: dict, scen: dict, names, context, max_rtf: float = 0.0) ->
         nodes['linearizer'] = make_linearizer_node(cfg, context)
     if 'lqr_gains' in names or 'lqr_controller' in names:
         gains, ctrl = lqr_node.make_nodes(model, layout, scen['q_ref_lqr'], cfg['lqr'],
-                                          torque_limit=torque_limit, context=context,
-                                          parameter_overrides=sim_time)
+                                          torque_limit=torque_limit, which=tuple(names),
+                                          context=context, parameter_overrides=sim_time)
         for name, node in (('lqr_gains', gains), ('lqr_controller', ctrl)):
-            if name in names:
+            if node is not None:
                 nodes[name] = node
-            else:
-                node.destroy_node()
     if 'mpc' in names:
         nodes['mpc'] = mpc_node.make_node(model, layout, scen['q_ref_mpc'], cfg['mpc'],
                                           torque_limit=torque_limit, context=context,
@@ -184,12 +182,51 @@ def _summarize(nodes: dict, scen: dict, cfg: dict, out, wall: float) -> dict:
     return summary
 
 
+class _Sigint:
+    """SIGINT / SIGTERM handler of ``rbd-demo``, installed first thing in ``main``.
+
+    rclpy installs no signal handler for a non-default context (ours), so this one is all
+    there is. A Ctrl-C in a terminal sends SIGINT to every process of a launch, and launch then
+    sends its own: two in a row. While the nodes are being built (MuJoCo, kernels: no spin loop
+    yet) the first signal raises KeyboardInterrupt; after that, and while spinning or cleaning
+    up, a signal only sets ``stop``, which the spin loops check between callbacks. So no
+    KeyboardInterrupt lands in rclpy or in ``destroy_node``, and a node process exits 0.
+    """
+
+    raising = True
+    stop = False
+
+    @classmethod
+    def handler(cls, signum, frame) -> None:
+        cls.stop = True
+        if cls.raising:
+            cls.raising = False
+            raise KeyboardInterrupt
+
+    @classmethod
+    def install(cls) -> None:
+        import signal
+        cls.raising, cls.stop = True, False
+        signal.signal(signal.SIGINT, cls.handler)
+        signal.signal(signal.SIGTERM, cls.handler)
+
+
 def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
         max_rtf: float = 0.0, wall_timeout: float = 600.0, log=print,
-        executor: str = 'single') -> dict:
-    """Run the demo; return the report summary (raises RuntimeError if the loop stalls)."""
+        executor: str = 'single', save_recording: str | Path | None = None) -> dict | None:
+    """Run the demo; return the report summary (None if stopped by a signal).
+
+    Raises RuntimeError if the loop stalls: no simulation step for ``wall_timeout`` s once
+    stepping, or no first command within the driver's start-up hang guard. Start-up itself
+    waits for readiness (the nodes build and warm up before the executor spins; the driver
+    then waits for the first answer), however long a cold numba cache takes.
+    """
     import rclpy
-    from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+    from rclpy.executors import (
+        ExternalShutdownException,
+        MultiThreadedExecutor,
+        SingleThreadedExecutor,
+    )
 
     scen = scenario_from_config(cfg)
     if duration is not None:
@@ -208,32 +245,48 @@ def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
             exe.add_node(n)
         log(f"rbd-demo: simulating {scen['duration_s']:g} s (lock-step MuJoCo, "
             f"{cfg['sim']['publish_rate_hz']:g} Hz)...")
+        _Sigint.raising = False  # spinning: a stop signal sets _Sigint.stop
         wall0 = time.monotonic()
-        last = -1.0
-        while not driver.finished:
+        last, last_k, last_step = -1.0, driver.k, time.monotonic()
+        while not driver.finished and not _Sigint.stop:
             exe.spin_once(timeout_sec=0.05)
-            if time.monotonic() - wall0 > wall_timeout:
+            if driver.k != last_k:
+                last_k, last_step = driver.k, time.monotonic()
+            elif driver.got_first and time.monotonic() - last_step > wall_timeout:
                 raise RuntimeError(f'the loop stalled at t = {driver.t:.3f} s')
             if driver.t - last >= 1.0:
                 last = math.floor(driver.t)
                 q, _ = driver.sim.to_qv()
                 log(f'  t = {driver.t:5.2f} s  base = {np.round(q[:3], 3).tolist()}')
+        if _Sigint.stop:
+            return None
+        if driver.failed:
+            raise RuntimeError(f'the simulation did not start: {driver.failed}')
         # drain the last messages into the recorder
         end = time.monotonic() + 0.5
-        while time.monotonic() < end:
+        while time.monotonic() < end and not _Sigint.stop:
             exe.spin_once(timeout_sec=0.02)
+        if save_recording:
+            nodes['demo_recorder'].save(save_recording)
         return _summarize(nodes, scen, cfg, out, time.monotonic() - wall0)
+    except ExternalShutdownException:
+        return None
     finally:
+        _Sigint.raising = False
         for n in nodes.values():
             n.destroy_node()
-        rclpy.shutdown(context=context)
+        if context.ok():
+            rclpy.shutdown(context=context)
 
 
-def run_node(cfg: dict, name: str, duration: float | None, out, ros_args) -> int:
+def run_node(cfg: dict, name: str, duration: float | None, out, ros_args,
+             save_recording: str | Path | None = None) -> int:
     """Run one demo node alone (launch/demo.launch.py starts each in its own process).
 
     ``sim_driver`` exits when the simulation is over, ``demo_recorder`` after writing the
-    report (launch shuts the rest down then); the others spin until shut down.
+    report (launch shuts the rest down then); the others spin until shut down. A stop signal
+    (SIGINT, SIGTERM) ends the process with exit code 0 and no traceback; a driver that gave
+    up waiting for its first command (``startup_timeout_s``) exits with 1.
     """
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -245,16 +298,20 @@ def run_node(cfg: dict, name: str, duration: float | None, out, ros_args) -> int
     context = rclpy.Context()
     rclpy.init(args=ros_args, context=context)
     nodes = {}
+    code = 0
     try:
         nodes = create_nodes(cfg, scen, (name,), context)
         node = nodes[name]
         exe = SingleThreadedExecutor(context=context)
         exe.add_node(node)
+        _Sigint.raising = False  # spinning: a stop signal sets _Sigint.stop
+        node.get_logger().info(f'{name} started (pid {os.getpid()})')
         end_ns = int(round(scen['duration_s'] * 1e9))
         wall0 = time.monotonic()
-        while context.ok():
+        while context.ok() and not _Sigint.stop:
             exe.spin_once(timeout_sec=0.1)
             if name == 'sim_driver' and node.finished:
+                code = 1 if node.failed else 0
                 break
             if name == 'demo_recorder' and node.states and (
                     max(node.states) >= end_ns
@@ -264,19 +321,37 @@ def run_node(cfg: dict, name: str, duration: float | None, out, ros_args) -> int
                 # state 0 until the controllers answer; on a cold numba cache the processes
                 # compile side by side and a step can take seconds.
                 stop = time.monotonic() + 0.5
-                while time.monotonic() < stop:
+                while time.monotonic() < stop and not _Sigint.stop:
                     exe.spin_once(timeout_sec=0.05)
+                if save_recording:
+                    node.save(save_recording)
                 print(format_summary(_summarize(nodes, scen, cfg, out,
                                                 time.monotonic() - wall0)), flush=True)
                 break
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        _Sigint.raising = False
         for n in nodes.values():
             n.destroy_node()
         if context.ok():
             rclpy.shutdown(context=context)
-    return 0
+    return code
+
+
+#: the driver's /odom subscribers in one-process-per-node mode (linearizer, LQR controller,
+#: recorder): it starts stepping only once they all listen, so no state is missed
+STATE_SUBSCRIBERS = 3
+
+
+def process_arguments(name: str, argv: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """Return the ``rbd-demo`` arguments of the process running node ``name`` alone.
+
+    ``argv``: the options every node process shares (``--config``, ``--duration``, ``--out``,
+    ...). ``run_processes`` and launch/demo.launch.py both start the nodes with these.
+    """
+    extra = ['--wait-subscribers', str(STATE_SUBSCRIBERS)] if name == 'sim_driver' else []
+    return [*argv, '--node', name, *extra]
 
 
 def run_processes(argv: list[str], timeout: float = 600.0) -> int:
@@ -297,8 +372,7 @@ def run_processes(argv: list[str], timeout: float = 600.0) -> int:
     procs = {}
     try:
         for name in NODE_NAMES:
-            extra = ['--wait-subscribers', '3'] if name == 'sim_driver' else []
-            procs[name] = subprocess.Popen([*base, '--node', name, *extra], env=env)
+            procs[name] = subprocess.Popen([*base, *process_arguments(name)], env=env)
         code = procs['demo_recorder'].wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         print('rbd-demo: the recorder did not finish in time', file=sys.stderr)
@@ -319,7 +393,20 @@ def run_processes(argv: list[str], timeout: float = 600.0) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console entry point ``rbd-demo``."""
+    """Console entry point ``rbd-demo``.
+
+    Ctrl-C (SIGINT) stops it without a traceback: exit code 0 for a node process (``--node``,
+    what launch stops with SIGINT), 130 otherwise.
+    """
+    _Sigint.install()
+    full = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(full)
+    except KeyboardInterrupt:
+        return 0 if '--node' in full else 130
+
+
+def _main(full: list[str]) -> int:
     ap = argparse.ArgumentParser(prog='rbd-demo', description=__doc__.split('\n')[0])
     ap.add_argument('--config', help='demo YAML (default: config/demo.yaml)')
     ap.add_argument('--duration', type=float, help='simulated seconds (default: config)')
@@ -336,10 +423,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--processes', action='store_true',
                     help='one process per node (faster on several cores: no shared GIL)')
     ap.add_argument('--wait-subscribers', type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument('--save-recording', metavar='NPZ',
+                    help='also save what the recorder got (states, inputs, linearizations '
+                         'with A and B) to this .npz file (report.load_recording reads it)')
     ap.add_argument('--node', choices=NODE_NAMES,
                     help='run only this node (one process per node: launch/demo.launch.py)')
     from rclpy.utilities import remove_ros_args
-    full = list(sys.argv[1:] if argv is None else argv)
     args = ap.parse_args(remove_ros_args(['rbd-demo', *full])[1:])
     from rbd_linearizer.demo.report import format_summary
     cfg = load_config(args.config)
@@ -353,8 +442,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.node:
         if args.wait_subscribers:
             cfg['sim']['min_state_subscribers'] = args.wait_subscribers
-        return run_node(cfg, args.node, args.duration, args.out, ['rbd-demo', *full])
-    summary = run(cfg, args.duration, args.out, args.max_rtf, executor=args.executor)
+        return run_node(cfg, args.node, args.duration, args.out, ['rbd-demo', *full],
+                        save_recording=args.save_recording)
+    summary = run(cfg, args.duration, args.out, args.max_rtf, executor=args.executor,
+                  save_recording=args.save_recording)
+    if summary is None:
+        return 130  # stopped by a signal
     print(format_summary(summary))
     print(f"wall time {summary['wall_time_s']:.1f} s (real-time factor "
           f"{summary['real_time_factor']:.2f}), driver timeouts {summary['driver_timeouts']}, "

@@ -8,11 +8,11 @@ with the start of the step they were applied over) and the linearizations
 - hover error of the LQR phase before the push, and the settling time after the push (position
   error back below ``settle_tol`` m and attitude error below 10 x that in rad, for good);
 - the MPC phase: final distance to its setpoint and the time to reach it within ``settle_tol``;
-- the one-step prediction error of the published linear model against MuJoCo: for each
-  linearization at state x0 (stamp t) with the input u applied over [t, t + dt],
-  ``x_pred = x0 (+) (f + B (P u - u0))`` against MuJoCo's state at t + dt, measured on the
-  manifold (``log(H_pred^-1 H)``, joint and velocity differences); it is compared with the
-  change of the state over the step (what a model that predicts "nothing moves" would miss);
+- the one-step prediction error of the published linear model against MuJoCo: the state
+  x_{k+1} is predicted from the previous linearization (A, B, f about x_{k-1}, u0_{k-1}),
+  applied to the actual deviation of the state and of the input (``prediction_errors``),
+  measured on the manifold (``log(H_pred^-1 H)``, joint and velocity differences), beside the
+  zero-order predictor x_{k+1} = x_k (the change of the state over the step);
 
 writes ``<out>.png`` and ``<out>.json`` and returns the summary dict.
 """
@@ -38,29 +38,72 @@ def _oplus(q0, v0, z, nv):
     return q, v0 + z[nv:]
 
 
-def prediction_errors(states: dict, applied: dict, lins: list, layout: RotorLayout):
-    """Return the one-step prediction errors, one row per linearization.
+def prediction_errors(states: dict, applied: dict, lins: list, layout: RotorLayout,
+                      perturb_a=None):
+    """Return the one-step prediction errors, one row per predicted state.
 
-    Columns: t, then the norms of the position, attitude, joint, linear velocity, angular
-    velocity and joint velocity errors, then the same six for the state change over the step.
+    For the state x_k (stamp t) with the input u_k applied over [t, t + dt], the previous
+    linearization (``A, B, f`` about ``x_{k-1}, u0_{k-1}``, stamp t - dt, discrete with step dt)
+    predicts MuJoCo's x_{k+1}:
+
+        z_k = x_k (-) x_{k-1},   x_pred = (x_{k-1} (+) f) (+) (A z_k + B (P u_k - u0_{k-1}))
+
+    (the discrete error state after the step lives at the nominal successor ``x_{k-1} (+) f``,
+    docs/linearization.md section 5). A enters through the actual one-step deviation z_k, so
+    an error of A of relative size e shows as about e times one step's motion. The zero-order
+    predictor is ``x_pred = x_k`` (nothing moves). ``perturb_a(A) -> A'`` replaces A (the
+    tests' negative control).
+
+    Columns: t of x_{k+1}, then the norms of the position, attitude, joint, linear velocity,
+    angular velocity and joint velocity errors of the linear model, then the same six of the
+    zero-order predictor.
     """
     rows = []
-    for lin in lins:
-        ns = lin['stamp']
-        nxt = ns + int(round(lin['dt'] * 1e9))
-        if ns not in states or nxt not in states or ns not in applied:
+    by_stamp = {lin['stamp']: lin for lin in lins}
+    for ns_prev, lin in sorted(by_stamp.items()):
+        step = int(round(lin['dt'] * 1e9))
+        ns, nxt = ns_prev + step, ns_prev + 2 * step
+        if not (ns_prev in states and ns in states and nxt in states and ns in applied):
             continue
+        qa, va = states[ns_prev]
         q0, v0 = states[ns]
         q1, v1 = states[nxt]
         nv = v0.shape[0]
+        A = lin['A'] if perturb_a is None else perturb_a(lin['A'])
         P = input_map(lin['input_names'], layout)
+        z = error_state(q0, v0, qa, va)
         w = P @ applied[ns] - lin['u0']
-        z = lin['f'] + lin['B'] @ w
-        qp, vp = _oplus(q0, v0, z, nv)
+        qn, vn = _oplus(qa, va, lin['f'], nv)
+        qp, vp = _oplus(qn, vn, A @ z + lin['B'] @ w, nv)
         e = error_state(q1, v1, qp, vp)
         d = error_state(q1, v1, q0, v0)
-        rows.append([ns * 1e-9, *_parts(e, nv), *_parts(d, nv)])
+        rows.append([nxt * 1e-9, *_parts(e, nv), *_parts(d, nv)])
     return np.array(rows).reshape(-1, 13)
+
+
+PREDICTION_BLOCKS = ('position_m', 'attitude_rad', 'joints_rad', 'linear_velocity_mps',
+                     'angular_velocity_radps', 'joint_velocity_radps')
+
+
+def prediction_summary(pe: np.ndarray, t_push: float, push_duration: float, dt: float) -> dict:
+    """Return the prediction figures of ``prediction_errors`` rows, the push left out.
+
+    The push is a disturbance the model does not know: a predicted state whose step or
+    previous step overlaps [t_push, t_push + push_duration) is left out. Keys:
+    ``prediction_samples``, ``prediction_error_max`` / ``_median`` (linear model) and
+    ``zero_order_error_max`` / ``_median`` (= the state change over the step), per block.
+    """
+    t = pe[:, 0]
+    keep = (t < t_push - 1e-9) | (t - 2 * dt >= t_push + push_duration - 1e-9)
+    pe = pe[keep]
+    out: dict = {'prediction_samples': int(pe.shape[0])}
+    if pe.shape[0]:
+        for key, first in (('prediction_error', 1), ('zero_order_error', 7)):
+            out[f'{key}_max'] = {n: float(pe[:, first + i].max())
+                                 for i, n in enumerate(PREDICTION_BLOCKS)}
+            out[f'{key}_median'] = {n: float(np.median(pe[:, first + i]))
+                                    for i, n in enumerate(PREDICTION_BLOCKS)}
+    return out
 
 
 def _parts(e, nv):
@@ -119,23 +162,13 @@ def build_report(states: dict, applied: dict, lins: list, scenario: dict, out: s
     summary['mpc_final_attitude_error_rad'] = float(att_err[-1]) if in_mpc.any() else float('nan')
     summary['min_altitude_m'] = float(Q[:, 2].min()) if t.size else float('nan')
     pe = prediction_errors(states, applied, lins, layout)
-    # the push is a disturbance the model does not know: leave its steps out
-    push_end = t_push + float(scenario.get('push_duration_s', 0.0))
-    pe = pe[(pe[:, 0] < t_push - 0.004 - 1e-9) | (pe[:, 0] >= push_end - 1e-9)]
-    summary['prediction_samples'] = int(pe.shape[0])
+    dt = float(lins[0]['dt']) if lins else 0.0
+    summary.update(prediction_summary(pe, t_push, float(scenario.get('push_duration_s', 0.0)),
+                                      dt))
     # the linearization point's input: total rotor thrust in u0 (0 if u0 is not fed back)
     u0_thrust = [sum(u for n, u in zip(lin['input_names'], lin['u0'], strict=True)
                      if n.endswith('/fz')) for lin in lins]
     summary['u0_total_thrust_median_n'] = float(np.median(u0_thrust)) if lins else float('nan')
-    names = ['position_m', 'attitude_rad', 'joints_rad', 'linear_velocity_mps',
-             'angular_velocity_radps', 'joint_velocity_radps']
-    if pe.shape[0]:
-        summary['prediction_error_max'] = {n: float(pe[:, 1 + i].max())
-                                           for i, n in enumerate(names)}
-        summary['prediction_error_median'] = {n: float(np.median(pe[:, 1 + i]))
-                                              for i, n in enumerate(names)}
-        summary['state_change_median'] = {n: float(np.median(pe[:, 7 + i]))
-                                          for i, n in enumerate(names)}
     summary['scenario'] = {k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v)
                            for k, v in scenario.items()}
     _plot(out.with_suffix('.png'), t, Q, ref, att_err, applied, t_push, t_mpc, pe)
@@ -197,13 +230,17 @@ def format_summary(s: dict) -> str:
         f"{s['mpc_final_attitude_error_rad']:.2e} rad",
     ]
     if s.get('prediction_samples'):
-        mx, md, ch = (s['prediction_error_max'], s['prediction_error_median'],
-                      s['state_change_median'])
+        mx, md = s['prediction_error_max'], s['prediction_error_median']
+        zmx, zmd = s['zero_order_error_max'], s['zero_order_error_median']
         lines.append(
-            f"one-step prediction vs MuJoCo ({s['prediction_samples']} steps): max position "
-            f"{mx['position_m']:.2e} m, attitude {mx['attitude_rad']:.2e} rad, velocity "
-            f"{mx['linear_velocity_mps']:.2e} m/s (median {md['linear_velocity_mps']:.1e}; "
-            f"median change per step {ch['linear_velocity_mps']:.1e})")
+            f"one-step prediction vs MuJoCo ({s['prediction_samples']} steps, from the previous "
+            "linearization: A, B, f on the actual deviation), max (median) error:")
+        for key, unit in (('position_m', 'm'), ('attitude_rad', 'rad'), ('joints_rad', 'rad'),
+                          ('linear_velocity_mps', 'm/s'), ('angular_velocity_radps', 'rad/s'),
+                          ('joint_velocity_radps', 'rad/s')):
+            name = key.rsplit('_', 1)[0].replace('_', ' ')
+            lines.append(f'  {name:<17} linear model {mx[key]:.1e} ({md[key]:.1e}) {unit:<5}'
+                         f'   zero-order x_k+1 = x_k {zmx[key]:.1e} ({zmd[key]:.1e})')
     lines.append(f"report: {s['png']}")
     return '\n'.join(lines)
 
@@ -250,6 +287,42 @@ def make_node(model, **kw):
             self.lins.append({
                 'stamp': stamp_ns(msg.header.stamp), 'dt': msg.dt,
                 'input_names': tuple(msg.input_names), 'u0': np.array(msg.input),
-                'f': np.array(msg.f), 'B': matrix_from_msg(msg.b)})
+                'f': np.array(msg.f), 'A': matrix_from_msg(msg.a),
+                'B': matrix_from_msg(msg.b)})
+
+        def save(self, path) -> None:
+            """Write what was recorded to ``path`` (.npz; ``load_recording`` reads it)."""
+            save_recording(path, self.states, self.applied, self.lins)
 
     return RecorderNode()
+
+
+def save_recording(path, states: dict, applied: dict, lins: list) -> None:
+    """Write states, applied inputs and linearizations to ``path`` (numpy .npz)."""
+    ks, ka = sorted(states), sorted(applied)
+    names = {lin['input_names'] for lin in lins}
+    if len(names) > 1:
+        raise ValueError('the linearizations have different input columns')
+    np.savez_compressed(
+        path, state_stamps=np.array(ks, dtype=np.int64),
+        q=np.array([states[k][0] for k in ks]), v=np.array([states[k][1] for k in ks]),
+        applied_stamps=np.array(ka, dtype=np.int64), u=np.array([applied[k] for k in ka]),
+        lin_stamps=np.array([lin['stamp'] for lin in lins], dtype=np.int64),
+        lin_dt=np.array([lin['dt'] for lin in lins]),
+        input_names=np.array(list(names.pop()) if names else [], dtype=str),
+        u0=np.array([lin['u0'] for lin in lins]), f=np.array([lin['f'] for lin in lins]),
+        A=np.array([lin['A'] for lin in lins]), B=np.array([lin['B'] for lin in lins]))
+
+
+def load_recording(path) -> tuple[dict, dict, list]:
+    """Return ``(states, applied, lins)`` as the recorder holds them, from ``save_recording``."""
+    with np.load(path) as d:
+        states = {int(k): (q, v) for k, q, v in zip(d['state_stamps'], d['q'], d['v'],
+                                                     strict=True)}
+        applied = {int(k): u for k, u in zip(d['applied_stamps'], d['u'], strict=True)}
+        names = tuple(str(n) for n in d['input_names'])
+        lins = [{'stamp': int(k), 'dt': float(dt), 'input_names': names, 'u0': u0, 'f': f,
+                 'A': A, 'B': B}
+                for k, dt, u0, f, A, B in zip(d['lin_stamps'], d['lin_dt'], d['u0'], d['f'],
+                                              d['A'], d['B'], strict=True)]
+    return states, applied, lins

@@ -22,8 +22,13 @@ time t it waits for the active controller's command answering that state (a comm
 t), applies it for one period (``1/publish_rate_hz`` = 2 RK4 steps of 2 ms) and publishes the
 state at t + dt. The simulated behaviour is therefore independent of the machine's speed; the
 real-time factor is whatever the loop achieves (``max_real_time_factor`` caps it, e.g. 1.0 to
-watch it in real time). A controller silent for ``command_timeout_s`` (wall) is stepped over
-with the last command (counted as a timeout).
+watch it in real time). Start-up waits for readiness: the driver offers the initial state
+(every 0.25 s) until the active controller answers it, however long the other nodes take to
+start (a cold numba cache compiles for minutes); it never steps before that first command.
+``startup_timeout_s`` is only a hang guard: without a first command by then the driver stops
+with an error (``failed``). After the first command, a controller silent for
+``command_timeout_s`` (wall, while the driver's executor is responsive) is stepped over with the
+last command (counted as a timeout).
 
 Node ``sim_driver`` publishes ``/robot_description`` (std_msgs/String, reliable + transient
 local), ``/odom`` (nav_msgs/Odometry: pose of the base link in ``world``, twist in the base
@@ -225,7 +230,7 @@ def _node_class():
             p('push_force', [20.0, 0.0, 0.0])
             p('push_duration_s', 0.1)
             p('command_timeout_s', 0.5)  # wall time to wait for the answer to a state
-            p('startup_timeout_s', 60.0)  # wall time to wait for the first command
+            p('startup_timeout_s', 1800.0)  # hang guard: no first command by then -> failed
             p('min_state_subscribers', 0)  # start only when /odom has this many subscribers
             p('duration_s', 0.0)  # stop after this sim time (0: run forever)
             g = self.get_parameter
@@ -256,6 +261,10 @@ def _node_class():
             self.got_first = False
             self.timeouts = 0
             self.finished = False
+            self.failed = ''  # why the driver gave up (startup hang guard), '' if it did not
+            self.wall_start = None  # first watchdog call: the executor spins, start-up begins
+            self.wall_watchdog = None
+            self.wall_waiting_log = 0.0
             self.pushes: list[float] = []
             self.active_topic = None
             for topic in topics:
@@ -313,22 +322,43 @@ def _node_class():
             self._advance()
 
         def _watchdog(self) -> None:
+            now = time.monotonic()
+            # called late: the executor was busy in another callback (one process: a node
+            # compiling or solving); a command queued meanwhile goes first, not a timeout
+            late = self.wall_watchdog is not None and now - self.wall_watchdog > 0.1
+            self.wall_watchdog = now
             if self.finished:
                 return
-            waited = time.monotonic() - self.wall_sent
-            if not self.got_first and waited > 0.25:
-                # starting up (a controller may have no gains yet): offer the state again
-                self.wall_first = getattr(self, 'wall_first', self.wall_sent)
-                if time.monotonic() - self.wall_first < self.startup_timeout:
-                    self._publish_state()
-                    return
-            limit = self.timeout if self.got_first else self.startup_timeout
-            if waited > limit:
+            if not self.got_first:
+                self._wait_for_first_command(now)
+                return
+            waited = now - self.wall_sent
+            if waited > self.timeout and not late:
                 self.timeouts += 1
                 self.get_logger().warn(f't = {self.t:.3f} s: no command from '
                                        f'{self._active(self.t)} for {waited:.2f} s, '
                                        'stepping with the last one', throttle_duration_sec=1.0)
                 self._advance()
+
+        def _wait_for_first_command(self, now: float) -> None:
+            # start-up: offer the state again until the active controller answers it (a
+            # controller may have no gains yet, a subscriber may still be matching); no step
+            if self.wall_start is None:
+                self.wall_start = self.wall_waiting_log = now
+            if now - self.wall_sent > 0.25:
+                self._publish_state()
+            waiting = now - self.wall_start
+            if waiting > self.startup_timeout:
+                self.failed = (f'no command from {self._active(self.t)} within '
+                               f'{self.startup_timeout:g} s of start-up')
+                self.get_logger().error(self.failed)
+                self.finished = True
+            elif now - self.wall_waiting_log >= 10.0:
+                self.wall_waiting_log = now
+                self.get_logger().info(
+                    f'waiting for the first command from {self._active(self.t)} '
+                    f'({waiting:.0f} s; /odom subscribers: '
+                    f'{self.odom_pub.get_subscription_count()}, wanted {self.min_subs})')
 
         def _advance(self) -> None:
             sim = self.sim
