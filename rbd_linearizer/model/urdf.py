@@ -285,11 +285,20 @@ def rpy_to_matrix(rpy) -> np.ndarray:
     ])
 
 
+class TriangleInequalityError(ModelError):
+    """A link inertia violates the triangle inequality of its principal moments.
+
+    Common in vendor URDFs (placeholder "dummy" links): ``check_triangle_inequality=False``
+    (``build_model``; the node's parameter of the same name) accepts such inertias.
+    """
+
+
 def check_inertia(mass: float, inertia: np.ndarray, where: str, triangle: bool = True) -> None:
     """Raise ModelError unless (mass, rotational inertia about the CoM) is physically consistent.
 
     Requires mass >= 0, a symmetric positive semi-definite inertia whose principal moments obey
-    the triangle inequality (I1 + I2 >= I3, skipped if not ``triangle``), all to a tolerance of
+    the triangle inequality (I1 + I2 >= I3, skipped if not ``triangle``; its violation raises
+    ``TriangleInequalityError``, naming the option that accepts it), all to a tolerance of
     1e-9 times the trace plus 1e-15 kg m^2 (round-off in CAD exports).
     """
     if not math.isfinite(mass) or not np.all(np.isfinite(inertia)):
@@ -314,9 +323,11 @@ def check_inertia(mass: float, inertia: np.ndarray, where: str, triangle: bool =
         raise ModelError(
             f'{where}: inertia is not positive semi-definite (principal moments {_fmt(moments)})')
     if triangle and moments[0] + moments[1] < moments[2] - tol:
-        raise ModelError(
+        raise TriangleInequalityError(
             f'{where}: principal moments {_fmt(moments)} violate the triangle inequality '
-            'I1 + I2 >= I3')
+            'I1 + I2 >= I3 (common in vendor URDFs, e.g. the dummy links of ANYmal or Unitree '
+            'B1: check_triangle_inequality=False accepts it; the inertia must still be '
+            'positive semi-definite)')
 
 
 # --------------------------------------------------------------------------------------------
