@@ -309,15 +309,70 @@ class DirectExecutor(SingleThreadedExecutor):
             w.wait_set = None
             w.stack.close()
 
+    # --- failed takes: counted, logged (throttled), readable by the nodes' diagnostics -------
+
+    #: Failed takes of every subscription: ``take_message`` raised (not ``InvalidHandle``).
+    take_errors = 0
+    _take_failures: Any = None  # weakref.WeakKeyDictionary: sub -> [count, reason, order]
+
+    def take_failures(self, subscriptions=None) -> tuple[int, str]:
+        """Return ``(count, newest reason)`` of the failed takes of ``subscriptions``.
+
+        ``subscriptions``: an iterable of subscriptions (e.g. a node's ``subscriptions``), or
+        None for every subscription still alive. A take fails when ``take_message`` raises
+        anything but ``InvalidHandle`` (an rmw error, a message rclpy cannot convert): that
+        message is lost and its callback not called, and spinning goes on; each failure is
+        counted here and logged (throttled to 1/s) through the logger of the subscription's
+        node. The reason names the topic and the exception. (rclpy's executor raises such an
+        error out of ``spin``; an entity destroyed meanwhile, ``InvalidHandle``, is skipped
+        silently by both.)
+        """
+        fails = self._take_failures
+        if not fails:
+            return 0, ''
+        subs = list(fails.keys()) if subscriptions is None else subscriptions
+        records = [r for r in (fails.get(s) for s in subs) if r is not None]
+        if not records:
+            return 0, ''
+        return sum(r[0] for r in records), max(records, key=lambda r: r[2])[1]
+
+    def _take_failed(self, sub, error: Exception) -> None:
+        # Count and log a failed take (never raises: the spin goes on). Imports here: rare path.
+        import weakref
+
+        from rclpy import logging as rclpy_logging
+
+        self.take_errors += 1
+        if self._take_failures is None:
+            self._take_failures = weakref.WeakKeyDictionary()
+        reason = (f'take failed on {getattr(sub, "topic_name", "?")} ({type(error).__name__}: '
+                  f'{error}): message not delivered')
+        record = self._take_failures.setdefault(sub, [0, '', 0])
+        record[0] += 1
+        record[1], record[2] = reason, self.take_errors
+        owner = next((n for n in self.get_nodes() if sub in n.subscriptions), None)
+        logger = owner.get_logger() if owner is not None else rclpy_logging.get_logger(
+            'direct_executor')
+        logger.warning(f'{reason} ({record[0]} on this subscription)',
+                       throttle_duration_sec=1.0)
+
     def _take_and_call(self, sub) -> bool:
-        """Take one message of ``sub`` and run its callback; False: not a plain callback."""
+        """Take one message of ``sub`` and run its callback; False: not a plain callback.
+
+        A take that raises is counted and logged (``take_failures``), except ``InvalidHandle``
+        (destroyed by an earlier callback) and errors once the context is shut down.
+        """
         callback = sub.callback
         if inspect.iscoroutinefunction(callback):
             return False
         try:
             with sub.handle:
                 taken = sub.handle.take_message(sub.msg_type, sub.raw)
-        except Exception:  # noqa: BLE001 - InvalidHandle: destroyed by an earlier callback
+        except InvalidHandle:  # destroyed by an earlier callback: skipped, as rclpy does
+            return True
+        except Exception as e:  # noqa: BLE001 - a lost message: counted, logged, spin goes on
+            if self._context.ok():
+                self._take_failed(sub, e)
             return True
         if taken is None:
             return True
