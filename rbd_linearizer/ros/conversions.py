@@ -14,6 +14,8 @@ Needs the generated messages (``rbd_linearizer.msg``) but not a running rclpy co
 from __future__ import annotations
 
 from array import array
+import dataclasses
+import math
 
 from builtin_interfaces.msg import Time
 import numpy as np
@@ -275,6 +277,88 @@ def dynamics_derivatives_from_msg(msg: DynamicsDerivativesMsg) -> DynamicsDeriva
         model_hash=msg.model_hash, floating_base=msg.floating_base,
         velocity_representation=msg.velocity_representation,
         compute_time=msg.compute_time, stamp=stamp_from_msg(msg.header.stamp))
+
+
+# --- Output guard: every numeric field finite -----------------------------------------------
+
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    # The fields of a ROS message class (rosidl's get_fields_and_field_types) or of a dataclass
+    # (the results), remembered per class; None for anything else.
+    try:
+        return _FIELDS[cls]
+    except KeyError:
+        pass
+    if hasattr(cls, 'get_fields_and_field_types'):
+        names = tuple(cls.get_fields_and_field_types())
+    elif dataclasses.is_dataclass(cls):
+        names = tuple(f.name for f in dataclasses.fields(cls))
+    else:
+        names = None
+    _FIELDS[cls] = names
+    return names
+
+
+def _finite_array(arr: np.ndarray) -> bool:
+    kind = arr.dtype.kind
+    if kind == 'f':
+        # A finite sum means no NaN and no inf (either would propagate into it); only a
+        # non-finite sum (NaN, inf, or finite values whose sum overflows) needs the
+        # element-wise check. (An empty array sums to 0.)
+        return math.isfinite(np.add.reduce(arr, None)) or bool(np.isfinite(arr).all())
+    return kind != 'c' or bool(np.isfinite(arr).all())  # integers, booleans: always finite
+
+
+def _walk(value, path: str, bad: list[str]) -> None:
+    if isinstance(value, np.ndarray):
+        if not _finite_array(value):
+            bad.append(path)
+    elif isinstance(value, float):  # also numpy.float64
+        if not math.isfinite(value):
+            bad.append(path)
+    elif value is None or isinstance(value, (str, int, bytes)):  # int: also bool
+        return
+    elif isinstance(value, array):
+        if value.typecode in 'fd' and not _finite_array(np.frombuffer(value, value.typecode)):
+            bad.append(path)
+    elif isinstance(value, (list, tuple)):
+        if value and not isinstance(value[0], str):  # (names: sequences are homogeneous)
+            for k, item in enumerate(value):
+                _walk(item, f'{path}[{k}]', bad)
+    elif isinstance(value, np.generic):  # numpy scalars other than float64
+        if not np.isfinite(value):
+            bad.append(path)
+    else:
+        names = _field_names(type(value))
+        if names is None:
+            raise TypeError(f'non_finite_fields: cannot check {path or "the object"} of type '
+                            f'{type(value).__name__}')
+        prefix = f'{path}.' if path else ''
+        for name in names:
+            _walk(getattr(value, name), prefix + name, bad)
+
+
+def non_finite_fields(*objects) -> list[str]:
+    """Return the paths of the numeric fields of ``objects`` that hold NaN or inf ([] if none).
+
+    Generic: walks every field of a ROS message (nested messages, fixed arrays, sequences and
+    sequences of messages included: ``linearization.state.base_pose.position.x``,
+    ``linearization.a.data``) or of a result dataclass (``A``, ``state.base_twist``,
+    ``tau_derivatives``), and numpy arrays, ``array.array``, floats, lists and tuples of them
+    (homogeneous, as every ROS sequence: one starting with a string is a list of names);
+    None objects are skipped. Integers, booleans and strings are always finite. A path names
+    the field, not the entry (``a.data``, not ``a.data[3]``); list items get ``[k]``.
+    TypeError for an object of any other type (never passed as finite unchecked). The node
+    checks its outputs with it before publishing (docs/node.md).
+    """
+    bad: list[str] = []
+    with np.errstate(over='ignore', invalid='ignore'):  # a finite sum may overflow: no warning
+        for obj in objects:
+            if obj is not None:
+                _walk(obj, '', bad)
+    return bad
 
 
 # --- Inputs: sensor_msgs/JointState, nav_msgs/Odometry -> arrays ----------------------------
