@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import collections
 import gc
-import math
 import signal
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
@@ -70,7 +69,7 @@ from rbd_linearizer.model.state import (
     joint_state_to_model_order,
     normalize_quaternion,
 )
-from rbd_linearizer.model.urdf import ParseLimits
+from rbd_linearizer.model.urdf import ParseLimits, TriangleInequalityError
 from rbd_linearizer.msg import DynamicsDerivatives as DynamicsDerivativesMsg
 from rbd_linearizer.msg import DynamicsTerms as DynamicsTermsMsg
 from rbd_linearizer.msg import Linearization as LinearizationMsg
@@ -85,6 +84,8 @@ from rbd_linearizer.ros.conversions import (
     dynamics_terms_to_msg,
     joint_state_arrays,
     linearization_to_msg,
+    non_finite_fields,
+    stamp_from_msg,
 )
 from rbd_linearizer.ros.executor import DirectExecutor, DirectExecutorUnsupported
 from rbd_linearizer.ros.qos import latched_qos, qos_from_name, result_qos
@@ -212,6 +213,26 @@ def build_served(urdf: str, cfg: dict[str, Any]) -> Served:
     return served
 
 
+def joints_in_model_order(model: Model, names, positions, velocities, efforts=None, *,
+                          allow_extra: bool = False, index: np.ndarray | None = None):
+    """``(s, sdot, tau)`` in model order: ``joint_state_to_model_order`` + the node's one rule.
+
+    The rule of both the ``joint_states`` topic and the ``~/linearize`` service: the joint
+    velocities are required. An empty velocity array (a JointState without ``velocity``, a
+    request without ``state.joint_velocities``) is missing data, never zeros: StateError (a
+    model without joints needs none). ``tau`` is None without efforts. StateError as
+    ``joint_state_to_model_order`` otherwise.
+    """
+    s, sdot, tau = joint_state_to_model_order(model, names, positions, velocities, efforts,
+                                              allow_extra=allow_extra, index=index)
+    if sdot is None:
+        if model.n_joints:
+            raise StateError('joint velocities are missing (empty velocity array: send zeros '
+                             'explicitly for a state at rest)')
+        sdot = np.zeros(0)
+    return s, sdot, tau
+
+
 # ---------------------------------------------------------------------------------------------
 # ROS layer
 
@@ -242,6 +263,15 @@ class _SequenceGaps:
             self.lost += seq - last - 1
 
 
+class _Applied(NamedTuple):
+    """The newest accepted ``inputs_topic`` message: u0 of ``columns`` = ``values``."""
+
+    served: Served  # the model and input selection the column indices belong to
+    columns: np.ndarray
+    values: np.ndarray
+    stamp_ns: int
+
+
 class _Stats:
     """Counters and compute times read by the diagnostics (bounded)."""
 
@@ -257,6 +287,10 @@ class _Stats:
         self.last_error_time = -np.inf  # monotonic [s]
         self.model_errors = 0
         self.clock_jumps_back = 0
+        self.stale_inputs = 0  # ticks whose newest applied input was too old (not used)
+        self.out_of_order_inputs = 0  # applied inputs older than the newest one (dropped)
+        self.take_errors_seen = 0  # executor take failures already reported (last_error)
+        self.take_errors_base = 0  # ... of the subscriptions destroyed by a deactivate
         self.gaps = {'joint_state': _SequenceGaps(), 'odometry': _SequenceGaps()}
 
 
@@ -286,7 +320,7 @@ class _LinearizerMixin:
         self._pending_lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._handles: list = []
-        self._applied = None  # newest inputs_topic message: (Served, columns, values)
+        self._applied: _Applied | None = None  # newest inputs_topic message
         self._timer = None
         self._lin_pub = None
         self._lin_cdr = LinearizationEncoder()  # ~/linearization's bytes, one layout per model
@@ -356,6 +390,7 @@ class _LinearizerMixin:
 
     def _deactivate(self) -> None:
         self._active = False
+        self._stats.take_errors_base = self._poll_take_failures()  # subscriptions go away
         if self._timer is not None:
             self.destroy_timer(self._timer)
             self._timer = None
@@ -400,7 +435,7 @@ class _LinearizerMixin:
             if not isinstance(e, RbdError):
                 e = f'{type(e).__name__}: {e}'
             self._stats.model_errors += 1
-            self._error(f'rejected robot description from {origin}: {e}'
+            self._error(f'rejected robot description from {origin}{_model_error_hint(e)}: {e}'
                         + (' (keeping the last good model)' if self._served else ''))
             return False
         self._served = served  # one assignment: a tick sees the old or the new model
@@ -445,16 +480,12 @@ class _LinearizerMixin:
             stamp, names, pos, vel, eff = (joint_state_fields(msg) if isinstance(msg, bytes)
                                            else joint_state_arrays(msg))
             allow_extra = self._cfg['ignore_extra_joints']
-            s, sdot, tau = joint_state_to_model_order(
+            s, sdot, tau = joints_in_model_order(
                 served.model, names, pos, vel, eff, allow_extra=allow_extra,
                 index=served.joint_index(names, allow_extra))
-            if sdot is None and served.model.n_joints:
-                raise StateError('joint velocities are missing (velocity field empty)')
         except StateError as e:
             self._reject('joint_state', str(e))
             return
-        if sdot is None:
-            sdot = np.zeros(0)
         if self._from_before_jump(stamp):
             return
         if self._from_the_future('joint_state', stamp):
@@ -502,9 +533,10 @@ class _LinearizerMixin:
             back = -jump.delta.nanoseconds
             self._rewound_from_ns = self.get_clock().now().nanoseconds + back
             self._sync.rewind()
+            self._applied = None  # stamped in the old time (it would look fresh for ever)
             self._stats.clock_jumps_back += 1
-            self._error(f'clock jumped back by {back * 1e-9:.3f} s: state buffers cleared, '
-                        'outputs restart at the new time')
+            self._error(f'clock jumped back by {back * 1e-9:.3f} s: state buffers and applied '
+                        'inputs cleared, outputs restart at the new time')
         except Exception as e:  # noqa: BLE001 - never raise into rcl's jump callback
             self.get_logger().error(f'clock jump handling failed: {type(e).__name__}: {e}')
 
@@ -523,10 +555,10 @@ class _LinearizerMixin:
             return True
         return False
 
-    def _from_before_jump(self, stamp_ns: int) -> bool:
+    def _from_before_jump(self, stamp_ns: int, what: str = 'state') -> bool:
         # After a backward clock jump, until the clock is back at its pre-jump time: a state
-        # stamped later than now + max_state_age was sent before the jump (still in a queue);
-        # it would block the new states as out of order: drop and count it.
+        # (or applied input) stamped later than now + max_state_age was sent before the jump
+        # (still in a queue); it would block the new ones as out of order: drop and count it.
         if self._rewound_from_ns is None:
             return False
         now = self.get_clock().now().nanoseconds
@@ -534,18 +566,26 @@ class _LinearizerMixin:
             self._rewound_from_ns = None
             return False
         if stamp_ns > now + int(self._cfg['max_state_age_s'] * _NS):
-            self._sync.out_of_order += 1
-            self._error(f'dropped a state stamped before the clock jumped back (stamp '
-                        f'{stamp_ns} ns, clock {now} ns)', throttle=True)
+            if what == 'inputs':
+                self._stats.out_of_order_inputs += 1
+            else:
+                self._sync.out_of_order += 1
+            self._error(f'dropped a {"applied input" if what == "inputs" else "state"} stamped '
+                        f'before the clock jumped back (stamp {stamp_ns} ns, clock {now} ns)',
+                        throttle=True)
             return True
         return False
 
     def _on_inputs(self, msg: JointState) -> None:
-        # Applied inputs by column name -> (model hash, input selection, columns, values).
+        # Applied inputs by column name, with the age and order rules of the states: stamped
+        # more than max_state_age ahead of the node clock: rejected (rejected_inputs); older
+        # than the newest one: dropped (out_of_order_inputs); too old at tick time: not used
+        # (_fresh_applied, stale_inputs).
         served = self._served
         if served is None:
             return
         try:
+            stamp = stamp_from_msg(msg.header.stamp)
             column = served.input_columns
             names = list(msg.name)
             values = np.asarray(msg.effort, dtype=float)
@@ -560,8 +600,34 @@ class _LinearizerMixin:
         except StateError as e:
             self._reject('inputs', str(e))
             return
+        if self._from_before_jump(stamp, 'inputs'):
+            return
+        if self._from_the_future('inputs', stamp):
+            return
+        last = self._applied
+        if last is not None and stamp < last.stamp_ns:
+            self._stats.out_of_order_inputs += 1
+            self._error(f'dropped out-of-order applied inputs (stamp {stamp} ns, newest '
+                        f'{last.stamp_ns} ns)', throttle=True)
+            return
         idx = np.array([column[n] for n in names], dtype=np.int64)
-        self._applied = (served, idx, values)
+        self._applied = _Applied(served, idx, values, stamp)
+
+    def _fresh_applied(self, now_ns: int) -> _Applied | None:
+        # The newest applied input if it is at most max_state_age old at the node clock (the
+        # staleness rule of the states), else None: u0 then falls back to the measured efforts
+        # (or zero), as before the first inputs message; counted and logged.
+        applied = self._applied
+        if applied is None:
+            return None
+        age = now_ns - applied.stamp_ns
+        if age > int(self._cfg['max_state_age_s'] * _NS):
+            self._stats.stale_inputs += 1
+            self._error(f'applied inputs are stale: the newest is {age * 1e-9:.3f} s old '
+                        f"(max_state_age {self._cfg['max_state_age_s']:g} s); u0 from the "
+                        'measured efforts instead', throttle=True)
+            return None
+        return applied
 
     # --- tick -------------------------------------------------------------------------------
 
@@ -601,7 +667,7 @@ class _LinearizerMixin:
             state = got.state
             if state.joints.model_hash != served.model.urdf_hash:
                 return  # states of the previous model, before the swap
-            q, v, u = self._assemble(served, state, cfg, self._applied)
+            q, v, u = self._assemble(served, state, cfg, self._fresh_applied(now_ns))
             stamp = state.stamp_ns
         start = time.perf_counter()
         try:
@@ -671,8 +737,8 @@ class _LinearizerMixin:
         u = np.zeros(served.resolved.nu)
         if cfg['use_measured_efforts'] and j.tau is not None:
             u[: served.resolved.n_tau] = j.tau[served.tau_joints]
-        if applied is not None and applied[0] is served:
-            u[applied[1]] = applied[2]
+        if applied is not None and applied.served is served:
+            u[applied.columns] = applied.values
         return q, v, u
 
     # --- service ----------------------------------------------------------------------------
@@ -699,9 +765,7 @@ class _LinearizerMixin:
             pos = np.asarray(st.joint_positions, dtype=float)
             vel = np.asarray(st.joint_velocities, dtype=float)
             names = list(request.joint_names) or list(m.joint_names)
-            if len(vel) == 0:
-                vel = np.zeros(len(names))
-            s, sdot, _ = joint_state_to_model_order(m, names, pos, vel)
+            s, sdot, _ = joints_in_model_order(m, names, pos, vel)  # the topic path's rule
             if m.floating_base:
                 p = st.base_pose.position
                 o = st.base_pose.orientation
@@ -727,14 +791,18 @@ class _LinearizerMixin:
             bad = _non_finite_fields(lin)
             if bad:
                 raise StateError(f'non-finite {", ".join(bad)} at this state (overflow)')
+            response.linearization = linearization_to_msg(lin, cfg['world_frame'])
+            response.success = True
+            response.message = ''
+            bad = non_finite_fields(response)  # every number sent, whatever its origin
+            if bad:
+                raise StateError(f'non-finite {", ".join(bad)} in the response')
         except Exception as e:  # noqa: BLE001 - any bad request gets success=false
             response.success = False
             response.message = str(e) if isinstance(e, RbdError) else f'{type(e).__name__}: {e}'
+            response.linearization = LinearizationMsg()  # nothing of a refused answer is sent
             self.get_logger().warning(f'~/linearize request rejected: {e}')
             return response
-        response.success = True
-        response.message = ''
-        response.linearization = linearization_to_msg(lin, cfg['world_frame'])
         return response
 
     # --- parameters -------------------------------------------------------------------------
@@ -774,6 +842,7 @@ class _LinearizerMixin:
     def diagnostics_status(self) -> DiagnosticStatus:
         """Return the node's DiagnosticStatus (model, rates, compute times, counters)."""
         st, sync, served = self._stats, self._sync, self._served
+        take_errors = self._poll_take_failures()
         now = time.monotonic()
         recent = [t for t in st.tick_times if now - t <= 5.0]
         # over the window up to now: the rate decays as soon as outputs stop
@@ -781,6 +850,9 @@ class _LinearizerMixin:
         newest = sync.newest_stamp_ns()
         state_age = (self.get_clock().now().nanoseconds - newest) * 1e-9 \
             if newest is not None else None
+        applied = self._applied
+        inputs_age = (self.get_clock().now().nanoseconds - applied.stamp_ns) * 1e-9 \
+            if applied is not None else None
         times = np.array(st.compute_ms) if st.compute_ms else np.zeros(1)
         ages = np.array(st.age_ms) if st.age_ms else np.zeros(1)
         rejected = sum(st.rejected.values())
@@ -809,12 +881,16 @@ class _LinearizerMixin:
             'rejected_odometry': str(st.rejected['odometry']),
             'rejected_state': str(st.rejected['state']),
             'rejected_inputs': str(st.rejected['inputs']),
+            'stale_inputs': str(st.stale_inputs),
+            'out_of_order_inputs': str(st.out_of_order_inputs),
+            'newest_inputs_age_ms': '' if inputs_age is None else f'{inputs_age * 1e3:.1f}',
             'rejected_output': str(st.rejected['output']),
             'model_errors': str(st.model_errors),
             'newest_state_age_ms': '' if state_age is None else f'{state_age * 1e3:.1f}',
             'clock_jumps_back': str(st.clock_jumps_back),
             'lost_joint_states': str(st.gaps['joint_state'].lost),
             'lost_odometry': str(st.gaps['odometry'].lost),
+            'take_errors': str(take_errors),
             'last_error': st.last_error,
             'last_error_age_s': f'{now - st.last_error_time:.1f}' if st.last_error else '',
         }
@@ -823,18 +899,39 @@ class _LinearizerMixin:
         status.hardware_id = values['model_name']
         topics = self._cfg['state_source'] == 'topics'
         if served is None:
-            status.level, status.message = DiagnosticStatus.ERROR, 'no robot model'
+            status.level = DiagnosticStatus.ERROR
+            status.message = 'no robot model' + (f': {st.last_error}' if st.last_error else '')
+            status.message = status.message[:400]
         elif topics and state_age is None:
             status.level, status.message = DiagnosticStatus.WARN, 'no state received'
         elif topics and state_age > self._cfg['max_state_age_s']:
             status.level = DiagnosticStatus.WARN
             status.message = f'no fresh state: the newest is {state_age:.3f} s old'
+        elif topics and inputs_age is not None and inputs_age > self._cfg['max_state_age_s']:
+            status.level = DiagnosticStatus.WARN
+            status.message = (f'applied inputs stale: the newest is {inputs_age:.3f} s old '
+                              '(u0 from the measured efforts)')
         elif st.last_error and now - st.last_error_time <= ERROR_HOLD_S:
             status.level, status.message = DiagnosticStatus.WARN, st.last_error[:200]
         else:
             status.level, status.message = DiagnosticStatus.OK, 'ok'
         status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
         return status
+
+    def _poll_take_failures(self) -> int:
+        # Messages of this node's subscriptions lost in the executor's take (DirectExecutor
+        # counts and logs them: executor.take_failures); a new one becomes the last error.
+        # Executors without the count (rclpy's raise such an error out of spin) report 0.
+        st = self._stats
+        failures = getattr(self.executor, 'take_failures', None)
+        if failures is None:
+            return st.take_errors_seen
+        count, reason = failures(list(self.subscriptions))
+        total = st.take_errors_base + count
+        if total > st.take_errors_seen and reason:
+            st.last_error, st.last_error_time = reason, time.monotonic()  # logged already
+        st.take_errors_seen = max(st.take_errors_seen, total)
+        return st.take_errors_seen
 
     def _publish_diagnostics(self) -> None:
         msg = DiagnosticArray()
@@ -853,19 +950,24 @@ class _LinearizerMixin:
 
 
 def _non_finite_fields(*results) -> list[str]:
-    # Names of the arrays of Linearization / DynamicsTerms results that hold NaN or inf.
-    bad = []
-    for result in results:
-        for name in ('A', 'B', 'f', 'u0', 'M', 'Minv', 'C', 'g', 'h', 'base_position',
-                     'base_quaternion', 'base_twist', 'joint_positions', 'joint_velocities',
-                     'acceleration_derivatives'):
-            value = getattr(result, name, None)
-            # A finite sum means no NaN and no inf (either would propagate into it); only a
-            # non-finite sum (or an overflowing one) needs the element-wise check.
-            if value is not None and not math.isfinite(np.add.reduce(value, None)) \
-                    and not np.isfinite(value).all():
-                bad.append(name)
-    return bad
+    """Paths of the numeric fields of ``results`` (results or messages; None skipped) not finite.
+
+    Every field is checked, nested ones included (``conversions.non_finite_fields``): a
+    Linearization's ``A``, ``dt``, ``compute_time``, a DynamicsDerivatives'
+    ``state.base_twist``, ``tau_derivatives``, ``input``, ... Each published message is built
+    from these fields alone, so a check of the results is a check of every number published
+    (test/ros/test_node_defects.py proves it field by field).
+    """
+    return non_finite_fields(*results)
+
+
+def _model_error_hint(error) -> str:
+    # The parameter that accepts a rejected URDF, where one does: said first, so that the
+    # (shortened) diagnostics message keeps it.
+    if isinstance(error, TriangleInequalityError):
+        return (' (link inertias violate the triangle inequality; the parameter '
+                'check_triangle_inequality:=false accepts them)')
+    return ''
 
 
 def _descriptor(p: P.Param) -> ParameterDescriptor:

@@ -107,8 +107,9 @@ PARAMETERS: tuple[Param, ...] = (
           section=_S_STATE),
     Param('inputs_topic', '',
           'Optional sensor_msgs/JointState of the applied inputs: name = input column names '
-          '(tau/<joint>, wrench/<frame>/<fx..tz>), effort = values; the newest message sets '
-          "u0 of those columns (over measured efforts). '' = none.",
+          '(tau/<joint>, wrench/<frame>/<fx..tz>), effort = values, header.stamp set; the '
+          'newest message sets u0 of those columns (over measured efforts) while it is at '
+          "most max_state_age_s old. '' = none.",
           read_only=True, section=_S_STATE),
     Param('use_measured_efforts', True,
           'u0 of the joint-torque inputs = JointState effort where present (else zero); '
@@ -117,7 +118,8 @@ PARAMETERS: tuple[Param, ...] = (
           'Largest stamp difference of a consistent joint/base pair [s].', low=0.0, high=10.0,
           section=_S_STATE),
     Param('max_state_age_s', 0.1,
-          'States older than this at tick time (node clock) are stale: tick skipped [s].',
+          'States older than this at tick time (node clock) are stale: tick skipped; applied '
+          'inputs older than this are not used [s].',
           low=0.0, high=3600.0, section=_S_STATE),
     # --- tick --------------------------------------------------------------------------------
     Param('tick_mode', 'timer',

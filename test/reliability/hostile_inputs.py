@@ -418,11 +418,12 @@ def check_urdf(text: str, seed: int, **build_kw) -> tuple[str, str]:
     from rbd_linearizer.errors import ModelError, StateError
     from rbd_linearizer.model import build_model
     from rbd_linearizer.model.data import create_data
+    from rbd_linearizer.model.urdf import TriangleInequalityError
 
     try:
         model = build_model(text, **build_kw)
     except ModelError as e:
-        if type(e) is not ModelError:
+        if type(e) not in (ModelError, TriangleInequalityError):
             raise PropertyViolation(f'{type(e).__name__} (a ModelError subclass?): {e}') from e
         return 'rejected', reason_class(e)
     except Exception as e:  # noqa: BLE001 - the property under test
@@ -522,26 +523,23 @@ def check_joint_state(model, case: JointStateCase) -> tuple[str, str, tuple | No
     """Run the node's JointState path; return (outcome, reason class, (s, sdot) or None).
 
     The path is what ``LinearizerNode._on_joint_state`` calls on its raw subscription:
-    ``cdr.joint_state_fields`` of the serialized message, then ``joint_state_to_model_order``,
-    velocities required; the message path (``joint_state_arrays``, for embedding users) must
-    give the same outcome. Accepted arrays must be finite and in model order; the only
-    allowed error is StateError.
+    ``cdr.joint_state_fields`` of the serialized message, then the node's
+    ``joints_in_model_order`` (velocities required, the rule the ``~/linearize`` service
+    shares); the message path (``joint_state_arrays``, for embedding users) must give the same
+    outcome. Accepted arrays must be finite and in model order; the only allowed error is
+    StateError.
     """
     from rclpy.serialization import serialize_message
 
-    from rbd_linearizer.errors import StateError
-    from rbd_linearizer.model.state import joint_state_to_model_order
     from rbd_linearizer.ros.cdr import joint_state_fields
     from rbd_linearizer.ros.conversions import joint_state_arrays
+    from rbd_linearizer.ros.node import joints_in_model_order
 
     msg = joint_state_msg(case)
 
     def run(fields):
         _, names, pos, vel, eff = fields()
-        out = joint_state_to_model_order(model, names, pos, vel, eff)
-        if out[1] is None and model.n_joints:
-            raise StateError('joint velocities are missing (velocity field empty)')
-        return out
+        return joints_in_model_order(model, names, pos, vel, eff)
 
     out = _bytes_and_message_paths('JointState',
                                    lambda: run(lambda: joint_state_fields(serialize_message(msg))),

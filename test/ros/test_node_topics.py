@@ -176,6 +176,9 @@ def test_service_works_before_any_state_and_rejects_bad_requests(probe):
     req.joint_names = list(JOINTS)
     req.state.joint_positions = [0.1] * 6
     req.state.base_pose.orientation.w = 1.0
+    res = probe.call(probe.srv, req)  # velocities are required, as on joint_states
+    assert not res.success and 'joint velocities are missing' in res.message, res.message
+    req.state.joint_velocities = [0.0] * 6
     res = probe.call(probe.srv, req)
     assert res.success, res.message
     lin = linearization_from_msg(res.linearization)
@@ -361,6 +364,23 @@ def test_input_selection_changed_at_run_time(probe):
         assert _set(probe, actuated_joints=list(JOINTS))[0].successful
 
 
+def _with_command(probe, cmd, q, v, tau, done, timeout=10.0):
+    """Publish ``cmd`` (freshly stamped) and a state until ``done(linearization)``.
+
+    The inputs message may arrive after the state (another topic), and an applied input is
+    used only while at most max_state_age_s old: both are sent again each round.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        cmd.header.stamp = stamp_to_msg(probe.now_ns())
+        probe.inputs.publish(cmd)
+        stamp = probe.now_ns()
+        probe.publish_state(stamp, q, v, efforts=tau)
+        lin = linearization_from_msg(probe.output_for(stamp))
+        if done(lin) or time.monotonic() > deadline:
+            return stamp, lin
+
+
 def test_applied_inputs_topic_sets_u0_of_named_columns(probe):
     before = _counter(probe, 'rejected_inputs')
     bad = JointState()
@@ -369,21 +389,13 @@ def test_applied_inputs_topic_sets_u0_of_named_columns(probe):
     probe.wait(lambda: int(probe.last_diag()['rejected_inputs']) > before, 'rejected_inputs')
     cmd = JointState()
     cmd.name, cmd.effort = ['wrench/B7/fz', 'tau/q2'], [30.0, 1.5]
-    probe.inputs.publish(cmd)
     rng = np.random.default_rng(21)
     q, v = _random_state(rng)
     tau = rng.normal(size=6)
     u0 = np.concatenate([[tau[MODEL.joint_names.index(j)] for j in JOINTS], np.zeros(6)])
     u0[JOINTS.index('q2')] = 1.5
     u0[6 + 2] = 30.0
-    deadline = time.monotonic() + 10.0
-    lin = None
-    while time.monotonic() < deadline:  # the inputs message may arrive after a state
-        stamp = probe.now_ns()
-        probe.publish_state(stamp, q, v, efforts=tau)
-        lin = linearization_from_msg(probe.output_for(stamp))
-        if lin.u0[6 + 2] == 30.0:
-            break
+    _, lin = _with_command(probe, cmd, q, v, tau, lambda lin: lin.u0[6 + 2] == 30.0)
     np.testing.assert_array_equal(lin.u0, u0)
     q_node = np.concatenate([lin.base_position, lin.base_quaternion, lin.joint_positions])
     ref = linearize(MODEL, create_data(MODEL), q_node, v, u0, INPUTS)
@@ -435,17 +447,11 @@ def test_dynamics_derivatives_equal_the_core_at_the_published_state(probe):
         wrench = [0.5, -1.0, 25.0, 0.2, -0.1, 0.05]
         cmd.name = [f'wrench/B7/{c}' for c in ('fx', 'fy', 'fz', 'tx', 'ty', 'tz')] + ['tau/q2']
         cmd.effort = wrench + [-0.7]
-        probe.inputs.publish(cmd)
         rng = np.random.default_rng(31)
         q, v = _random_state(rng)
         tau = rng.normal(size=6)
-        deadline = time.monotonic() + 10.0
-        while time.monotonic() < deadline:  # the inputs message may arrive after a state
-            stamp = probe.now_ns()
-            probe.publish_state(stamp, q, v, efforts=tau)
-            lin = linearization_from_msg(probe.output_for(stamp))
-            if list(lin.u0[6:]) == wrench:
-                break
+        stamp, lin = _with_command(probe, cmd, q, v, tau,
+                                   lambda lin: list(lin.u0[6:]) == wrench)
         assert list(lin.u0[6:]) == wrench and lin.u0[JOINTS.index('q2')] == -0.7
         probe.wait(lambda: any(m.header.stamp == stamp_to_msg(stamp) for m in probe.ders),
                    'the DynamicsDerivatives message')
@@ -477,8 +483,9 @@ def test_dynamics_derivatives_equal_the_core_at_the_published_state(probe):
         assert der.compute_time > 0
         # mixed: the node's message = the core's exact conversion at the published state
         assert _set(probe, velocity_representation='mixed')[0].successful
-        stamp = probe.now_ns()
-        probe.publish_state(stamp, q, v, efforts=tau)
+        stamp, lin = _with_command(probe, cmd, q, v, tau,
+                                   lambda lin: list(lin.u0[6:]) == wrench)
+        assert list(lin.u0[6:]) == wrench
         probe.wait(lambda: any(m.header.stamp == stamp_to_msg(stamp) for m in probe.ders),
                    'the mixed DynamicsDerivatives message')
         mixed = dynamics_derivatives_from_msg(
