@@ -14,10 +14,15 @@ publisher process (``_state_publisher.py``) that the test kills with SIGKILL.
 * use_sim_time and /clock jumping backwards (on_state and timer ticks): the state buffers are
   reset, the jump counted (``clock_jumps_back``) and logged; the output stamps go back
   exactly once, at the jump;
-* a slow reliable consumer (0.2 s per message) does not slow the timer ticks: a fast
-  subscriber receives the configured rate, RSS stays flat;
-* SIGINT / SIGTERM mid-run under load: exit code 0, no traceback, exit within seconds;
+* a reliable consumer that never keeps up (blocked in its first callback) does not hold the
+  timer ticks back: a fast subscriber gets 250 outputs while it got one, RSS stays flat;
+* SIGINT / SIGTERM mid-run under load: exit code 0 by itself (no SIGKILL needed), no traceback;
 * the lifecycle node: deactivate, cleanup, configure, activate and shutdown mid-stream.
+
+No assertion depends on the machine's speed: waits are bounded only to catch a hang, rates and
+exit times are printed (``pytest -s``), not asserted; "while X, no output" windows only pass
+more easily on a slow machine. Each test has a namespace of its own (``unique_ns``), with the
+node's ``/diagnostics`` and ``/clock`` remapped into it.
 """
 
 from __future__ import annotations
@@ -47,7 +52,14 @@ from rbd_linearizer.ros.conversions import stamp_to_msg  # noqa: E402
 from rbd_linearizer.ros.qos import latched_qos, result_qos  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / 'ros'))
-from _node_process import NodeProcess, Probe, rss_mb, slow_consumer, stamp_ns  # noqa: E402
+from _node_process import (  # noqa: E402
+    NodeProcess,
+    Probe,
+    rss_mb,
+    slow_consumer,
+    stamp_ns,
+    unique_ns,
+)
 
 HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT = build_model(default_robot_urdf())
@@ -109,9 +121,9 @@ def _publish_state(js_pub, od_pub, model, stamp: int, t: float) -> None:
 
 @pytest.fixture(scope='module')
 def timer_node():
-    node = NodeProcess('/flt_timer', ['-p', 'use_default_robot:=true', '-p', 'tick_mode:=timer',
-                                      '-p', 'rate_hz:=50.0', '-p', 'max_state_age_s:=0.2',
-                                      *DIAG])
+    node = NodeProcess(unique_ns('flt_timer'), [
+        '-p', 'use_default_robot:=true', '-p', 'tick_mode:=timer', '-p', 'rate_hz:=50.0',
+        '-p', 'max_state_age_s:=0.2', *DIAG])
     probe, got = _lin_probe(node, 'flt_timer_probe')
     try:
         yield node, probe, got
@@ -125,10 +137,11 @@ def test_state_publisher_dies_and_comes_back(timer_node):
     pub = StatePublisher(node.ns, 200.0)
     try:
         probe.wait(lambda: len(got) >= 20, '20 outputs', timeout=COLD_START)
-        probe.wait(lambda: probe.diags and probe.diags[-1][1]['newest_state_age_ms'] != '',
-                   'diagnostics with a state')
+        # the node's own verdict (newest state within max_state_age_s), awaited, not sampled
+        probe.wait(lambda: probe.diags and probe.diags[-1][1]['newest_state_age_ms'] != ''
+                   and not probe.diags[-1][1]['_message'].startswith('no fresh state'),
+                   'diagnostics with a fresh state')
         level, values = _level_and_values(probe)
-        assert float(values['newest_state_age_ms']) < 200.0, values
         stale0 = int(values['stale_ticks'])
         pub.kill()  # SIGKILL: no goodbye on DDS, the samples just stop
         probe.spin(0.3)  # outputs in flight
@@ -137,6 +150,8 @@ def test_state_publisher_dies_and_comes_back(timer_node):
         assert len(got) == n_dead, 'outputs while no state arrives'
         level, values = _level_and_values(probe)
         assert level == 1 and values['_message'].startswith('no fresh state'), (level, values)
+        # >= 1.8 s (the spins above) have passed since the kill: a lower bound, slowness only
+        # makes it larger
         assert float(values['newest_state_age_ms']) > 1000.0
         # the timer ticks find only the state they already used: idle, not stale, no output
         assert int(values['stale_ticks']) == stale0, values
@@ -147,12 +162,13 @@ def test_state_publisher_dies_and_comes_back(timer_node):
     pub = StatePublisher(node.ns, 200.0)  # the driver restarts
     try:
         probe.wait(lambda: sum(stamp_ns(m) > t_back for m in got) >= 20,
-                   'outputs after the publisher came back', timeout=30.0)
+                   'outputs after the publisher came back')
         stamps = [stamp_ns(m) for m in got]
         assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
-        # WARN lasts ERROR_HOLD_S (5 s) after the last stale tick, then back to OK
-        probe.wait(lambda: probe.diags[-1][0] == 0, 'diagnostics back to OK', timeout=15.0)
-        assert float(probe.diags[-1][1]['newest_state_age_ms']) < 200.0
+        # WARN lasts ERROR_HOLD_S (5 s) after the last stale tick, then back to OK (which the
+        # node gives only with its newest state within max_state_age_s)
+        probe.wait(lambda: probe.diags[-1][0] == 0, 'diagnostics back to OK')
+        assert probe.diags[-1][1]['_message'] == 'ok', probe.diags[-1]
     finally:
         pub.kill()
 
@@ -160,29 +176,26 @@ def test_state_publisher_dies_and_comes_back(timer_node):
 def test_slow_consumer_does_not_slow_the_ticks(timer_node):
     node, probe, got = timer_node
     pub = StatePublisher(node.ns, 200.0)
+    n_fast = 250  # 5 s of the configured 50 Hz
     try:
-        with slow_consumer(f'{node.ns}/linearizer/linearization', 0.2,
+        # blocked in its first callback until the block ends: it never takes a second message
+        with slow_consumer(f'{node.ns}/linearizer/linearization', None,
                            'flt_slow_consumer') as slow_got:
-            probe.wait(lambda: len(slow_got) >= 2, 'the slow consumer to receive', COLD_START)
+            probe.wait(lambda: len(slow_got) >= 1, 'the slow consumer to receive', COLD_START)
             _, v0 = _level_and_values(probe)
             rss0 = rss_mb(node.pid)
             n0, t0 = len(got), time.monotonic()
-            probe.spin(5.0)
+            # had the node waited for the reliable reader, it would stop after its queue (10)
+            probe.wait(lambda: len(got) >= n0 + n_fast, f'{n_fast} outputs past the stuck reader')
             n1, t1 = len(got), time.monotonic()
             _, v1 = _level_and_values(probe)
             rss1 = rss_mb(node.pid)
-            rate = (n1 - n0) / (t1 - t0)
-            print(f'slow consumer: fast subscriber {rate:.1f} Hz,'
-                  f' node {v1["rate_hz_achieved"]} Hz,'
+            print(f'slow consumer: fast subscriber {(n1 - n0) / (t1 - t0):.1f} Hz,'
+                  f' node {v1["rate_hz_achieved"]} Hz (50 configured),'
                   f' slow consumer got {len(slow_got)}, RSS {rss0:.1f} -> {rss1:.1f} MB')
-            # 50 Hz configured; a generous bound (shared 2-core machine), far above what the slow
-            # consumer takes (5 Hz): the node does not wait for it
-            assert rate >= 35.0, rate
-            assert float(v1['rate_hz_achieved']) >= 35.0, v1
-            assert len(slow_got) < (n1 - n0) / 3  # it really was slow: the node did not wait
+            assert len(slow_got) == 1  # it really was stuck all along
             published = int(v1['published']) - int(v0['published'])
-            dropped = int(v1['dropped_ticks']) - int(v0['dropped_ticks'])
-            assert published >= 0.7 * 50 * 5.0, (published, dropped)
+            assert published >= n1 - n0, (published, n1 - n0)  # the node's count agrees
             assert rss1 - rss0 < 10.0, (rss0, rss1)  # no queue growing behind the slow reader
     finally:
         pub.kill()
@@ -220,15 +233,16 @@ def test_description_swapped_to_another_robot(tmp_path):
     go2 = build_model(go2_urdf, check_triangle_inequality=False)
     models = {DEFAULT.urdf_hash: DEFAULT, go2.urdf_hash: go2}
     assert go2.n_joints != DEFAULT.n_joints
-    node = NodeProcess('/flt_swap', ['-p', 'use_default_robot:=true', '-p', 'tick_mode:=on_state',
-                                     '-p', 'rate_hz:=1000.0', '-p', 'max_state_age_s:=0.5',
-                                     '-p', 'check_triangle_inequality:=false', *DIAG])
+    ns = unique_ns('flt_swap')
+    node = NodeProcess(ns, ['-p', 'use_default_robot:=true', '-p', 'tick_mode:=on_state',
+                            '-p', 'rate_hz:=1000.0', '-p', 'max_state_age_s:=0.5',
+                            '-p', 'check_triangle_inequality:=false', *DIAG])
     probe, got = _lin_probe(node, 'flt_swap_probe')
     try:
         n = probe.node
-        js = n.create_publisher(JointState, '/flt_swap/joint_states', result_qos(50))
-        od = n.create_publisher(Odometry, '/flt_swap/odom', result_qos(50))
-        desc = n.create_publisher(String, '/flt_swap/robot_description', latched_qos())
+        js = n.create_publisher(JointState, f'{ns}/joint_states', result_qos(50))
+        od = n.create_publisher(Odometry, f'{ns}/odom', result_qos(50))
+        desc = n.create_publisher(String, f'{ns}/robot_description', latched_qos())
         now = n.get_clock().now
         sent = {DEFAULT.urdf_hash: set(), go2.urdf_hash: set()}
 
@@ -281,15 +295,16 @@ def test_description_swapped_to_another_robot(tmp_path):
 
 @pytest.mark.parametrize('tick_mode, rate_hz', [('on_state', 1000.0), ('timer', 50.0)])
 def test_clock_jump_backwards_under_sim_time(tick_mode, rate_hz):
-    node = NodeProcess('/flt_sim', ['-p', 'use_default_robot:=true', '-p', 'use_sim_time:=true',
-                                    '-p', f'tick_mode:={tick_mode}', '-p', f'rate_hz:={rate_hz}',
-                                    '-p', 'max_state_age_s:=0.5', *DIAG])
+    ns = unique_ns('flt_sim')
+    node = NodeProcess(ns, ['-p', 'use_default_robot:=true', '-p', 'use_sim_time:=true',
+                            '-p', f'tick_mode:={tick_mode}', '-p', f'rate_hz:={rate_hz}',
+                            '-p', 'max_state_age_s:=0.5', *DIAG])
     probe, got = _lin_probe(node, f'flt_sim_{tick_mode}_probe')
     try:
         n = probe.node
-        js = n.create_publisher(JointState, '/flt_sim/joint_states', result_qos(50))
-        od = n.create_publisher(Odometry, '/flt_sim/odom', result_qos(50))
-        clock = n.create_publisher(Clock, '/clock', result_qos(50))
+        js = n.create_publisher(JointState, f'{ns}/joint_states', result_qos(50))
+        od = n.create_publisher(Odometry, f'{ns}/odom', result_qos(50))
+        clock = n.create_publisher(Clock, node.clock_topic, result_qos(50))
         sim = [5000 * 10**9]
 
         def run(seconds, until=lambda: False):
@@ -308,7 +323,7 @@ def test_clock_jump_backwards_under_sim_time(tick_mode, rate_hz):
         n_before = len(got)
         back_s = (sim[0] - 1000 * 10**9 - 10**7) * 1e-9  # the next /clock: 1000 s + 10 ms
         sim[0] = 1000 * 10**9  # the bag starts over: ~4000 s back
-        assert run(30.0, lambda: sum(stamp_ns(m) < 2000 * 10**9 for m in got) >= 30), \
+        assert run(90.0, lambda: sum(stamp_ns(m) < 2000 * 10**9 for m in got) >= 30), \
             node.text()[-3000:]
         run(0.5)
         stamps = np.array([stamp_ns(m) for m in got])
@@ -321,7 +336,7 @@ def test_clock_jump_backwards_under_sim_time(tick_mode, rate_hz):
         assert k >= n_before - 5
         assert np.all(stamps[:k] >= 5000 * 10**9) and np.all(stamps[k:] < 2000 * 10**9)
         probe.wait(lambda: probe.diags and probe.diags[-1][1]['clock_jumps_back'] == '1',
-                   'clock_jumps_back = 1 on /diagnostics', timeout=10.0)
+                   'clock_jumps_back = 1 on the diagnostics')
         logged = re.findall(r'clock jumped back by ([0-9.]+) s', node.text())
         assert len(logged) == 1 and abs(float(logged[0]) - back_s) < 0.5, (logged, back_s)
         # the jump was counted once, the node kept running on the new time
@@ -336,7 +351,7 @@ def test_clock_jump_backwards_under_sim_time(tick_mode, rate_hz):
 
 @pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])
 def test_stop_signal_mid_run_under_load(sig):
-    ns = f'/flt_{sig.name.lower()}'
+    ns = unique_ns(f'flt_{sig.name.lower()}')
     node = NodeProcess(ns, ['-p', 'use_default_robot:=true', '-p', 'tick_mode:=on_state',
                             '-p', 'rate_hz:=5000.0', '-p', 'publish_dynamics:=true', *DIAG])
     probe, got = _lin_probe(node, f'flt_{sig.name.lower()}_probe')
@@ -345,13 +360,13 @@ def test_stop_signal_mid_run_under_load(sig):
         probe.wait(lambda: len(got) >= 50, '50 outputs', timeout=COLD_START)
         probe.spin(1.0)
         start = time.monotonic()
-        code = node.stop(sig, timeout=20.0)
+        # exits by itself: after 60 s (a hang guard) stop() would SIGKILL it (code -9)
+        code = node.stop(sig, timeout=60.0)
         elapsed = time.monotonic() - start
         log = node.text()
-        print(f'{sig.name}: exit code {code} after {elapsed:.2f} s')
+        print(f'{sig.name}: exit code {code} after {elapsed:.2f} s')  # printed, not asserted
         assert code == 0, f'exit code {code}:\n{log[-3000:]}'
         assert 'Traceback' not in log, log[-3000:]
-        assert elapsed < 10.0, elapsed
     finally:
         pub.kill()
         probe.close()
@@ -362,7 +377,7 @@ def test_stop_signal_mid_run_under_load(sig):
 
 
 def test_lifecycle_transitions_mid_stream():
-    ns = '/flt_lc'
+    ns = unique_ns('flt_lc')
     node = NodeProcess(ns, ['-p', 'use_default_robot:=true', '-p', 'tick_mode:=on_state',
                             '-p', 'rate_hz:=1000.0', *DIAG], lifecycle=True)
     probe, got = _lin_probe(node, 'flt_lc_probe')
@@ -376,9 +391,9 @@ def test_lifecycle_transitions_mid_stream():
         assert res.success, (tid, node.text()[-3000:])
 
     def state() -> str:
-        return probe.call(get, GetState.Request()).current_state.label
+        return probe.call(get, GetState.Request(), retry_after=5.0).current_state.label
 
-    def flowing(seconds=30.0) -> None:
+    def flowing(seconds=90.0) -> None:
         n = len(got)
         probe.wait(lambda: len(got) >= n + 20, '20 new outputs', timeout=seconds)
 

@@ -4,16 +4,25 @@
 inheriting the test session's ROS_DOMAIN_ID and localhost discovery (test/conftest.py).
 ``stop()`` sends a signal (SIGTERM by default), waits, kills if it must, and returns the exit
 code. ``NodeProcess(ns, args)`` is the Subprocess ``python -m rbd_linearizer.ros.node
-[--lifecycle] --ros-args <args> -r __ns:=<ns>``.
+[--lifecycle] --ros-args <args> -r __ns:=<ns> -r /diagnostics:=<ns>/diagnostics
+-r /clock:=<ns>/clock``.
+
+Isolation: ``unique_ns(prefix)`` gives a namespace ``/<prefix>_<8 hex digits>`` of its own to
+each test (or module), so that two test modules, two test runs or a robot on the same domain
+never share a topic. The node's relative topics follow ``__ns``; the two absolute ones it uses
+by ROS convention, ``/diagnostics`` and ``/clock`` (use_sim_time), are remapped into the
+namespace too (``NodeProcess.diagnostics_topic`` / ``clock_topic`` name them for the test's
+subscribers and publishers).
 
 ``Probe`` is a test-side node in its own rclpy context: ``spin``/``wait`` spin it while
 checking the node process (and any process given to ``watch``) is alive, ``call`` calls a
-service, ``diagnostics`` collects the node's /diagnostics values, ``output_for`` waits for
+service, ``diagnostics`` collects the node's diagnostics values, ``output_for`` waits for
 the message of a given stamp.
 
 ``rss_mb(pid)`` reads a process's resident memory (VmRSS of /proc/<pid>/status).
 ``slow_consumer(topic, seconds)`` is a reliable linearization subscriber that takes
-``seconds`` per message, in its own context and thread.
+``seconds`` per message (``None``: it blocks in its first callback until the block ends), in its
+own context and thread.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 
 from diagnostic_msgs.msg import DiagnosticArray
 import pytest
@@ -36,6 +46,11 @@ from rbd_linearizer.msg import Linearization
 from rbd_linearizer.ros.qos import result_qos
 
 TIMEOUT = 90.0  # first start may compile (or load cached) kernels
+
+
+def unique_ns(prefix: str) -> str:
+    """Return a namespace of its own, ``/<prefix>_<8 hex digits>`` (see the module doc)."""
+    return f'/{prefix}_{uuid.uuid4().hex[:8]}'
 
 
 def stamp_ns(msg) -> int:
@@ -92,15 +107,25 @@ class Subprocess:
 
 
 class NodeProcess(Subprocess):
-    """``python -m rbd_linearizer.ros.node`` in a subprocess, its output in a temporary file."""
+    """``python -m rbd_linearizer.ros.node`` in a subprocess, its output in a temporary file.
+
+    Everything it publishes or subscribes to is under ``ns``: ``/diagnostics`` and ``/clock``
+    are remapped to ``diagnostics_topic`` and ``clock_topic`` (``<ns>/diagnostics``,
+    ``<ns>/clock``).
+    """
 
     def __init__(self, ns: str, args: list[str] | tuple[str, ...] = (), lifecycle: bool = False,
                  env: dict[str, str] | None = None):
-        self.ns = ns
+        assert ns.startswith('/') and ns.strip('/'), f'a namespace of its own, not {ns!r}'
+        self.ns = ns.rstrip('/')
+        self.diagnostics_topic = f'{self.ns}/diagnostics'
+        self.clock_topic = f'{self.ns}/clock'
         argv = ['-m', 'rbd_linearizer.ros.node']
         if lifecycle:
             argv.append('--lifecycle')
-        argv += ['--ros-args', *args, '-r', f'__ns:={ns}']
+        argv += ['--ros-args', *args, '-r', f'__ns:={self.ns}',
+                 '-r', f'/diagnostics:={self.diagnostics_topic}',
+                 '-r', f'/clock:={self.clock_topic}']
         super().__init__(argv, env)
 
 
@@ -118,8 +143,8 @@ class Probe:
         self.executor.add_node(self.node)
         self.diags: list[tuple[int, dict[str, str]]] = []  # (level, values)
         if diagnostics and node is not None:
-            self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag,
-                                          result_qos())
+            self.node.create_subscription(DiagnosticArray, node.diagnostics_topic,
+                                          self._on_diag, result_qos())
 
     def _on_diag(self, msg) -> None:
         for st in msg.status:
@@ -176,11 +201,27 @@ class Probe:
             self.spin(timeout, got)
         return found[0] if found else None
 
-    def call(self, client, request, timeout: float = TIMEOUT):
-        """Call a service and return its response."""
+    def call(self, client, request, timeout: float = TIMEOUT, retry_after: float | None = None):
+        """Call a service and return its response.
+
+        ``retry_after`` (idempotent services only, e.g. get_state): send the request again when
+        no response came within that many seconds. Fast DDS (Jazzy's rmw_fastrtps) drops a
+        response when the server has not yet matched the new client's response reader within
+        100 ms ("failed to send response (timeout)"), which a loaded machine can make happen
+        on a client's first call, although wait_for_service succeeded.
+        """
         assert client.wait_for_service(timeout_sec=timeout), f'{client.srv_name} not available'
-        future = client.call_async(request)
-        self.wait(future.done, f'the response of {client.srv_name}', timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            future = client.call_async(request)
+            wait = deadline - time.monotonic()
+            if retry_after is not None:
+                wait = min(wait, retry_after)
+            if self.spin(max(wait, 0.0), future.done) or time.monotonic() >= deadline:
+                break
+            client.remove_pending_request(future)
+        if not future.done():
+            self.wait(future.done, f'the response of {client.srv_name}', 0.0)
         return future.result()
 
     def fresh_diagnostics(self, timeout: float = TIMEOUT) -> tuple[int, dict[str, str]]:
@@ -191,19 +232,25 @@ class Probe:
 
 
 @contextlib.contextmanager
-def slow_consumer(topic: str, seconds_per_message: float, name: str = 'slow_consumer'):
+def slow_consumer(topic: str, seconds_per_message: float | None, name: str = 'slow_consumer'):
     """Yield the messages got by a slow reliable subscriber (depth 10) of Linearization ``topic``.
 
-    It runs in its own context and thread and sleeps ``seconds_per_message`` in each callback.
+    It runs in its own context and thread and sleeps ``seconds_per_message`` in each callback;
+    with ``None`` it blocks in its first callback until the ``with`` block ends (it then got
+    exactly one message, however long the block took: a consumer that never keeps up).
     """
     context = rclpy.context.Context()
     rclpy.init(context=context)
     slow = rclpy.create_node(name, context=context)
     got: list = []
+    release = threading.Event()
 
     def on_msg(msg):
         got.append(msg)
-        time.sleep(seconds_per_message)
+        if seconds_per_message is None:
+            release.wait()
+        else:
+            time.sleep(seconds_per_message)
 
     slow.create_subscription(Linearization, topic, on_msg, result_qos(10))
     executor = SingleThreadedExecutor(context=context)
@@ -213,6 +260,7 @@ def slow_consumer(topic: str, seconds_per_message: float, name: str = 'slow_cons
     try:
         yield got
     finally:
+        release.set()
         executor.shutdown(timeout_sec=2.0)
         slow.destroy_node()
         rclpy.shutdown(context=context)

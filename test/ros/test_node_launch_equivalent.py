@@ -9,11 +9,17 @@ config/linearizer.yaml -p <argument overrides> -r __ns:=...``) over real rclpy +
   new model's results), then a bad description keeps the new model;
 * lifecycle variant: nothing served before configure/activate, outputs after, none after
   deactivate;
-* timer mode: the newest state at the rate (older ones superseded, no queue); rate_hz at run
-  time applied, 0 rejected;
-* a slow reliable consumer (0.5 s per message) does not slow the outputs to others;
+* timer mode: the newest state at each tick (older ones superseded, no queue);
+* timer mode under ``use_sim_time``: exactly ``rate_hz`` ticks per second of the node's clock,
+  one period apart, also after a run-time change of rate_hz; 0 rejected with the reason;
+* a reliable consumer that never keeps up does not hold back the outputs to others;
 * ``use_sim_time``: ages come from /clock: a state one (simulated) second old is stale, a
   fresh one is linearized and stamped with its (simulated) stamp.
+
+No assertion depends on the machine's speed: rates are counted against the node's own
+(simulated) clock, advanced step by step with the node's diagnostics (stamped on that clock) as
+the barrier; waits are bounded only to catch a hang. Each test has a namespace of its own
+(``unique_ns``), the node's /clock and /diagnostics remapped into it.
 
 Also checks statically that every launch argument that sets a node parameter names a row of
 the parameter table.
@@ -31,6 +37,7 @@ rclpy = pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is not install
 from lifecycle_msgs.msg import Transition  # noqa: E402
 from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
@@ -44,12 +51,13 @@ from rbd_linearizer.ros.conversions import linearization_from_msg, stamp_to_msg 
 from rbd_linearizer.ros.qos import latched_qos, result_qos  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _node_process import NodeProcess, slow_consumer  # noqa: E402
+from _node_process import NodeProcess, slow_consumer, unique_ns  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 URDF = ROOT / 'test' / 'resources' / 'urdf' / 'two_link_arm.urdf'
 CONFIG = ROOT / 'config' / 'linearizer.yaml'
 TIMEOUT = 90.0
+COLD_START = 600.0  # a first start on a cold numba cache compiles every kernel (minutes)
 MODEL = build_model(str(URDF), floating_base=False)
 
 
@@ -63,19 +71,43 @@ def _start(ns, *extra, lifecycle=False):
 
 
 class Probe:
-    def __init__(self, ns, proc, log):
-        self.ns, self.proc, self.log = ns, proc, log
+    def __init__(self, node: NodeProcess):
+        ns = self.ns = node.ns
+        self.proc, self.log = node.proc, node.log
         self.context = rclpy.context.Context()
         rclpy.init(context=self.context)
         self.node = rclpy.create_node('launch_equivalent_probe', context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.got = []
+        self.diags = []  # (header stamp [ns] on the node's clock, values)
         self.node.create_subscription(Linearization, f'{ns}/linearizer/linearization',
                                       self.got.append, result_qos())
+        self.node.create_subscription(DiagnosticArray, node.diagnostics_topic, self._on_diag,
+                                      result_qos(100))
         self.pub = self.node.create_publisher(JointState, f'{ns}/joint_states', result_qos())
-        self.clock = self.node.create_publisher(Clock, '/clock', result_qos())
+        self.clock = self.node.create_publisher(Clock, node.clock_topic, result_qos())
         self.desc = self.node.create_publisher(String, f'{ns}/robot_description', latched_qos())
+
+    def _on_diag(self, msg):
+        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+        for st in msg.status:
+            self.diags.append((stamp, {kv.key: kv.value for kv in st.values}))
+
+    def clock_to(self, t_ns, timeout=TIMEOUT):
+        """Publish /clock = ``t_ns``; return once the node's diagnostics are stamped >= it.
+
+        A barrier, not a sleep: the node stamps its diagnostics with its own clock, so such a
+        message says the node has taken the new time (needs a diagnostics timer that fires on
+        the step, e.g. ``diagnostics_period_s`` = the step). /clock is best effort for the
+        node: the value is published again while waiting.
+        """
+        end = time.monotonic() + timeout  # hang guard
+        while time.monotonic() < end:
+            self.clock.publish(Clock(clock=stamp_to_msg(t_ns)))
+            if self.spin(0.2, lambda: bool(self.diags) and self.diags[-1][0] >= t_ns):
+                return
+        pytest.fail(f'the node never reached /clock = {t_ns}; log:\n{self.text()[-4000:]}')
 
     def close(self):
         self.executor.shutdown()
@@ -130,9 +162,9 @@ class Probe:
 def run_node(request):
     made = []
 
-    def start(ns, *extra, lifecycle=False):
-        node = _start(ns, *extra, lifecycle=lifecycle)
-        probe = Probe(ns, node.proc, node.log)
+    def start(prefix, *extra, lifecycle=False):
+        node = _start(unique_ns(prefix), *extra, lifecycle=lifecycle)
+        probe = Probe(node)
         made.append((probe, node))
         return probe
 
@@ -143,7 +175,7 @@ def run_node(request):
 
 
 def test_plain_node_from_the_params_file_equals_the_core(run_node):
-    probe = run_node('/le_plain')
+    probe = run_node('le_plain')
     data = create_data(MODEL)
     rng = np.random.default_rng(2)
     for _ in range(3):
@@ -182,9 +214,9 @@ def test_plain_node_from_the_params_file_equals_the_core(run_node):
 
 
 def test_lifecycle_variant_serves_only_when_active(run_node):
-    probe = run_node('/le_lc', lifecycle=True)
-    get = probe.node.create_client(GetState, '/le_lc/linearizer/get_state')
-    change = probe.node.create_client(ChangeState, '/le_lc/linearizer/change_state')
+    probe = run_node('le_lc', lifecycle=True)
+    get = probe.node.create_client(GetState, f'{probe.ns}/linearizer/get_state')
+    change = probe.node.create_client(ChangeState, f'{probe.ns}/linearizer/change_state')
     assert probe.call(get, GetState.Request()).current_state.label == 'unconfigured'
     now = probe.node.get_clock().now
     probe.publish(now().nanoseconds, [0.1, 0.2], [0.0, 0.0])
@@ -193,8 +225,7 @@ def test_lifecycle_variant_serves_only_when_active(run_node):
         assert probe.call(change, ChangeState.Request(transition=Transition(id=tid))).success
     assert probe.call(get, GetState.Request()).current_state.label == 'active'
     assert 'serving model' in probe.text()  # built (and warmed up) in configure
-    probe.feed_until_output(lambda: now().nanoseconds, np.array([0.1, 0.2]), np.zeros(2),
-                            timeout=30.0)
+    probe.feed_until_output(lambda: now().nanoseconds, np.array([0.1, 0.2]), np.zeros(2))
     req = ChangeState.Request(transition=Transition(id=Transition.TRANSITION_DEACTIVATE))
     assert probe.call(change, req).success
     probe.spin(0.5)
@@ -204,7 +235,8 @@ def test_lifecycle_variant_serves_only_when_active(run_node):
 
 
 def test_use_sim_time_ages_states_on_the_clock_topic(run_node):
-    probe = run_node('/le_sim', '-p', 'use_sim_time:=true', '-p', 'max_state_age_s:=0.5')
+    probe = run_node('le_sim', '-p', 'use_sim_time:=true', '-p', 'max_state_age_s:=0.5',
+                     '-p', 'diagnostics_period_s:=0.01')
     sim = [1000 * 10**9]
 
     def tick_clock():
@@ -219,15 +251,13 @@ def test_use_sim_time_ages_states_on_the_clock_topic(run_node):
     # (on /clock; in wall-clock time it would be decades old anyway) is stale
     last = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
     sim[0] = last + 2 * 10**9
-    for _ in range(20):
-        tick_clock()
-        probe.spin(0.02)
+    probe.clock_to(sim[0])  # the node has taken the jump (before, the state would be fresh)
     old = last + 10**7
     probe.publish(old, s, sdot)
-    assert not probe.spin(1.0, lambda: probe.output_for(old) is not None)
-    assert probe.spin(5.0, lambda: 'old (max_state_age 0.5 s)' in probe.text())
+    assert probe.spin(TIMEOUT, lambda: 'old (max_state_age 0.5 s)' in probe.text())
+    assert probe.output_for(old) is None
     # and a fresh one (on the simulated clock) is linearized again
-    msg = probe.feed_until_output(tick_clock, s, sdot, timeout=10.0)
+    msg = probe.feed_until_output(tick_clock, s, sdot)
     assert msg.header.stamp.sec >= 1002
 
 
@@ -242,36 +272,83 @@ def test_launch_arguments_name_parameters_of_the_table():
     assert set(names) - launch_only <= set(P.by_name())
 
 
-def test_timer_mode_linearizes_the_newest_state_at_the_rate(run_node):
-    probe = run_node('/le_timer', '-p', 'tick_mode:=timer', '-p', 'rate_hz:=20.0')
+def _stamps(msgs) -> list[int]:
+    return [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for m in msgs]
+
+
+def test_timer_mode_linearizes_the_newest_state_never_a_queue(run_node):
+    probe = run_node('le_timer', '-p', 'tick_mode:=timer', '-p', 'rate_hz:=20.0')
     now = probe.node.get_clock().now
     probe.feed_until_output(lambda: now().nanoseconds, np.array([0.1, 0.1]), np.zeros(2))
     probe.got.clear()
     published = {}
-    t_end = time.monotonic() + 2.0
     k = 0
-    while time.monotonic() < t_end:  # states at up to 200 Hz (60+ here), 20 Hz ticks
-        stamp = now().nanoseconds
-        s = np.array([0.001 * k, -0.002 * k])
-        probe.publish(stamp, s, np.zeros(2))
-        published[stamp] = s
-        k += 1
-        probe.spin(0.005)
-    probe.spin(0.2)
-    stamps = [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for m in probe.got]
-    assert 25 <= len(stamps) <= 45, len(stamps)  # ~40 ticks in 2 s (one tick late at most)
-    assert stamps == sorted(set(stamps))
+
+    def burst():  # 5 states back to back: a tick finds the newest, the others superseded
+        nonlocal k
+        for _ in range(5):
+            stamp = now().nanoseconds
+            s = np.array([0.001 * k, -0.002 * k])
+            probe.publish(stamp, s, np.zeros(2))
+            published[stamp] = s
+            k += 1
+        return stamp
+
+    end = time.monotonic() + TIMEOUT  # hang guard
+    while len(probe.got) < 10 and time.monotonic() < end:
+        last = burst()
+        probe.spin(0.01)
+    assert len(probe.got) >= 10, f'{len(probe.got)} outputs; log:\n{probe.text()[-4000:]}'
+    # nothing more is published: the newest state is linearized, and then nothing else (a
+    # queue would go on to every state published before it)
+    assert probe.spin(TIMEOUT, lambda: probe.output_for(last) is not None)
+    stamps = _stamps(probe.got)
+    assert stamps == sorted(set(stamps)) and stamps[-1] == last
     for m, stamp in zip(probe.got, stamps, strict=True):
         assert stamp in published  # each output is one of the published states
         np.testing.assert_array_equal(linearization_from_msg(m).joint_positions,
                                       published[stamp])
-    assert len(published) > 2 * len(stamps)  # most states superseded, none queued
+    # at most one output per burst (plus a tick landing inside one): never every state
+    assert len(stamps) <= 2 * len(published) / 5, (len(stamps), len(published))
 
+
+def test_timer_ticks_once_per_period_of_the_node_clock(run_node):
+    """Timer mode under use_sim_time, builtin states: ticks counted on the node's clock.
+
+    /clock advances in 10 ms steps, each one awaited (``Probe.clock_to``: the node's 10 ms
+    diagnostics timer answers with that stamp). With the builtin state source every tick
+    publishes, stamped with its clock time. Over 1 s of that clock: exactly rate_hz ticks,
+    exactly one period apart, at 20 Hz and after a run-time change to 5 Hz (the timer is
+    re-created); 0 is refused with the reason.
+    """
+    probe = run_node('le_rate', '-p', 'use_sim_time:=true', '-p', 'state_source:=builtin',
+                     '-p', 'tick_mode:=timer', '-p', 'rate_hz:=20.0',
+                     '-p', 'diagnostics_period_s:=0.01')
+    step = 10**7
+    sim = [1000 * 10**9]
+    # the node is up (model built and warmed up: may compile) and on the simulated clock
+    probe.clock_to(sim[0], timeout=COLD_START)
+
+    def ticks_over_one_second(period_ns):
+        probe.clock_to(sim[0] + step)  # (a tick due at the start is out of the window)
+        t0 = sim[0] = sim[0] + step
+        for _ in range(100):
+            sim[0] += step
+            probe.clock_to(sim[0])
+        # every tick at or before the last step: (t0, t0 + 1 s] holds 10**9 / period of them
+        n = 10**9 // period_ns
+        assert probe.spin(TIMEOUT, lambda: sum(t0 < t <= sim[0] for t in _stamps(probe.got))
+                          >= n), _stamps(probe.got)[-5:]
+        stamps = [t for t in _stamps(probe.got) if t0 < t <= sim[0]]
+        assert len(stamps) == n, (period_ns, np.diff(stamps))
+        assert set(np.diff(stamps)) == {period_ns}, np.diff(stamps)
+
+    ticks_over_one_second(50_000_000)
     # rate_hz at run time: applied (timer re-created), a bad value rejected with the reason
     from rcl_interfaces.msg import Parameter as ParameterMsg
     from rcl_interfaces.msg import ParameterType, ParameterValue
     from rcl_interfaces.srv import SetParameters
-    client = probe.node.create_client(SetParameters, '/le_timer/linearizer/set_parameters')
+    client = probe.node.create_client(SetParameters, f'{probe.ns}/linearizer/set_parameters')
 
     def set_rate(value):
         req = SetParameters.Request(parameters=[ParameterMsg(name='rate_hz', value=ParameterValue(
@@ -281,27 +358,24 @@ def test_timer_mode_linearizes_the_newest_state_at_the_rate(run_node):
     bad = set_rate(0.0)
     assert not bad.successful and 'rate_hz' in bad.reason
     assert set_rate(5.0).successful
-    probe.spin(0.3)
-    probe.got.clear()
-    t_end = time.monotonic() + 2.0
-    while time.monotonic() < t_end:
-        probe.publish(now().nanoseconds, np.array([0.1, 0.2]), np.zeros(2))
-        probe.spin(0.01)
-    assert 6 <= len(probe.got) <= 13, len(probe.got)  # ~10 ticks in 2 s at 5 Hz
+    ticks_over_one_second(200_000_000)
 
 
 def test_a_slow_consumer_does_not_slow_the_node(run_node):
-    probe = run_node('/le_slow', '-p', 'tick_mode:=timer', '-p', 'rate_hz:=50.0')
+    probe = run_node('le_slow', '-p', 'tick_mode:=timer', '-p', 'rate_hz:=50.0')
     now = probe.node.get_clock().now
     probe.feed_until_output(lambda: now().nanoseconds, np.array([0.1, 0.1]), np.zeros(2))
-    # a reliable subscriber in its own context that takes 0.5 s per message
-    with slow_consumer('/le_slow/linearizer/linearization', 0.5) as slow_got:
-        probe.spin(1.0)
-        probe.got.clear()
-        t_end = time.monotonic() + 3.0
-        while time.monotonic() < t_end:
+    # a reliable subscriber in its own context, blocked in its first callback until the end
+    with slow_consumer(f'{probe.ns}/linearizer/linearization', None) as slow_got:
+        end = time.monotonic() + TIMEOUT  # hang guard
+        while not slow_got and time.monotonic() < end:
             probe.publish(now().nanoseconds, np.array([0.1, 0.2]), np.zeros(2))
             probe.spin(0.01)
-        # 50 Hz for 3 s reach the fast subscriber while the slow one took ~6 messages
-        assert len(probe.got) >= 120, len(probe.got)
-        assert len(slow_got) <= 10
+        assert slow_got, 'the slow consumer got nothing'
+        probe.got.clear()
+        # had the node waited for the stuck reliable reader, it would stop after its queue (10)
+        while len(probe.got) < 100 and time.monotonic() < end:
+            probe.publish(now().nanoseconds, np.array([0.1, 0.2]), np.zeros(2))
+            probe.spin(0.01)
+        assert len(probe.got) >= 100, len(probe.got)
+        assert len(slow_got) == 1  # stuck all along

@@ -6,6 +6,13 @@ subprocess, tick_mode on_state) is fed a robot_description and states by this te
 (fresh, use_sim_time) gets ``rbd-linearizer replay --clock`` of the state topics; every
 linearization B publishes for a recorded stamp equals A's bit for bit, and the recorded bag
 verifies offline.
+
+Everything runs in a namespace of its own (``unique_ns``): the nodes' topics, /clock and
+/diagnostics (``NodeProcess``), the recorder's ``--linearizer`` / ``--topic`` names and the
+replayed topics. The recorder's and the replayer's absolute names (``/robot_description``,
+``/joint_states``, ``/odom``, ``/clock``) are remapped with ``--ros-args`` (``CLI`` passes them
+to rclpy, which reads ``sys.argv``), so a robot on the same domain is neither recorded nor
+driven.
 """
 
 import pathlib
@@ -32,11 +39,23 @@ from rbd_linearizer.ros.qos import latched_qos, result_qos, sensor_qos  # noqa: 
 from rbd_linearizer.srv import Linearize  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / 'ros'))
-from _node_process import NodeProcess, Probe, Subprocess  # noqa: E402
+from _node_process import NodeProcess, Probe, Subprocess, unique_ns  # noqa: E402
 
 TIMEOUT = 60.0
 N_STATES = 60
-LIN_TOPIC = '/linearizer/linearization'
+NS = unique_ns('rec')
+LIN_TOPIC = f'{NS}/linearizer/linearization'
+DESC, JS, ODOM = f'{NS}/robot_description', f'{NS}/joint_states', f'{NS}/odom'
+#: ``rbd-linearizer`` with ROS arguments: the verb's own before ``--ros-args``, the rest (still
+#: in sys.argv) read by rclpy.init.
+CLI = ('import sys; from rbd_linearizer.tools.cli import main; '
+       'i = sys.argv.index("--ros-args") if "--ros-args" in sys.argv else len(sys.argv); '
+       'sys.exit(main(sys.argv[1:i]))')
+#: The tools' absolute default topics, remapped off the global names.
+REMAP_GLOBALS = ['--ros-args'] + [
+    arg for name in ('robot_description', 'joint_states', 'odom', 'clock')
+    for arg in ('-r', f'/{name}:={NS}/{name}' if name == 'clock' else
+                f'/{name}:={NS}/not_recorded/{name}')]
 
 
 def _node(*params):
@@ -44,7 +63,7 @@ def _node(*params):
             '-p', 'status_period_s:=0.0']
     for p in params:
         args += ['-p', p]
-    return NodeProcess('/', args)
+    return NodeProcess(NS, args)
 
 
 def _state_msgs(model, source, stamp):
@@ -79,15 +98,15 @@ def test_record_then_replay_gives_identical_outputs(tmp_path):
     try:
         got = []
         node.create_subscription(Linearization, LIN_TOPIC, got.append, result_qos(100))
-        desc_pub = node.create_publisher(String, '/robot_description', latched_qos())
-        js_pub = node.create_publisher(JointState, '/joint_states', sensor_qos(50))
-        od_pub = node.create_publisher(Odometry, '/odom', sensor_qos(50))
+        desc_pub = node.create_publisher(String, DESC, latched_qos())
+        js_pub = node.create_publisher(JointState, JS, sensor_qos(50))
+        od_pub = node.create_publisher(Odometry, ODOM, sensor_qos(50))
         node_a = _node()
         procs.append(node_a)
         probe.watch(node_a)
         desc_pub.publish(String(data=urdf))
         # node A serves a model (its service answers)
-        cli = node.create_client(Linearize, '/linearizer/linearize')
+        cli = node.create_client(Linearize, f'{NS}/linearizer/linearize')
         probe.wait(lambda: cli.service_is_ready(), 'node A service', TIMEOUT)
         ok = []
 
@@ -101,12 +120,13 @@ def test_record_then_replay_gives_identical_outputs(tmp_path):
             return fut.result().success
 
         probe.wait(lambda: ok.append(ask()) or ok[-1], 'node A model', TIMEOUT)
-        rec = Subprocess(['-m', 'rbd_linearizer.tools.cli', 'record', str(bag)])
+        rec = Subprocess(['-c', CLI, 'record', str(bag), '--linearizer', f'{NS}/linearizer',
+                          '--topic', DESC, '--topic', JS, '--topic', ODOM, *REMAP_GLOBALS])
         procs.append(rec)
         probe.watch(rec)
-        probe.wait(lambda: node.count_subscribers('/joint_states') >= 2
+        probe.wait(lambda: node.count_subscribers(JS) >= 2
                    and node.count_subscribers(LIN_TOPIC) >= 2
-                   and node.count_subscribers('/robot_description') >= 2,
+                   and node.count_subscribers(DESC) >= 2,
                    'recorder subscriptions', TIMEOUT)
         time.sleep(0.3)
         for _ in range(N_STATES):
@@ -129,15 +149,15 @@ def test_record_then_replay_gives_identical_outputs(tmp_path):
 
         c = read_messages(bag)
         assert not c.issues
-        assert c.counts['/robot_description'] == 1
-        assert c.counts['/joint_states'] == c.counts['/odom'] == N_STATES
+        assert c.counts[DESC] == 1
+        assert c.counts[JS] == c.counts[ODOM] == N_STATES
         assert c.counts[LIN_TOPIC] == len(got)
         from rosbags.rosbag2 import Reader
 
         with Reader(bag) as r:   # offered QoS in metadata.yaml, as ros2 bag record writes it
             qos = {x.topic: x.ext.offered_qos_profiles for x in r.connections}
-        assert qos['/robot_description'][0].durability.name == 'TRANSIENT_LOCAL'
-        assert qos['/joint_states'][0].reliability.name == 'BEST_EFFORT'
+        assert qos[DESC][0].durability.name == 'TRANSIENT_LOCAL'
+        assert qos[JS][0].reliability.name == 'BEST_EFFORT'
         assert qos[LIN_TOPIC][0].reliability.name == 'RELIABLE'
 
         # replay into a fresh node B under use_sim_time
@@ -150,9 +170,8 @@ def test_record_then_replay_gives_identical_outputs(tmp_path):
         probe.wait(lambda: cli.service_is_ready(), 'node B service', TIMEOUT)
         ok.clear()
         probe.wait(lambda: ok.append(ask()) or ok[-1], 'node B model', TIMEOUT)
-        rep = Subprocess(['-m', 'rbd_linearizer.tools.cli', 'replay', str(bag), '--clock',
-                          '--topics', '/robot_description', '/joint_states', '/odom',
-                          '--wait-for', '/joint_states'])
+        rep = Subprocess(['-c', CLI, 'replay', str(bag), '--clock', '--topics', DESC, JS, ODOM,
+                          '--wait-for', JS, *REMAP_GLOBALS])
         procs.append(rep)
         deadline = time.monotonic() + TIMEOUT
         while rep.alive() and time.monotonic() < deadline:
@@ -177,7 +196,9 @@ def test_record_then_replay_gives_identical_outputs(tmp_path):
         # and the recorded bag verifies offline (agreement with A's outputs)
         from rbd_linearizer.tools.cli import main
 
-        assert main(['verify', str(bag), '--max-agreement-error', '1e-9']) == 0
+        assert main(['verify', str(bag), '--max-agreement-error', '1e-9',
+                     '--joint-states-topic', JS, '--odom-topic', ODOM,
+                     '--description-topic', DESC]) == 0
     finally:
         for p in procs:
             p.close()
