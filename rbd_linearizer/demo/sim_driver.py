@@ -263,6 +263,7 @@ def _node_class():
             self.finished = False
             self.failed = ''  # why the driver gave up (startup hang guard), '' if it did not
             self.wall_start = None  # first watchdog call: the executor spins, start-up begins
+            self.wall_first_command = None  # wall time of the first command: stepping begins
             self.wall_watchdog = None
             self.wall_waiting_log = 0.0
             self.pushes: list[float] = []
@@ -318,7 +319,9 @@ def _node_class():
                 self.get_logger().error('ignored non-finite command', throttle_duration_sec=1.0)
                 return
             self.u = u
-            self.got_first = True
+            if not self.got_first:
+                self.got_first = True
+                self.wall_first_command = time.monotonic()
             self._advance()
 
         def _watchdog(self) -> None:
