@@ -4,13 +4,15 @@ With ``ROS_SECURITY_ENABLE=true``, ``ROS_SECURITY_STRATEGY=Enforce`` and an encl
 files are not valid security artifacts, ``linearizer_node`` must not start serving: with the
 PyPI Fast DDS (built without security) node creation fails with "This Fast DDS version doesn't
 have the security libraries"; with a security-enabled build the artifacts fail to load. Either
-way: a non-zero exit within seconds and not a single output on the domain.
+way: a non-zero exit (the 120 s bound only guards against a hang) and not a single output on
+the domain (in a namespace of the test's own).
 """
 
 import os
 import subprocess
 import sys
 import time
+import uuid
 
 import pytest
 
@@ -36,13 +38,15 @@ def test_enforced_security_without_valid_artifacts_refuses_to_run(tmp_path):
     rclpy.init(context=context)  # an unsecured listener on the same domain
     node = rclpy.create_node('sros2_listener', context=context)
     got: list = []
-    node.create_subscription(Linearization, '/sros2/linearizer/linearization', got.append,
+    ns = f'/sros2_{uuid.uuid4().hex[:8]}'  # a namespace of its own, /diagnostics in it
+    node.create_subscription(Linearization, f'{ns}/linearizer/linearization', got.append,
                              result_qos())
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     proc = subprocess.Popen(
         [sys.executable, '-m', 'rbd_linearizer.ros.node', '--ros-args',
-         '-p', 'use_default_robot:=true', '-p', 'state_source:=builtin', '-r', '__ns:=/sros2'],
+         '-p', 'use_default_robot:=true', '-p', 'state_source:=builtin', '-r', f'__ns:={ns}',
+         '-r', f'/diagnostics:={ns}/diagnostics'],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         deadline = time.monotonic() + 120.0

@@ -33,10 +33,10 @@ from rbd_linearizer.ros.qos import latched_qos, result_qos  # noqa: E402
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / 'ros'))
 sys.path.insert(0, str(HERE))
-from _node_process import NodeProcess, Probe, rss_mb  # noqa: E402
+from _node_process import NodeProcess, Probe, rss_mb, unique_ns  # noqa: E402
 import hostile_inputs as h  # noqa: E402
 
-NS = '/hostile'
+NS = unique_ns('hostile')  # the module's own namespace (/diagnostics remapped into it)
 MAX_BYTES = 200_000  # small, so that max_urdf_bytes + 1 is cheap to send
 MODEL = build_model(default_robot_urdf())
 SHORT = 2.0

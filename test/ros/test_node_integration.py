@@ -30,15 +30,16 @@ from rbd_linearizer.ros.conversions import dynamics_terms_from_msg  # noqa: E402
 from rbd_linearizer.ros.qos import latched_qos, result_qos  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _node_process import NodeProcess  # noqa: E402
+from _node_process import NodeProcess, unique_ns  # noqa: E402
 
 RESOURCES = pathlib.Path(__file__).resolve().parents[1] / 'resources' / 'urdf'
 TIMEOUT = 90.0  # first start may compile (or load cached) kernels
+NS = unique_ns('it')  # the module's own namespace
 
 
 @pytest.fixture(scope='module')
 def node_process():
-    node = NodeProcess('/it', ['-p', 'use_default_robot:=true', '-p', 'rate_hz:=50.0',
+    node = NodeProcess(NS, ['-p', 'use_default_robot:=true', '-p', 'rate_hz:=50.0',
                                '-p', 'state_source:=builtin', '-p', 'publish_dynamics:=true'])
     try:
         yield node.proc, node.log
@@ -59,8 +60,9 @@ def ros():
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     got: list = []
-    node.create_subscription(DynamicsTerms, '/it/linearizer/dynamics', got.append, result_qos())
-    pub = node.create_publisher(String, '/it/robot_description', latched_qos())
+    node.create_subscription(DynamicsTerms, f'{NS}/linearizer/dynamics', got.append,
+                             result_qos())
+    pub = node.create_publisher(String, f'{NS}/robot_description', latched_qos())
     try:
         yield node, executor, got, pub
     finally:

@@ -2,7 +2,8 @@
 
 One node process for the module (default robot: floating base, 6 joints; on_state ticks;
 actuated joints q2..q7 reversed + a local wrench at B7). A test-side node publishes
-``joint_states`` / ``odom`` and listens to ``~/linearization`` and ``/diagnostics``.
+``joint_states`` / ``odom`` and listens to ``~/linearization`` and the diagnostics, all in a
+namespace of the module's own (``unique_ns``; ``/diagnostics`` remapped into it).
 
 Checks: the ``~/linearize`` service works before any state (and rejects bad requests); every
 published A, B, f equals ``linearize`` at the published state with u0 = the measured efforts
@@ -43,9 +44,9 @@ from rbd_linearizer.ros.terms import dynamics_in_representation  # noqa: E402
 from rbd_linearizer.srv import Linearize  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _node_process import TIMEOUT, NodeProcess, Probe  # noqa: E402
+from _node_process import TIMEOUT, NodeProcess, Probe, unique_ns  # noqa: E402
 
-NS = '/nt'
+NS = unique_ns('nt')
 SHORT = 3.0
 JOINTS = ('q7', 'q6', 'q5', 'q4', 'q3', 'q2')
 RESOURCES = os.path.join(os.path.dirname(__file__), '..', 'resources', 'urdf')
@@ -364,7 +365,7 @@ def test_input_selection_changed_at_run_time(probe):
         assert _set(probe, actuated_joints=list(JOINTS))[0].successful
 
 
-def _with_command(probe, cmd, q, v, tau, done, timeout=10.0):
+def _with_command(probe, cmd, q, v, tau, done, timeout=TIMEOUT):
     """Publish ``cmd`` (freshly stamped) and a state until ``done(linearization)``.
 
     The inputs message may arrive after the state (another topic), and an applied input is
