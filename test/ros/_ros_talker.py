@@ -1,11 +1,12 @@
 """Talker process of test_message_roundtrip.py: publishes every custom message, serves Linearize.
 
-    python _ros_talker.py SEED LIFETIME_S
+    python _ros_talker.py SEED LIFETIME_S [--ros-args -r __ns:=/NS]
 
 Publishes the messages of ``_ros_payloads.published(SEED)`` once each with reliable,
 transient-local QoS (late subscribers still get them), serves ``Linearize`` by answering
 ``_ros_payloads.response_for(request, SEED)``, prints READY, and exits when its stdin closes
 (the test ended or died) or after LIFETIME_S seconds, whichever comes first: it never lingers.
+Its topic and service names are relative (``_ros_payloads``): ``__ns`` puts them in a namespace.
 """
 
 import os

@@ -713,7 +713,7 @@ def test_context_shutdown_ends_spin_with_external_shutdown_exception(executor, c
 
 
 _SHUTDOWN_FROM_THREAD = textwrap.dedent("""
-    import sys, threading, time
+    import os, sys, threading, time
     import rclpy
     from rclpy.context import Context
     from rclpy.executors import SingleThreadedExecutor
@@ -722,6 +722,7 @@ _SHUTDOWN_FROM_THREAD = textwrap.dedent("""
 
     cls = {'direct': DirectExecutor, 'rclpy': SingleThreadedExecutor}[sys.argv[1]]
     rounds, destroy = int(sys.argv[2]), sys.argv[3] == 'destroy'
+    prefix = f'race_{os.getpid()}'  # topics of this process's own
     errors = []
     threading.excepthook = lambda args: errors.append(repr(args.exc_value))
     ctx = Context()
@@ -729,7 +730,7 @@ _SHUTDOWN_FROM_THREAD = textwrap.dedent("""
     for i in range(rounds):
         node = rclpy.create_node(f'shutdown_race_{i}', context=ctx)
         for k in range(3):
-            node.create_subscription(Int32, f'race_{k}', lambda m: None, 10)
+            node.create_subscription(Int32, f'{prefix}_{k}', lambda m: None, 10)
         node.create_timer(0.001, lambda: None)
         ex = cls(context=ctx)
         ex.add_node(node)

@@ -4,7 +4,8 @@ A talker subprocess (_ros_talker.py) publishes Matrix (small and 300 x 200), Mul
 Linearization (47 x 47 A) and DynamicsTerms filled with hostile random contents (NaN payloads,
 signed zeros, denormals, infinities, random bit patterns) and serves Linearize.srv; this
 process subscribes and calls, and compares every field, floats by their bits. The test run has
-its own ROS_DOMAIN_ID and localhost-only discovery (test/conftest.py); all waits are bounded.
+its own ROS_DOMAIN_ID and localhost-only discovery (test/conftest.py), the talker a namespace
+of the module's own (``--ros-args -r __ns:=``); all waits are bounded (hang guards).
 """
 
 import os
@@ -14,6 +15,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 
 import numpy as np
 import pytest
@@ -33,6 +35,7 @@ from rbd_linearizer.srv import Linearize  # noqa: E402
 STARTUP_TIMEOUT = 60.0
 RECEIVE_TIMEOUT = 45.0
 TALKER_LIFETIME = 300.0
+NS = f'/roundtrip_{uuid.uuid4().hex[:8]}'  # the talker's namespace: its topics are relative
 
 
 @pytest.fixture(scope='module')
@@ -40,7 +43,8 @@ def talker():
     seed = random.SystemRandom().randint(0, 2**31)
     err = tempfile.TemporaryFile(mode='w+')
     proc = subprocess.Popen(
-        [sys.executable, os.path.join(HERE, '_ros_talker.py'), str(seed), str(TALKER_LIFETIME)],
+        [sys.executable, os.path.join(HERE, '_ros_talker.py'), str(seed), str(TALKER_LIFETIME),
+         '--ros-args', '-r', f'__ns:={NS}'],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
     )
     ready = threading.Event()
@@ -84,6 +88,7 @@ def ros():
 def _receive(ros, talker, key):
     node, executor = ros
     topic, msg_type = payloads.TOPICS[key]
+    topic = f'{NS}/{topic}'
     got = []
     sub = node.create_subscription(msg_type, topic, got.append, latched_qos())
     try:
@@ -136,7 +141,7 @@ def test_inconsistent_linearization_is_rejected_cleanly(ros, talker):
 def test_linearize_service_round_trip(ros, talker):
     node, executor = ros
     seed, proc = talker
-    client = node.create_client(Linearize, payloads.SERVICE)
+    client = node.create_client(Linearize, f'{NS}/{payloads.SERVICE}')
     try:
         deadline = time.monotonic() + RECEIVE_TIMEOUT
         while not client.service_is_ready() and time.monotonic() < deadline:
