@@ -26,8 +26,10 @@ from rbd_linearizer.ros.cdr import linearization_from_cdr
 
 
 def isolate_ros_domain() -> None:
-    """Use a random ROS_DOMAIN_ID in 1-101 (unless one is set; see test/conftest.py) and
-    localhost discovery."""
+    """Use a random ROS_DOMAIN_ID in 1-101 (unless one is set) and localhost discovery.
+
+    1-101: see test/conftest.py (higher ids put the DDS ports in the ephemeral range).
+    """
     os.environ.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(1, 101)))
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 

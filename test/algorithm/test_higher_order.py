@@ -288,7 +288,8 @@ def test_matches_automatic_differentiation(which):
     # §5.3), r = 0..5 (test/reference/casadi_rnea.py). Fixed bases with gravity; floating bases
     # with g = 0 (their gravity needs the base orientation, an ODE solution). Measured
     # 2e-16..5e-14 relative: the same sums in another order, so 1e-12.
-    pytest.importorskip('casadi', reason='CasADi (constraints/common.txt, group bench) not installed')
+    pytest.importorskip('casadi',
+                        reason='CasADi (constraints/common.txt, group bench) not installed')
     from reference import casadi_rnea
 
     from rbd_linearizer.model import build_model
