@@ -31,10 +31,6 @@ import pytest
 rclpy = pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is not installed')
 from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from rbd_linearizer.msg import DynamicsDerivatives as DynamicsDerivativesMsg  # noqa: E402
-from rbd_linearizer.msg import DynamicsTerms as DynamicsTermsMsg  # noqa: E402
-from rbd_linearizer.msg import Linearization as LinearizationMsg  # noqa: E402
-from rbd_linearizer.srv import Linearize  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.serialization import deserialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -46,6 +42,9 @@ from rbd_linearizer.model import build_model  # noqa: E402
 from rbd_linearizer.model.data import create_data  # noqa: E402
 from rbd_linearizer.model.robots import default_robot_urdf, example_robot_urdf  # noqa: E402
 from rbd_linearizer.model.urdf import TriangleInequalityError  # noqa: E402
+from rbd_linearizer.msg import DynamicsDerivatives as DynamicsDerivativesMsg  # noqa: E402
+from rbd_linearizer.msg import DynamicsTerms as DynamicsTermsMsg  # noqa: E402
+from rbd_linearizer.msg import Linearization as LinearizationMsg  # noqa: E402
 from rbd_linearizer.results import MultibodyState  # noqa: E402
 from rbd_linearizer.ros import node as node_module  # noqa: E402
 from rbd_linearizer.ros.cdr import LinearizationEncoder, linearization_from_cdr  # noqa: E402
@@ -57,6 +56,7 @@ from rbd_linearizer.ros.conversions import (  # noqa: E402
     stamp_to_msg,
 )
 from rbd_linearizer.ros.executor import DirectExecutor  # noqa: E402
+from rbd_linearizer.srv import Linearize  # noqa: E402
 
 MODEL = build_model(default_robot_urdf())
 JOINTS = ('q7', 'q6', 'q5', 'q4', 'q3', 'q2')
