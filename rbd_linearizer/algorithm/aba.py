@@ -246,7 +246,7 @@ def _aba_kernel(mi, mf, q, v, tau, fext, ws):
 
 
 @jit
-def minverse_passes(mi, mf, q, ws, do_fk):
+def minverse_passes(mi, mf, q, ws):
     # Recursive M^-1 in O(n^2): Carpentier's algorithm (Pinocchio computeMinverse), the same
     # family as seeds 000/001 IMMA/IMMAmb (thesis Table 4.7 / journal Table 9, errata of the
     # notes §5.6-5.7): ABA with unit torques, v = 0, g = 0, all columns at once, quantities in
@@ -255,12 +255,10 @@ def minverse_passes(mi, mf, q, ws, do_fk):
     # "World" = the world frame re-centred at the floating base (op from fk_pass, relative to
     # the base): the lever arms p x d of J and the inertias stay at the robot's size, so M^-1
     # does not lose precision far from the origin (it did as eps |p|^2 with world positions).
-    # Needs fk_pass with world poses (do_fk or the caller); the caller runs uncentre_pass.
+    # Needs fk_pass with world poses (run by the caller first); the caller runs uncentre_pass.
     nb, nv, parents, jtype, idx_q, idx_v, nvj, subptr, subidx, _, axis, _, _, I10 = model_views(
         mi, mf
     )
-    if do_fk:
-        fk_pass(mi, mf, q, q, ws, False, True)
     oR = ws_field3(mi, ws, W_OR, nb, 3, 3)
     op = ws_field2(mi, ws, W_OP, nb, 3)
     IA = ws_field3(mi, ws, W_IA, nb, 6, 6)
@@ -514,7 +512,8 @@ def _minverse_kernel(mi, mf, q, ws):
     code = check_config(mi, q)
     if code != 0:
         return code
-    code = minverse_passes(mi, mf, q, ws, True)
+    fk_pass(mi, mf, q, q, ws, False, True)
+    code = minverse_passes(mi, mf, q, ws)
     uncentre_pass(mi, ws)
     return code
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rbd_linearizer._jit import jit, register_warmup
+from rbd_linearizer._jit import jit, jit_inline, register_warmup
 from rbd_linearizer.algorithm._joints import (
     BAD_A,
     BAD_FEXT,
@@ -58,7 +58,7 @@ def _neg_matmul(M, D, out):
                     o[c] += mk * d[c]
 
 
-@jit
+@jit_inline  # its callers are thin: one compiled level less to link (compile time)
 def aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc, ddq_dx):
     # (int64[:], float64[:], q, v, tau, fext, ws, dW, dtau (nv, 2nv), Cm (nv, nv), tau_id (nv),
     #  sc, ddq_dx (nv, 2nv) C-contiguous) -> int64 code. Fills data.ddq, data.Minv, dtau, Cm
@@ -66,7 +66,7 @@ def aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc
     # one kinematics pass (world poses re-centred at the base + body twists) shared by M^-1
     # and both RNEA passes; uncentre_pass restores the world positions of data.op at the end
     fk_pass(mi, mf, q, v, ws, True, True)
-    code = minverse_passes(mi, mf, q, ws, False)  # M^-1 (IMMAmb / Carpentier), recursive
+    code = minverse_passes(mi, mf, q, ws)  # M^-1 (IMMAmb / Carpentier), recursive
     if code != 0:
         uncentre_pass(mi, ws)
         return code
@@ -74,7 +74,7 @@ def aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc
     ddq = ws_field1(mi, ws, W_DDQ, nv)
     Minv = ws_field2(mi, ws, W_MINV, nv, nv)
     # forward dynamics ddq = M^-1 (tau - h(q, v, f_ext)) (Def. 3.1: the consistent acceleration)
-    rnea_passes(mi, mf, q, v, v, fext, ws, MODE_NLE, tau_id, False)
+    rnea_passes(mi, mf, q, v, v, fext, ws, MODE_NLE, tau_id)
     for r in range(nv):
         tau_id[r] = tau[r] - tau_id[r]
     for r in range(nv):
@@ -83,7 +83,7 @@ def aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc
             s += Minv[r, c] * tau_id[c]
         ddq[r] = s
     # inverse dynamics at the consistent acceleration (tau_id = tau up to round-off)
-    rnea_passes(mi, mf, q, v, ddq, fext, ws, MODE_RNEA, tau_id, False)
+    rnea_passes(mi, mf, q, v, ddq, fext, ws, MODE_RNEA, tau_id)
     rnea_derivatives_passes(mi, mf, ws, dW, dtau, Cm, sc)
     uncentre_pass(mi, ws)
     _neg_matmul(Minv, dtau, ddq_dx)  # Prop. 3.3: D_i FD = -M^-1 D_i ID

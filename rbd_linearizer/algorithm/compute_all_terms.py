@@ -6,7 +6,6 @@ import numpy as np
 
 from rbd_linearizer._jit import jit, register_warmup
 from rbd_linearizer.algorithm._joints import (
-    _EMPTY,
     _F64,
     _ND,
     BAD_V,
@@ -40,13 +39,14 @@ def _all_terms_kernel(mi, mf, q, v, ws):
         return BAD_V
     nv = mi[1]
     fk_pass(mi, mf, q, v, ws, True, True)  # op re-centred at the base for M^-1
-    crba_passes(mi, mf, q, ws, False)
-    code = minverse_passes(mi, mf, q, ws, False)
+    crba_passes(mi, mf, q, ws)
+    code = minverse_passes(mi, mf, q, ws)
     uncentre_pass(mi, ws)  # data.op: world positions again
     if code != 0:
         return code
-    rnea_passes(mi, mf, q, v, v, _EMPTY, ws, MODE_GRAVITY, ws_field1(mi, ws, W_G, nv), False)
-    rnea_passes(mi, mf, q, v, v, _EMPTY, ws, MODE_NLE, ws_field1(mi, ws, W_H, nv), False)
+    no_fext = v[:0]  # not the global _EMPTY: a global array is read-only, another signature
+    rnea_passes(mi, mf, q, v, v, no_fext, ws, MODE_GRAVITY, ws_field1(mi, ws, W_G, nv))
+    rnea_passes(mi, mf, q, v, v, no_fext, ws, MODE_NLE, ws_field1(mi, ws, W_H, nv))
     return 0
 
 

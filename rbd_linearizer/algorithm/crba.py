@@ -33,13 +33,12 @@ __all__ = ['crba']
 
 
 @jit
-def crba_passes(mi, mf, q, ws, do_fk):
+def crba_passes(mi, mf, q, ws):
     # CRBA: seed 003 Alg. 2 (Featherstone RBDA Table 6.2), linear first, body frames,
     # 10-parameter composite inertias; floating base = 6-DoF joint with S = 1_6 (seed 003 §3).
     # O(n d). Writes the full symmetric M.
+    # Reads liR/lip from ws: the caller runs fk_pass first.
     nb, nv, parents, jtype, idx_q, idx_v, nvj, _, _, _, axis, _, _, I10 = model_views(mi, mf)
-    if do_fk:
-        fk_pass(mi, mf, q, q, ws, False, False)
     liR = ws_field3(mi, ws, W_LIR, nb, 3, 3)
     lip = ws_field2(mi, ws, W_LIP, nb, 3)
     IC = ws_field2(mi, ws, W_IC, nb, 10)
@@ -103,7 +102,8 @@ def _crba_kernel(mi, mf, q, ws):
     code = check_config(mi, q)
     if code != 0:
         return code
-    crba_passes(mi, mf, q, ws, True)
+    fk_pass(mi, mf, q, q, ws, False, False)
+    crba_passes(mi, mf, q, ws)
     return 0
 
 

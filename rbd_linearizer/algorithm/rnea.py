@@ -46,21 +46,22 @@ from rbd_linearizer.model.data import Data, check_data
 
 __all__ = ['compute_generalized_gravity', 'nonlinear_effects', 'rnea']
 
-MODE_RNEA, MODE_NLE, MODE_GRAVITY = 0, 1, 2
+#: ``rnea_passes`` modes. numpy scalars, not ints: a module-level int (or a literal) passed from
+#: one compiled kernel to another is typed as a literal, and numba compiles a separate copy of
+#: the callee for each literal value; with these, one compiled ``rnea_passes`` serves every mode.
+MODE_RNEA, MODE_NLE, MODE_GRAVITY = np.int64(0), np.int64(1), np.int64(2)
 
 
 @jit
-def rnea_passes(mi, mf, q, v, a, fext, ws, mode, out, do_fk=True):
+def rnea_passes(mi, mf, q, v, a, fext, ws, mode, out):
     # RNEA: seed 003 Alg. 1 (Featherstone RBDA Table 5.1), linear-first spatial vectors, body
     # frames; mode 0: tau = ID(q, v, a); 1: a = 0; 2: v = a = 0 (gravity only). Writes out (nv,).
-    # do_fk=False reuses liR/lip (and v_body for modes 0, 1) already in ws.
+    # Reads liR/lip (and v_body for modes 0, 1) from ws: the caller runs fk_pass first.
     nb, nv, parents, jtype, idx_q, idx_v, nvj, _, _, gravity, axis, _, _, I10 = model_views(
         mi, mf
     )
     use_v = mode <= 1
     use_a = mode == 0
-    if do_fk:
-        fk_pass(mi, mf, q, v, ws, use_v, False)
     liR = ws_field3(mi, ws, W_LIR, nb, 3, 3)
     lip = ws_field2(mi, ws, W_LIP, nb, 3)
     V = ws_field2(mi, ws, W_V, nb, 6)
@@ -144,6 +145,7 @@ def _rnea_kernel(mi, mf, q, v, a, fext, ws, mode):
         return BAD_FEXT
     nv = mi[1]
     w = W_TAU if mode == 0 else (W_H if mode == 1 else W_G)
+    fk_pass(mi, mf, q, v, ws, mode <= 1, False)
     rnea_passes(mi, mf, q, v, a, fext, ws, mode, ws_field1(mi, ws, w, nv))
     return 0
 

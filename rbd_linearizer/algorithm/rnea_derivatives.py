@@ -335,7 +335,7 @@ def _rnea_derivatives_kernel(mi, mf, q, v, a, fext, ws, dW, dtau, Cm, tau, sc):
     if fext.shape[0] > 0 and not check_finite(fext):
         return BAD_FEXT
     fk_pass(mi, mf, q, v, ws, True, True)
-    rnea_passes(mi, mf, q, v, a, fext, ws, MODE_RNEA, tau, False)
+    rnea_passes(mi, mf, q, v, a, fext, ws, MODE_RNEA, tau)
     rnea_derivatives_passes(mi, mf, ws, dW, dtau, Cm, sc)
     uncentre_pass(mi, ws)
     return 0
