@@ -26,6 +26,7 @@ executor.
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 import gc
 import signal
 import sys
@@ -53,7 +54,7 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from rbd_linearizer._jit import warmup
+from rbd_linearizer import precompile
 from rbd_linearizer.algorithm.compute_all_terms import compute_all_terms
 from rbd_linearizer.algorithm.coriolis import compute_coriolis_matrix, create_coriolis_workspace
 from rbd_linearizer.algorithm.joint_configuration import neutral
@@ -134,6 +135,7 @@ class Served:
         self.tau_joints = self.resolved.tau_dofs[: self.resolved.n_tau] - base
         self.input_columns = {name: k for k, name in enumerate(self.resolved.names)}
         self._index_for: tuple[list[str], bool, np.ndarray] | None = None
+        self._warm: set[str] = set()  # kernel families warmed up (precompile.FAMILIES)
 
     def joint_index(self, names: list[str], allow_extra: bool) -> np.ndarray:
         """``joint_index_map`` for ``names``, remembered for the next message with equal names.
@@ -151,16 +153,43 @@ class Served:
         """Return a Served of the same model with another input selection."""
         return Served(self.model, inputs)
 
-    def warm_up(self, cfg: dict[str, Any]) -> None:
-        """Compile / load every kernel and run each output path once (never inside a tick)."""
-        warmup(self.model, self.data)
+    def cold_families(self, cfg: dict[str, Any]) -> list[str]:
+        """Return the kernel families ``cfg`` uses not warmed up yet (``precompile``)."""
+        r = self.resolved
+        return [f for f in precompile.node_families(cfg, r.has_wrenches, r.has_world_wrenches)
+                if f not in self._warm]
+
+    def warm_up(self, cfg: dict[str, Any], report: Callable[[str], None] | None = None) -> None:
+        """Compile / load the kernels ``cfg`` uses; run each of its output paths once.
+
+        Never inside a tick. Only what the configuration enables: the linearization (always:
+        ``~/linearize`` serves it), the dynamics terms with ``publish_dynamics``, the
+        derivatives with ``higher_order_derivatives``; a later call warms up what a parameter
+        change enabled since. ``report``: when a kernel is not in the cache, called with a line
+        saying what compiles and for about how long, then with progress every
+        ``precompile.PROGRESS_PERIOD_S`` (the compilation runs in a worker thread meanwhile).
+        """
+        families = self.cold_families(cfg)
+        cold = precompile.missing(families) if report is not None else []
+        if cold:
+            precompile.run_reporting(lambda: self._warm_up(cfg, families), report,
+                                     precompile.describe(cold), precompile.estimate_s(cold))
+        else:
+            self._warm_up(cfg, families)
+
+    def _warm_up(self, cfg: dict[str, Any], families: list[str]) -> None:
         q = neutral(self.model)
         v = np.zeros(self.model.nv)
-        for tm in ('continuous', 'discrete'):
-            self.linearize(q, v, None, cfg, time_model=tm)
-        self.dynamics(q, v, 0, cfg['velocity_representation'])
-        if not self.resolved.has_world_wrenches:  # (refused with higher_order_derivatives)
-            self.dynamics_derivatives(q, v, None, 2, 0, cfg['velocity_representation'])
+        rep = cfg['velocity_representation']
+        for fam in families:
+            if fam.startswith('linearization'):  # (through other kernels with wrench inputs)
+                for tm in ('continuous', 'discrete'):
+                    self.linearize(q, v, None, cfg, time_model=tm)
+            elif fam == 'dynamics':
+                self.dynamics(q, v, 0, rep)
+            elif fam == 'derivatives':
+                self.dynamics_derivatives(q, v, None, 2, 0, rep)
+            self._warm.add(fam)
 
     def linearize(self, q, v, u, cfg: dict[str, Any], stamp_ns: int = 0,
                   representation: str | None = None, time_model: str | None = None,
@@ -200,8 +229,12 @@ class Served:
                                     representation)
 
 
-def build_served(urdf: str, cfg: dict[str, Any]) -> Served:
-    """Parse ``urdf`` with the configuration's parser options and warm it up (RbdError)."""
+def build_served(urdf: str, cfg: dict[str, Any],
+                 report: Callable[[str], None] | None = None) -> Served:
+    """Parse ``urdf`` with the configuration's parser options and warm it up (RbdError).
+
+    ``report``: progress lines while kernels compile (``Served.warm_up``).
+    """
     base = cfg['base']
     limits = ParseLimits(max_bytes=cfg['max_urdf_bytes'], max_links=cfg['max_links'],
                          max_joints=cfg['max_joints'], max_depth=cfg['max_depth'])
@@ -209,7 +242,7 @@ def build_served(urdf: str, cfg: dict[str, Any]) -> Served:
                         limits=limits, mimic=cfg['mimic'],
                         check_triangle_inequality=cfg['check_triangle_inequality'])
     served = Served(model, P.input_selection(cfg))
-    served.warm_up(cfg)
+    served.warm_up(cfg, report)
     return served
 
 
@@ -430,7 +463,7 @@ class _LinearizerMixin:
 
     def _install(self, urdf: str, origin: str) -> bool:
         try:
-            served = build_served(urdf, self._cfg)
+            served = build_served(urdf, self._cfg, self.get_logger().info)
         except Exception as e:  # noqa: BLE001 - any failure keeps the last good model
             if not isinstance(e, RbdError):
                 e = f'{type(e).__name__}: {e}'
@@ -640,8 +673,10 @@ class _LinearizerMixin:
         served = self._served
         if served is not None and P.input_selection(cfg) != served.inputs:
             new = served.with_inputs(P.input_selection(cfg))
-            new.warm_up(cfg)  # e.g. first wrench input: compile now, not in a tick
+            new.warm_up(cfg, self.get_logger().info)  # e.g. a first wrench input
             self._served = new
+        elif served is not None and served.cold_families(cfg):
+            served.warm_up(cfg, self.get_logger().info)  # e.g. publish_dynamics turned on
         if cfg['rate_hz'] != old['rate_hz'] and self._active:
             self._start_timer()
         changed = sorted(k for k in cfg if cfg[k] != old[k])

@@ -1,0 +1,289 @@
+"""Compile the node's kernels ahead of time, and report progress while compiling.
+
+``python -m rbd_linearizer.precompile [--all] [--quiet]`` compiles (or finds in the cache) every
+kernel ``linearizer_node`` can use: the linearization (with and without wrench inputs), the
+dynamics terms (``publish_dynamics``) and the forward-dynamics derivatives
+(``higher_order_derivatives``); ``--all`` adds every other kernel of the library (rotors,
+Christoffel symbols, batch linearization, the single algorithms). It prints a progress bar and
+the time taken. The set-up runs it once, so that the first start of the node loads its kernels
+from the cache (``rbd_linearizer._kernel_cache``) instead of compiling them.
+
+The node (``ros/node.py``) uses the same families: ``node_families(cfg)`` says which ones a
+configuration needs, ``missing`` which of them are not in the cache yet, ``estimate_s`` how
+long compiling them takes, and ``run_reporting`` runs the warm-up in a worker thread while the
+calling thread reports progress. No ROS import here (usable at build time).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterable
+import dataclasses
+import sys
+import threading
+import time
+from typing import Any
+
+#: Progress period of ``run_reporting`` [s] (the node logs at least this often while compiling).
+PROGRESS_PERIOD_S = 5.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """A group of kernels compiled together: what the node says it compiles, and its cost."""
+
+    name: str
+    what: str  # for the log: "compiling kernels for <what>"
+    kernels: tuple[str, ...]  # 'module:function' of the top-level kernels (cache check)
+    seconds: float  # typical first compile, one core (docs/performance.md, "Start-up")
+
+
+#: The node's kernel families, in warm-up order.
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family('linearization', 'the linearization (A, B, f)',
+           ('rbd_linearizer.linearization.continuous:_one_state',), 30.0),
+    Family('linearization_wrenches', 'the linearization with wrench inputs (A, B, f)',
+           ('rbd_linearizer.algorithm.aba_derivatives:_aba_derivatives_kernel',
+            'rbd_linearizer.algorithm.kinematics:_fk_kernel',
+            'rbd_linearizer.linearization.inputs:body_jacobian'), 35.0),
+    Family('dynamics', 'the dynamics terms (M, M^-1, C, g, h)',
+           ('rbd_linearizer.algorithm.compute_all_terms:_all_terms_kernel',
+            'rbd_linearizer.algorithm.coriolis:_coriolis_kernel'), 25.0),
+    Family('derivatives', 'the forward-dynamics derivatives (seed 002)',
+           ('rbd_linearizer.algorithm._higher_order_kernels:hybrid_kernel',), 15.0),
+)}
+
+
+def node_families(cfg: dict[str, Any], has_wrenches: bool = False,
+                  has_world_wrenches: bool = False) -> list[str]:
+    """Return the families a node configuration uses (``ros.params`` names), in order.
+
+    The linearization is always needed (``~/linearize`` serves it even when
+    ``publish_linearization`` is off), through other kernels with wrench inputs; the dynamics
+    only with ``publish_dynamics``; the derivatives only with ``higher_order_derivatives`` > 0
+    (refused with wrench inputs expressed in 'world').
+    """
+    out = ['linearization_wrenches' if has_wrenches else 'linearization']
+    if cfg.get('publish_dynamics'):
+        out.append('dynamics')
+    if cfg.get('higher_order_derivatives', 0) > 0 and not has_world_wrenches:
+        out.append('derivatives')
+    return out
+
+
+def _index_files(kernel: str) -> list:
+    # this version's cache index of a kernel (the directory is content-hash specific, so any
+    # index there was compiled from the current sources)
+    import importlib
+    import inspect
+    from pathlib import Path
+
+    from rbd_linearizer import _jit, _kernel_cache
+
+    module, name = kernel.split(':')
+    disp = getattr(importlib.import_module(module), name)
+    src = Path(inspect.getfile(disp.py_func)).resolve()
+    rel = src.relative_to(_kernel_cache.PACKAGE_DIR).parent
+    return list((_jit.CACHE.path / rel).glob(f'{src.stem}.{name}-*.nbi'))
+
+
+def missing(families: Iterable[str]) -> list[str]:
+    """Return the families among ``families`` with a kernel not in the cache yet."""
+    out = []
+    for fam in families:
+        try:
+            cached = all(_index_files(k) for k in FAMILIES[fam].kernels)
+        except (OSError, ValueError, AttributeError, ImportError):
+            cached = False  # cannot tell: assume it compiles
+        if not cached:
+            out.append(fam)
+    return out
+
+
+def estimate_s(families: Iterable[str]) -> float:
+    """Typical compile time of ``families`` on one core [s] (0 when none)."""
+    return sum(FAMILIES[f].seconds for f in families)
+
+
+def describe(families: Iterable[str]) -> str:
+    """Return "the linearization (A, B, f) and the dynamics terms (...)" for a log line."""
+    names = [FAMILIES[f].what for f in families]
+    return names[0] if len(names) == 1 else ', '.join(names[:-1]) + ' and ' + names[-1]
+
+
+class _CompileWatch:
+    """Which kernel numba compiles now and how many have finished (numba's event API)."""
+
+    def __init__(self):
+        self.current: str | None = None
+        self.done = 0
+        self._depth = 0
+        self._listener = None
+
+    def __enter__(self):
+        try:
+            from numba.core import event
+
+            watch = self
+
+            class _Listener(event.Listener):
+                def on_start(self, ev):
+                    watch._depth += 1
+                    fn = getattr(ev.data.get('dispatcher'), 'py_func', None)
+                    if fn is not None and fn.__module__.startswith('rbd_linearizer'):
+                        watch.current = fn.__name__
+
+                def on_end(self, ev):
+                    watch._depth -= 1
+                    fn = getattr(ev.data.get('dispatcher'), 'py_func', None)
+                    if fn is not None and fn.__module__.startswith('rbd_linearizer'):
+                        watch.done += 1
+
+            self._listener = _Listener()
+            event.register('numba:compile', self._listener)
+        except (ImportError, AttributeError):  # no event API: progress without kernel names
+            self._listener = None
+        return self
+
+    def __exit__(self, *exc):
+        if self._listener is not None:
+            from numba.core import event
+
+            event.unregister('numba:compile', self._listener)
+        return False
+
+
+def run_reporting(work: Callable[[], Any], report: Callable[[str], None], what: str,
+                  estimate: float, period_s: float | None = None) -> Any:
+    """Run ``work()`` in a worker thread; ``report`` a line now and every ``period_s`` until done.
+
+    ``what``: the kernels being compiled (for the lines); ``estimate``: their typical compile
+    time [s]. Returns ``work()``'s result or raises its exception in the calling thread. A
+    KeyboardInterrupt in the calling thread (Ctrl-C) propagates at once (the worker is a
+    daemon thread).
+    """
+    period = PROGRESS_PERIOD_S if period_s is None else period_s
+    box: dict[str, Any] = {}
+
+    def target():
+        try:
+            box['result'] = work()
+        except BaseException as e:  # noqa: BLE001 - re-raised in the calling thread
+            box['error'] = e
+
+    t0 = time.monotonic()
+    with _CompileWatch() as watch:
+        report(f'compiling kernels for {what} (about {estimate:.0f} s; once: they are cached '
+               'for the next start)')
+        worker = threading.Thread(target=target, name='rbd-kernel-warmup', daemon=True)
+        worker.start()
+        while True:
+            worker.join(period)
+            if not worker.is_alive():
+                break
+            elapsed = time.monotonic() - t0
+            now = f', now {watch.current}' if watch.current else ''
+            report(f'still compiling kernels for {what}: {elapsed:.0f} s, {watch.done} '
+                   f'compiled{now}')
+    if 'error' in box:
+        raise box['error']
+    report(f'kernels for {what} compiled in {time.monotonic() - t0:.1f} s')
+    return box.get('result')
+
+
+# ---------------------------------------------------------------------------------------------
+# The set-up step: python -m rbd_linearizer.precompile
+
+
+def _node_paths(model) -> list[tuple[str, Callable[[], None]]]:
+    # The node's calls (ros/node.py Served) on the default robot, one per family: the same
+    # kernels with the same argument types, without importing ROS.
+    import numpy as np
+
+    from rbd_linearizer.algorithm.compute_all_terms import compute_all_terms
+    from rbd_linearizer.algorithm.coriolis import (
+        compute_coriolis_matrix,
+        create_coriolis_workspace,
+    )
+    from rbd_linearizer.algorithm.higher_order import forward_dynamics_derivatives
+    from rbd_linearizer.algorithm.joint_configuration import neutral
+    from rbd_linearizer.linearization import InputSelection, WrenchInput, linearize
+    from rbd_linearizer.model.data import create_data
+
+    data = create_data(model)
+    q, v = neutral(model), np.zeros(model.nv)
+    frame = next((n for n, fr in model.frames.items() if fr.body >= 0), None)
+    wrench = InputSelection(wrenches=(WrenchInput(frame, 'wrench', 'local'),)) if frame else None
+    return [
+        ('linearization', lambda: linearize(model, data, q, v)),
+        ('linearization_wrenches',
+         lambda: wrench and linearize(model, data, q, v, inputs=wrench)),
+        ('dynamics', lambda: (compute_all_terms(model, data, q, v), compute_coriolis_matrix(
+            model, data, q, v, create_coriolis_workspace(model)))),
+        ('derivatives', lambda: forward_dynamics_derivatives(
+            model, None, q, v, np.zeros((3, model.nv)), 2, np.zeros((3, model.nb, 6)))),
+    ]
+
+
+def _bar(done: int, total: int, width: int = 24) -> str:
+    n = round(width * done / max(total, 1))
+    return '[' + '#' * n + '.' * (width - n) + f'] {done}/{total}'
+
+
+def precompile(everything: bool = False, out=sys.stdout) -> float:
+    """Compile (or load) the node's kernels, or with ``everything`` all of them; seconds taken."""
+    from rbd_linearizer import _jit
+    from rbd_linearizer.model import build_model
+    from rbd_linearizer.model.robots import default_robot_urdf
+
+    t0 = time.perf_counter()
+    model = build_model(default_robot_urdf())
+    steps = _node_paths(model)
+    if everything:
+        data = None
+
+        def library(fn):
+            def call():
+                nonlocal data
+                if data is None:
+                    from rbd_linearizer.model.data import create_data
+                    data = create_data(model)
+                fn(model, data)
+            return call
+
+        _jit._import_algorithms()
+        steps += [(f'library: {name}', library(fn)) for name, fn in _jit._WARMUPS.items()]
+    todo = set(missing(f for f, _ in steps if f in FAMILIES))
+    print(f'rbd_linearizer: pre-compiling {len(steps)} kernel families into {_jit.CACHE.path}'
+          f" ({len(todo)} of the node's {sum(f in FAMILIES for f, _ in steps)} not cached; "
+          f'about {estimate_s(todo):.0f} s on one core)', file=out, flush=True)
+    tty = getattr(out, 'isatty', lambda: False)()
+    for k, (name, call) in enumerate(steps):
+        t = time.perf_counter()
+        if tty:  # the bar with the step under way; a log file gets one line per step
+            print(f'\r{_bar(k, len(steps))} {name} ...'.ljust(79), end='', file=out, flush=True)
+        call()
+        print(f'\r{_bar(k + 1, len(steps))} {name} {time.perf_counter() - t:.1f} s'.ljust(79),
+              file=out, flush=True)
+    total = time.perf_counter() - t0
+    print(f'rbd_linearizer: kernels ready in {total:.1f} s ({_jit.CACHE.origin} cache '
+          f'{_jit.CACHE.path})', file=out, flush=True)
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m rbd_linearizer.precompile [--all] [--quiet]``."""
+    ap = argparse.ArgumentParser(prog='python -m rbd_linearizer.precompile',
+                                 description=__doc__.split('\n')[0])
+    ap.add_argument('--all', action='store_true',
+                    help="also every kernel the node does not use (the library's)")
+    ap.add_argument('--quiet', action='store_true', help='print nothing')
+    args = ap.parse_args(argv)
+    import io
+
+    precompile(args.all, out=io.StringIO() if args.quiet else sys.stdout)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
