@@ -28,6 +28,9 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 DEMO_NODES = ('lqr_gains', 'lqr_controller', 'mpc', 'demo_recorder', 'sim_driver')
+#: seconds between launch's SIGINT and its SIGTERM (launch's default: 5): a process that has
+#: stopped may still need seconds to tear down DDS and numba on a loaded machine
+SIGTERM_TIMEOUT_S = '20'
 
 
 def _nodes(context):
@@ -47,12 +50,13 @@ def _nodes(context):
     common = ['--config', config, '--out', out] + (['--duration', duration] if duration else [])
     actions = [Node(package='rbd_linearizer', executable='linearizer_node', name='linearizer',
                     output='screen', parameters=[linearizer_parameters(cfg)],
-                    arguments=ros_log)]
+                    arguments=ros_log, sigterm_timeout=SIGTERM_TIMEOUT_S)]
     procs = {}
     for name in DEMO_NODES:
         procs[name] = Node(package='rbd_linearizer', executable='rbd-demo', output='screen',
                            arguments=[*process_arguments(name, common), *ros_log],
-                           additional_env={'OPENBLAS_NUM_THREADS': '1'})
+                           additional_env={'OPENBLAS_NUM_THREADS': '1'},
+                           sigterm_timeout=SIGTERM_TIMEOUT_S)
         actions.append(procs[name])
     actions.append(RegisterEventHandler(OnProcessExit(
         target_action=procs['demo_recorder'], on_exit=[EmitEvent(event=Shutdown(
