@@ -12,6 +12,7 @@ run under the real launch stack in test_launch_arguments_launch.py.
 from __future__ import annotations
 
 from pathlib import Path
+import signal
 import sys
 
 import pytest
@@ -86,7 +87,7 @@ def test_the_node_ends_up_with_the_file_values_except_the_given_arguments(
         got = get_parameters(probe.node, f'{ns}/linearizer', sorted(expected),
                              lambda ok, what: probe.wait(ok, what, HANG_GUARD_S))
         assert got == expected
-        assert node.stop() == 0
+        assert node.stop(signal.SIGINT) == 0  # as launch stops it
     finally:
         probe.close()
         node.close()
