@@ -115,10 +115,14 @@ class _CompileWatch:
     """Which kernel numba compiles now and how many have finished (numba's event API)."""
 
     def __init__(self):
-        self.current: str | None = None
+        self.stack: list[str] = []  # kernels being compiled, outermost first
         self.done = 0
-        self._depth = 0
         self._listener = None
+
+    @property
+    def current(self) -> str | None:
+        """The innermost kernel being compiled (None between two)."""
+        return self.stack[-1] if self.stack else None
 
     def __enter__(self):
         try:
@@ -126,17 +130,23 @@ class _CompileWatch:
 
             watch = self
 
+            def ours(ev) -> str | None:
+                fn = getattr(ev.data.get('dispatcher'), 'py_func', None)
+                if fn is not None and fn.__module__.startswith('rbd_linearizer'):
+                    return fn.__name__
+                return None
+
             class _Listener(event.Listener):
                 def on_start(self, ev):
-                    watch._depth += 1
-                    fn = getattr(ev.data.get('dispatcher'), 'py_func', None)
-                    if fn is not None and fn.__module__.startswith('rbd_linearizer'):
-                        watch.current = fn.__name__
+                    name = ours(ev)
+                    if name:
+                        watch.stack.append(name)
 
                 def on_end(self, ev):
-                    watch._depth -= 1
-                    fn = getattr(ev.data.get('dispatcher'), 'py_func', None)
-                    if fn is not None and fn.__module__.startswith('rbd_linearizer'):
+                    name = ours(ev)
+                    if name:
+                        if watch.stack and watch.stack[-1] == name:
+                            watch.stack.pop()
                         watch.done += 1
 
             self._listener = _Listener()
@@ -263,8 +273,8 @@ def precompile(everything: bool = False, out=sys.stdout) -> float:
         if tty:  # the bar with the step under way; a log file gets one line per step
             print(f'\r{_bar(k, len(steps))} {name} ...'.ljust(79), end='', file=out, flush=True)
         call()
-        print(f'\r{_bar(k + 1, len(steps))} {name} {time.perf_counter() - t:.1f} s'.ljust(79),
-              file=out, flush=True)
+        line = f'{_bar(k + 1, len(steps))} {name} {time.perf_counter() - t:.1f} s'
+        print(f'\r{line.ljust(79)}' if tty else line, file=out, flush=True)
     total = time.perf_counter() - t0
     print(f'rbd_linearizer: kernels ready in {total:.1f} s ({_jit.CACHE.origin} cache '
           f'{_jit.CACHE.path})', file=out, flush=True)

@@ -22,7 +22,6 @@ the linearization point) with w held over the step.
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
 from rbd_linearizer.errors import ConfigError
 from rbd_linearizer.spatial import se3
@@ -87,5 +86,7 @@ def zero_order_hold(A, B, f, dt):
     Maug[:nx, :nx] = A
     Maug[:nx, nx : nx + nu] = B
     Maug[:nx, nx + nu] = f
+    import scipy.linalg  # here: importing SciPy costs ~0.1-0.2 s of every node's start-up
+
     E = scipy.linalg.expm(dt * Maug)
     return E[:nx, :nx].copy(), E[:nx, nx : nx + nu].copy(), E[:nx, nx + nu].copy()

@@ -1,0 +1,83 @@
+"""``python -m rbd_linearizer.precompile``: the set-up step that leaves the node's kernels cached.
+
+* after it ran, every kernel family the node can use is in the cache (``precompile.missing``
+  finds none in a fresh process), and it printed its progress and the time taken;
+* ``run_reporting`` (what the node uses while it compiles) reports before the work ends and
+  while it runs, and hands the work's result or exception back (order of events, no timing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from rbd_linearizer import precompile
+
+CHECK = """
+import json
+from rbd_linearizer import precompile
+print(json.dumps(precompile.missing(precompile.FAMILIES)))
+"""
+
+
+def test_precompile_leaves_every_node_kernel_in_the_cache():
+    env = dict(os.environ)
+    env.pop('NUMBA_DISABLE_JIT', None)
+    # the session's cache (NUMBA_CACHE_DIR or the package's): cold, this compiles for minutes
+    res = subprocess.run([sys.executable, '-m', 'rbd_linearizer.precompile'], env=env,
+                         capture_output=True, text=True, timeout=1800)
+    assert res.returncode == 0, res.stderr[-3000:]
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith('rbd_linearizer: pre-compiling 4 kernel families into'), lines
+    for k, fam in enumerate(precompile.FAMILIES, 1):
+        assert any(f'] {k}/4 {fam} ' in line for line in lines), (fam, lines)
+    assert lines[-1].startswith('rbd_linearizer: kernels ready in'), lines
+    left = subprocess.run([sys.executable, '-c', CHECK], env=env, capture_output=True,
+                          text=True, timeout=300, check=True)
+    assert json.loads(left.stdout.strip().splitlines()[-1]) == []
+
+
+def test_run_reporting_reports_while_the_work_runs():
+    lines: list[str] = []
+    release = threading.Event()
+
+    def report(line):
+        lines.append(line)
+        if line.startswith('still compiling'):
+            release.set()
+
+    def work():
+        assert release.wait(60), 'no progress line while the work ran'
+        lines.append('work done')
+        return 42
+
+    assert precompile.run_reporting(work, report, 'the test kernels', 12.0, period_s=0.02) == 42
+    assert lines[0] == ('compiling kernels for the test kernels (about 12 s; once: they are '
+                        'cached for the next start)')
+    assert lines[1].startswith('still compiling kernels for the test kernels: ')
+    done = lines.index('work done')
+    assert lines[done + 1].startswith('kernels for the test kernels compiled in')
+    assert len(lines) == done + 2
+
+
+def test_run_reporting_raises_the_work_exception():
+    def work():
+        raise ValueError('bad model')
+
+    with pytest.raises(ValueError, match='bad model'):
+        precompile.run_reporting(work, lambda line: None, 'x', 1.0, period_s=0.02)
+
+
+def test_describe_and_estimate():
+    assert precompile.describe(['linearization']) == 'the linearization (A, B, f)'
+    assert precompile.describe(['linearization', 'dynamics', 'derivatives']) == (
+        'the linearization (A, B, f), the dynamics terms (M, M^-1, C, g, h) and the '
+        'forward-dynamics derivatives (seed 002)')
+    assert precompile.estimate_s([]) == 0
+    assert precompile.estimate_s(['linearization', 'dynamics']) == (
+        precompile.FAMILIES['linearization'].seconds + precompile.FAMILIES['dynamics'].seconds)
