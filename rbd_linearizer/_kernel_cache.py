@@ -9,7 +9,7 @@ error.
 
 Here every kernel of the package is cached under one directory per **content hash** of all the
 package sources a kernel can be compiled from (every ``.py`` file of the package outside
-``ros/``, ``tools/`` and ``demo/``, which no kernel module imports: checked by
+``ros/``, ``tools/``, ``demo/`` and ``precompile.py``, which no kernel module imports: checked by
 ``test/test_kernel_cache.py``) and of the versions of Python, numba, llvmlite and NumPy. The
 hash is computed once, when ``rbd_linearizer._jit`` is imported (before any kernel is defined).
 Any change to any of those sources gives a new directory, so nothing compiled from other
@@ -47,7 +47,7 @@ import time
 PACKAGE_DIR = Path(__file__).resolve().parent
 #: Subpackages no kernel module imports (ROS glue, command-line tools, the demo): edits there
 #: leave the kernels' cache alone. ``test/test_kernel_cache.py`` checks the premise.
-UNHASHED = ('ros', 'tools', 'demo', 'msg', 'srv', 'resources')
+UNHASHED = ('ros', 'tools', 'demo', 'msg', 'srv', 'resources', 'precompile.py')
 #: Version directories kept besides the current one (other environments sharing the cache).
 KEEP_OTHER_VERSIONS = 3
 
@@ -65,15 +65,29 @@ def source_files(package_dir: Path = PACKAGE_DIR) -> list[Path]:
     return sorted(out)
 
 
-def content_hash(package_dir: Path = PACKAGE_DIR) -> str:
-    """SHA-256 (hex) of the kernel sources and of the compiler's versions."""
-    import llvmlite
-    import numba
-    import numpy
+#: The distributions whose versions decide the machine code (besides Python's).
+_COMPILER = ('numba', 'llvmlite', 'numpy')
 
+
+def _version(dist: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:  # not installed as a distribution: ask the module
+        import importlib
+
+        return importlib.import_module(dist).__version__
+
+
+def content_hash(package_dir: Path = PACKAGE_DIR) -> str:
+    """SHA-256 (hex) of the kernel sources and of the compiler's versions.
+
+    The versions come from the installed distributions' metadata: no numba import (the set-up's
+    ``precompile --if-needed`` check stays fast).
+    """
     h = hashlib.sha256()
-    for part in (sys.implementation.cache_tag, sys.platform, numba.__version__,
-                 llvmlite.__version__, numpy.__version__):
+    for part in (sys.implementation.cache_tag, sys.platform, *map(_version, _COMPILER)):
         h.update(f'{part}\0'.encode())
     for rel in source_files(package_dir):
         h.update(rel.as_posix().encode() + b'\0')

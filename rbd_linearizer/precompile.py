@@ -1,12 +1,14 @@
 """Compile the node's kernels ahead of time, and report progress while compiling.
 
-``python -m rbd_linearizer.precompile [--all] [--quiet]`` compiles (or finds in the cache) every
-kernel ``linearizer_node`` can use: the linearization (with and without wrench inputs), the
-dynamics terms (``publish_dynamics``) and the forward-dynamics derivatives
+``python -m rbd_linearizer.precompile [--all] [--if-needed] [--quiet]`` compiles (or finds in
+the cache) every kernel ``linearizer_node`` can use: the linearization (with and without wrench
+inputs), the dynamics terms (``publish_dynamics``) and the forward-dynamics derivatives
 (``higher_order_derivatives``); ``--all`` adds every other kernel of the library (rotors,
 Christoffel symbols, batch linearization, the single algorithms). It prints a progress bar and
-the time taken. The set-up runs it once, so that the first start of the node loads its kernels
-from the cache (``rbd_linearizer._kernel_cache``) instead of compiling them.
+the time taken. The set-up runs it, so that the first start of the node loads its kernels from
+the cache (``rbd_linearizer._kernel_cache``) instead of compiling them. ``--if-needed`` first
+checks, in ~0.1 s and without importing numba, whether they are all cached already (after an
+upgrade or an edit of the kernel sources they are not: the cache is per content hash).
 
 The node (``ros/node.py``) uses the same families: ``node_families(cfg)`` says which ones a
 configuration needs, ``missing`` which of them are not in the cache yet, ``estimate_s`` how
@@ -71,20 +73,27 @@ def node_families(cfg: dict[str, Any], has_wrenches: bool = False,
     return out
 
 
-def _index_files(kernel: str) -> list:
+def _index_files(kernel: str, cache_dir) -> list:
     # this version's cache index of a kernel (the directory is content-hash specific, so any
-    # index there was compiled from the current sources)
-    import importlib
-    import inspect
-    from pathlib import Path
-
-    from rbd_linearizer import _jit, _kernel_cache
+    # index there was compiled from the current sources); no import of the kernel's module
+    from pathlib import PurePosixPath
 
     module, name = kernel.split(':')
-    disp = getattr(importlib.import_module(module), name)
-    src = Path(inspect.getfile(disp.py_func)).resolve()
-    rel = src.relative_to(_kernel_cache.PACKAGE_DIR).parent
-    return list((_jit.CACHE.path / rel).glob(f'{src.stem}.{name}-*.nbi'))
+    rel = PurePosixPath(*module.split('.')[1:])  # rbd_linearizer.a.b -> a/b
+    return list((cache_dir / rel.parent).glob(f'{rel.name}.{name}-*.nbi'))
+
+
+def _cache_dir():
+    # the cache this process uses (or would use: without importing numba or the kernels)
+    import os
+
+    from rbd_linearizer import _kernel_cache
+
+    try:
+        return _kernel_cache.cache_info().path
+    except RuntimeError:  # _jit not imported (yet)
+        return _kernel_cache.choose(_kernel_cache.content_hash(),
+                                    os.environ.get('NUMBA_CACHE_DIR', '')).path
 
 
 def missing(families: Iterable[str]) -> list[str]:
@@ -92,8 +101,9 @@ def missing(families: Iterable[str]) -> list[str]:
     out = []
     for fam in families:
         try:
-            cached = all(_index_files(k) for k in FAMILIES[fam].kernels)
-        except (OSError, ValueError, AttributeError, ImportError):
+            where = _cache_dir()
+            cached = all(_index_files(k, where) for k in FAMILIES[fam].kernels)
+        except OSError:
             cached = False  # cannot tell: assume it compiles
         if not cached:
             out.append(fam)
@@ -282,16 +292,23 @@ def precompile(everything: bool = False, out=sys.stdout) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m rbd_linearizer.precompile [--all] [--quiet]``."""
+    """``python -m rbd_linearizer.precompile [--all] [--if-needed] [--quiet]``."""
     ap = argparse.ArgumentParser(prog='python -m rbd_linearizer.precompile',
                                  description=__doc__.split('\n')[0])
     ap.add_argument('--all', action='store_true',
                     help="also every kernel the node does not use (the library's)")
+    ap.add_argument('--if-needed', action='store_true',
+                    help="first check (fast, without numba) whether the node's kernels are "
+                         'all cached already; compile only if not')
     ap.add_argument('--quiet', action='store_true', help='print nothing')
     args = ap.parse_args(argv)
     import io
 
-    precompile(args.all, out=io.StringIO() if args.quiet else sys.stdout)
+    out = io.StringIO() if args.quiet else sys.stdout
+    if args.if_needed and not args.all and not missing(FAMILIES):
+        print(f"rbd_linearizer: the node's kernels are cached ({_cache_dir()})", file=out)
+        return 0
+    precompile(args.all, out=out)
     return 0
 
 

@@ -1,7 +1,8 @@
 """``python -m rbd_linearizer.precompile``: the set-up step that leaves the node's kernels cached.
 
 * after it ran, every kernel family the node can use is in the cache (``precompile.missing``
-  finds none in a fresh process), and it printed its progress and the time taken;
+  finds none in a fresh process, without importing numba; ``--if-needed`` then compiles
+  nothing), and it printed its progress and the time taken;
 * ``run_reporting`` (what the node uses while it compiles) reports before the work ends and
   while it runs, and hands the work's result or exception back (order of events, no timing).
 """
@@ -19,9 +20,9 @@ import pytest
 from rbd_linearizer import precompile
 
 CHECK = """
-import json
+import json, sys
 from rbd_linearizer import precompile
-print(json.dumps(precompile.missing(precompile.FAMILIES)))
+print(json.dumps([precompile.missing(precompile.FAMILIES), 'numba' in sys.modules]))
 """
 
 
@@ -39,7 +40,11 @@ def test_precompile_leaves_every_node_kernel_in_the_cache():
     assert lines[-1].startswith('rbd_linearizer: kernels ready in'), lines
     left = subprocess.run([sys.executable, '-c', CHECK], env=env, capture_output=True,
                           text=True, timeout=300, check=True)
-    assert json.loads(left.stdout.strip().splitlines()[-1]) == []
+    # nothing left to compile, and the check itself needs no numba (the set-up's fast path)
+    assert json.loads(left.stdout.strip().splitlines()[-1]) == [[], False]
+    again = subprocess.run([sys.executable, '-m', 'rbd_linearizer.precompile', '--if-needed'],
+                           env=env, capture_output=True, text=True, timeout=300, check=True)
+    assert again.stdout.startswith("rbd_linearizer: the node's kernels are cached ("), again
 
 
 def test_run_reporting_reports_while_the_work_runs():
