@@ -37,22 +37,22 @@ class Family:
     name: str
     what: str  # for the log: "compiling kernels for <what>"
     kernels: tuple[str, ...]  # 'module:function' of the top-level kernels (cache check)
-    seconds: float  # typical first compile, one core (docs/performance.md, "Start-up")
+    seconds: float  # first compile alone, one idle core (docs/performance.md, "Start-up")
 
 
 #: The node's kernel families, in warm-up order.
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family('linearization', 'the linearization (A, B, f)',
-           ('rbd_linearizer.linearization.continuous:_one_state',), 30.0),
+           ('rbd_linearizer.linearization.continuous:_one_state',), 25.0),
     Family('linearization_wrenches', 'the linearization with wrench inputs (A, B, f)',
            ('rbd_linearizer.algorithm.aba_derivatives:_aba_derivatives_kernel',
             'rbd_linearizer.algorithm.kinematics:_fk_kernel',
-            'rbd_linearizer.linearization.inputs:body_jacobian'), 35.0),
+            'rbd_linearizer.linearization.inputs:body_jacobian'), 25.0),
     Family('dynamics', 'the dynamics terms (M, M^-1, C, g, h)',
            ('rbd_linearizer.algorithm.compute_all_terms:_all_terms_kernel',
-            'rbd_linearizer.algorithm.coriolis:_coriolis_kernel'), 25.0),
+            'rbd_linearizer.algorithm.coriolis:_coriolis_kernel'), 20.0),
     Family('derivatives', 'the forward-dynamics derivatives (seed 002)',
-           ('rbd_linearizer.algorithm._higher_order_kernels:hybrid_kernel',), 15.0),
+           ('rbd_linearizer.algorithm._higher_order_kernels:hybrid_kernel',), 8.0),
 )}
 
 
