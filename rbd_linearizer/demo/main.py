@@ -158,13 +158,24 @@ def create_nodes(cfg: dict, scen: dict, names, context, max_rtf: float = 0.0) ->
     return nodes
 
 
+def actuator_bounds(cfg: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Return (lo, hi) of the demo input u = [joint torques, thrusts] (MuJoCo's ctrlrange)."""
+    n = len(cfg['robot']['joints'])
+    lim = float(cfg['robot']['torque_limit'])
+    rot = cfg['rotors']
+    lo = np.r_[np.full(n, -lim), np.full(6, float(rot['min_thrust']))]
+    hi = np.r_[np.full(n, lim), np.full(6, float(rot['max_thrust']))]
+    return lo, hi
+
+
 def _summarize(nodes: dict, scen: dict, cfg: dict, out, wall: float,
                startup: float | None = None) -> dict:
     from rbd_linearizer.demo import report
     from rbd_linearizer.demo.hexarotor import RotorLayout
     rec = nodes['demo_recorder']
     summary = report.build_report(rec.states, rec.applied, rec.lins, scen, out,
-                                  RotorLayout.from_config(cfg['rotors']))
+                                  RotorLayout.from_config(cfg['rotors']), rec.commands,
+                                  actuator_bounds(cfg))
     # start-up: until the driver's first command (nodes warming up, a cold numba cache
     # compiling); the real-time factor is that of the stepping loop after it
     summary['wall_time_s'] = wall
@@ -172,8 +183,8 @@ def _summarize(nodes: dict, scen: dict, cfg: dict, out, wall: float,
         summary['startup_wait_s'] = startup
     stepping = wall - (startup or 0.0)
     summary['real_time_factor'] = summary['simulated_s'] / stepping if stepping > 0 else 0.0
-    if 'sim_driver' in nodes:
-        summary['driver_timeouts'] = nodes['sim_driver'].timeouts
+    if 'sim_driver' in nodes:  # states published again while waiting for their answer
+        summary['driver_resends'] = nodes['sim_driver'].resends
     if 'lqr_gains' in nodes:
         hist = nodes['lqr_gains'].history
         summary['lqr_retunes'] = len(hist)
@@ -222,8 +233,10 @@ def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
         executor: str = 'single', save_recording: str | Path | None = None) -> dict | None:
     """Run the demo; return the report summary (None if stopped by a signal).
 
-    Raises RuntimeError if the loop stalls: no simulation step for ``wall_timeout`` s once
-    stepping, or no first command within the driver's start-up hang guard. Start-up itself
+    Raises RuntimeError if the loop stalls (hang guards, never a step without its answer): no
+    simulation step for ``wall_timeout`` s once stepping, one state unanswered for the
+    driver's ``stall_timeout_s``, or no first command within its ``startup_timeout_s``.
+    Start-up itself
     waits for readiness (the nodes build and warm up before the executor spins; the driver
     then waits for the first answer), however long a cold numba cache takes.
     """
@@ -267,7 +280,7 @@ def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
         if _Sigint.stop:
             return None
         if driver.failed:
-            raise RuntimeError(f'the simulation did not start: {driver.failed}')
+            raise RuntimeError(f'the simulation stopped: {driver.failed}')
         # drain the last messages into the recorder
         end = time.monotonic() + 0.5
         while time.monotonic() < end and not _Sigint.stop:
@@ -457,8 +470,10 @@ def _main(full: list[str]) -> int:
         return 130  # stopped by a signal
     print(format_summary(summary))
     print(f"wall time {summary['wall_time_s']:.1f} s (start-up {summary['startup_wait_s']:.1f} s, "
-          f"then real-time factor {summary['real_time_factor']:.2f}), driver timeouts "
-          f"{summary['driver_timeouts']}, "
+          f"then real-time factor {summary['real_time_factor']:.2f}), lock-step: "
+          f"{summary['lock_step']['answered']} steps on their own state's answer, "
+          f"{summary['lock_step']['mismatched']} not (states sent again: "
+          f"{summary['driver_resends']}), "
           f"MPC median solve {summary.get('mpc_solve_ms_median', float('nan')):.2f} ms")
     return 0
 

@@ -2,8 +2,12 @@
 
 The ``demo_recorder`` node records, from the topics only: the states (``/odom`` +
 ``/joint_states``), the inputs the driver applied (``/sim_driver/applied_command``, stamped
-with the start of the step they were applied over) and the linearizations
-(``/linearizer/linearization``). ``build_report`` then computes
+with the start of the step they were applied over), the controllers' commands
+(``/lqr/command``, ``/mpc/command``) and the linearizations (``/linearizer/linearization``).
+``build_report`` then computes
+
+- the lock-step check (``lock_step``): every applied input against the commands the active
+  controller published for that very state (``lock_step_check``);
 
 - hover error of the LQR phase before the push, and the settling time after the push (position
   error back below ``settle_tol`` m and attitude error below 10 x that in rad, for good);
@@ -127,9 +131,51 @@ def _settling_time(t, err, t_from, t_to, tol):
     return float(ts[above[-1] + 1])
 
 
+#: the demo's command topics and the scenario key of the time each one starts driving
+COMMAND_TOPICS = (('/lqr/command', None), ('/mpc/command', 'mpc_start_s'))
+
+
+def lock_step_check(applied: dict, commands: dict, scenario: dict, lo, hi) -> dict:
+    """Compare every applied input with the active controller's commands for its state.
+
+    ``applied``: stamp -> input the driver applied over [stamp, stamp + dt];
+    ``commands``: topic -> stamp -> list of the commands published for that state (a state
+    sent again may be answered twice); the active topic at t is the last of
+    ``COMMAND_TOPICS`` whose start time is <= t. A step is *answered* when the applied input
+    equals one of them (clipped to the actuator bounds ``lo``, ``hi``, as MuJoCo applies it);
+    *mismatched* when the controller answered that state with something else (the driver
+    stepped without waiting for the answer); *unrecorded* when the recorder got no command for
+    that state (a subscription not matched yet, another process). Returns the three counts
+    and the stamps [ns] of the first 10 mismatched steps.
+    """
+    starts = [(0.0 if key is None else float(scenario[key]), topic)
+              for topic, key in COMMAND_TOPICS]
+    out = {'answered': 0, 'mismatched': 0, 'unrecorded': 0, 'first_mismatched_ns': []}
+    for ns, u in sorted(applied.items()):
+        topic = None
+        for start, name in starts:
+            if ns * 1e-9 >= start - 1e-9:
+                topic = name
+        answers = commands.get(topic, {}).get(ns, [])
+        if not answers:
+            out['unrecorded'] += 1
+        elif any(np.allclose(u, np.clip(a, lo, hi), rtol=0.0, atol=1e-12) for a in answers):
+            out['answered'] += 1
+        else:
+            out['mismatched'] += 1
+            if len(out['first_mismatched_ns']) < 10:
+                out['first_mismatched_ns'].append(int(ns))
+    return out
+
+
 def build_report(states: dict, applied: dict, lins: list, scenario: dict, out: str | Path,
-                 layout: RotorLayout | None = None) -> dict:
-    """Compute the summary, write ``out``.png and ``out``.json; return the summary."""
+                 layout: RotorLayout | None = None, commands: dict | None = None,
+                 bounds=None) -> dict:
+    """Compute the summary, write ``out``.png and ``out``.json; return the summary.
+
+    With ``commands`` (the recorder's) and ``bounds`` = (lo, hi) of the actuators, the summary
+    has ``lock_step`` (``lock_step_check``).
+    """
     layout = layout or RotorLayout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -161,6 +207,8 @@ def build_report(states: dict, applied: dict, lins: list, scenario: dict, out: s
     summary['mpc_final_error_m'] = float(pos_err[-1]) if in_mpc.any() else float('nan')
     summary['mpc_final_attitude_error_rad'] = float(att_err[-1]) if in_mpc.any() else float('nan')
     summary['min_altitude_m'] = float(Q[:, 2].min()) if t.size else float('nan')
+    if commands is not None and bounds is not None:
+        summary['lock_step'] = lock_step_check(applied, commands, scenario, *bounds)
     pe = prediction_errors(states, applied, lins, layout)
     dt = float(lins[0]['dt']) if lins else 0.0
     summary.update(prediction_summary(pe, t_push, float(scenario.get('push_duration_s', 0.0)),
@@ -264,6 +312,8 @@ def make_node(model, **kw):
             self.states: dict[int, tuple[np.ndarray, np.ndarray]] = {}
             self.applied: dict[int, np.ndarray] = {}
             self.lins: list[dict] = []
+            self.commands: dict[str, dict[int, list[np.ndarray]]] = {
+                topic: {} for topic, _ in COMMAND_TOPICS}
             self.last_wall = time.monotonic()
             self.pairer = StatePairer(model.joint_names, self._on_state)
             q = result_qos(200)
@@ -272,6 +322,9 @@ def make_node(model, **kw):
             self.create_subscription(JointState, '/sim_driver/applied_command', self._on_cmd, q)
             self.create_subscription(LinearizationMsg, '/linearizer/linearization',
                                      self._on_lin, q)
+            for topic in self.commands:
+                self.create_subscription(JointState, topic,
+                                         lambda m, t=topic: self._on_answer(t, m), q)
 
         def _on_state(self, ns, q, v) -> None:
             self.states[ns] = (q, v)
@@ -280,6 +333,10 @@ def make_node(model, **kw):
         def _on_cmd(self, msg) -> None:
             ns, u = command_from_msg(msg)
             self.applied[ns] = u
+
+        def _on_answer(self, topic: str, msg) -> None:
+            ns, u = command_from_msg(msg)
+            self.commands[topic].setdefault(ns, []).append(u)
 
         def _on_lin(self, msg) -> None:
             if msg.time_model != 'discrete' or msg.velocity_representation != 'body':

@@ -26,9 +26,18 @@ watch it in real time). Start-up waits for readiness: the driver offers the init
 (every 0.25 s) until the active controller answers it, however long the other nodes take to
 start (a cold numba cache compiles for minutes); it never steps before that first command.
 ``startup_timeout_s`` is only a hang guard: without a first command by then the driver stops
-with an error (``failed``). After the first command, a controller silent for
-``command_timeout_s`` (wall, while the driver's executor is responsive) is stepped over with the
-last command (counted as a timeout).
+with an error (``failed``).
+
+After the first command the same holds for every state: the driver never steps without the
+active controller's answer to the state it published, however late that answer comes (a
+loaded machine delays a controller, a process or the DDS delivery, for any length of wall
+time). No wall-clock deadline decides a step. While it waits, it publishes the same state
+again (same stamp, same content, ``/clock`` unchanged) every ``resend_period_s`` of wall time
+(``resends``, logged with the time waited): idempotent for the nodes (the linearizer does not
+linearize a stamp twice, a controller that already answered answers again, the duplicate is
+ignored), it recovers a delivery that was lost. ``stall_timeout_s`` is a hang guard, like
+``startup_timeout_s``: no answer to one state for that long stops the driver with the reason
+(``failed``: the controller, the state's time, the wait and the re-sends), it never steps.
 
 Node ``sim_driver`` publishes ``/robot_description`` (std_msgs/String, reliable + transient
 local), ``/odom`` (nav_msgs/Odometry: pose of the base link in ``world``, twist in the base
@@ -229,7 +238,8 @@ def _node_class():
             p('push_time_s', 2.0)
             p('push_force', [20.0, 0.0, 0.0])
             p('push_duration_s', 0.1)
-            p('command_timeout_s', 0.5)  # wall time to wait for the answer to a state
+            p('resend_period_s', 0.5)  # wall: publish the unanswered state again this often
+            p('stall_timeout_s', 600.0)  # hang guard: one state unanswered this long -> failed
             p('startup_timeout_s', 1800.0)  # hang guard: no first command by then -> failed
             p('min_state_subscribers', 0)  # start only when /odom has this many subscribers
             p('duration_s', 0.0)  # stop after this sim time (0: run forever)
@@ -245,7 +255,10 @@ def _node_class():
             self.push_t = g('push_time_s').value
             self.push_f = np.array(g('push_force').value, dtype=float)
             self.push_d = g('push_duration_s').value
-            self.timeout = g('command_timeout_s').value
+            self.resend_period = g('resend_period_s').value
+            self.stall_timeout = g('stall_timeout_s').value
+            if not self.resend_period > 0.0 or not self.stall_timeout > 0.0:
+                raise ValueError('resend_period_s and stall_timeout_s must be > 0')
             self.startup_timeout = g('startup_timeout_s').value
             self.duration = g('duration_s').value
             self.min_subs = g('min_state_subscribers').value
@@ -259,12 +272,12 @@ def _node_class():
             self.k = 0  # published state index: sim time = k dt_ns
             self.u = np.zeros(self.sim.nu)  # no command yet: rotors off, torques zero
             self.got_first = False
-            self.timeouts = 0
+            self.resends = 0  # states published again while waiting for their answer
+            self.resends_now = 0  # ... of the current state
             self.finished = False
             self.failed = ''  # why the driver gave up (startup hang guard), '' if it did not
             self.wall_start = None  # first watchdog call: the executor spins, start-up begins
             self.wall_first_command = None  # wall time of the first command: stepping begins
-            self.wall_watchdog = None
             self.wall_waiting_log = 0.0
             self.pushes: list[float] = []
             self.active_topic = None
@@ -288,6 +301,7 @@ def _node_class():
             self._command_msg, self._command_from_msg = command_msg, command_from_msg
             self._stamp = ns_to_stamp
             self.wall_sent = time.monotonic()
+            self.wall_state = self.wall_sent  # first publication of the current state
             self.wall0 = None
             self._publish_state()
             self.create_timer(0.02, self._watchdog)
@@ -326,22 +340,28 @@ def _node_class():
 
         def _watchdog(self) -> None:
             now = time.monotonic()
-            # called late: the executor was busy in another callback (one process: a node
-            # compiling or solving); a command queued meanwhile goes first, not a timeout
-            late = self.wall_watchdog is not None and now - self.wall_watchdog > 0.1
-            self.wall_watchdog = now
             if self.finished:
                 return
             if not self.got_first:
                 self._wait_for_first_command(now)
                 return
-            waited = now - self.wall_sent
-            if waited > self.timeout and not late:
-                self.timeouts += 1
-                self.get_logger().warn(f't = {self.t:.3f} s: no command from '
-                                       f'{self._active(self.t)} for {waited:.2f} s, '
-                                       'stepping with the last one', throttle_duration_sec=1.0)
-                self._advance()
+            # lock-step: no step without the answer, however long it takes (no deadline)
+            waited = now - self.wall_state
+            if waited > self.stall_timeout:
+                self.failed = (f'no command from {self._active(self.t)} for the state at '
+                               f't = {self.t:.3f} s within {waited:.0f} s '
+                               f'({self.resends_now} re-sends; stall_timeout_s '
+                               f'{self.stall_timeout:g})')
+                self.get_logger().error(self.failed)
+                self.finished = True
+            elif now - self.wall_sent >= self.resend_period:
+                self.resends += 1
+                self.resends_now += 1
+                self.get_logger().info(
+                    f't = {self.t:.3f} s: no command from {self._active(self.t)} yet '
+                    f'({waited:.2f} s): state sent again (a late answer is waited for, '
+                    'a lost one recovered; no step without it)', throttle_duration_sec=5.0)
+                self._publish_state()
 
         def _wait_for_first_command(self, now: float) -> None:
             # start-up: offer the state again until the active controller answers it (a
@@ -392,9 +412,11 @@ def _node_class():
                 if ahead > 0:
                     time.sleep(ahead)
             self._publish_state()
+            self.wall_state, self.resends_now = self.wall_sent, 0
             if self.duration > 0 and self.t >= self.duration - 1e-9:
                 self.finished = True
-                self.get_logger().info(f'simulated {self.t:.3f} s ({self.timeouts} timeouts)')
+                self.get_logger().info(f'simulated {self.t:.3f} s ({self.resends} states '
+                                       'sent again while waiting for their answer)')
 
         def _publish_state(self) -> None:
             sim = self.sim
