@@ -1086,16 +1086,20 @@ def _pop_option(argv: list[str], name: str, default: str | None) -> str | None:
     return default
 
 
-class _Sigint:
-    """Python-level SIGINT handler of the entry points, installed before ``rclpy.init``.
+class _StopSignal:
+    """SIGINT and SIGTERM handler (Python level) of the entry points, set before ``rclpy.init``.
 
-    rclpy's own handler (installed by ``rclpy.init``) shuts the context down and then calls
-    this one. Before spinning (construction, warm-up) it raises KeyboardInterrupt to cut
-    them short. While spinning it does nothing: the executor stops on the shut-down context,
-    and a KeyboardInterrupt raised at an arbitrary point inside rclpy's executor can leave
-    half-built objects behind (a Task whose ``__del__`` then prints a traceback at exit).
+    rclpy's own handlers (installed by ``rclpy.init``) call this one, then have a thread of
+    theirs shut the context down. Before spinning (construction, warm-up, a kernel compile in
+    its worker thread) it raises KeyboardInterrupt in the main thread to cut them short
+    (without it, a SIGTERM only shut the context down, and the construction went on to its
+    end, a cold compile included: test/ros/test_node_stop.py). While spinning it does
+    nothing: the executor stops on the shut-down context, and a KeyboardInterrupt raised at
+    an arbitrary point inside rclpy's executor can leave half-built objects behind (a Task
+    whose ``__del__`` then prints a traceback at exit).
     """
 
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
     spinning = False
 
     @classmethod
@@ -1105,9 +1109,10 @@ class _Sigint:
 
 
 def _init(args: list[str] | None) -> None:
-    # rclpy.init after our SIGINT handler, so that rclpy's handler chains to it (see _Sigint)
-    _Sigint.spinning = False
-    signal.signal(signal.SIGINT, _Sigint.handler)
+    # rclpy.init after our handlers, so that rclpy's handlers chain to them (see _StopSignal)
+    _StopSignal.spinning = False
+    for sig in _StopSignal.SIGNALS:
+        signal.signal(sig, _StopSignal.handler)
     rclpy.init(args=args)
 
 
@@ -1150,7 +1155,7 @@ def _spin(make_node, executor_name: str = 'direct') -> None:
         gc.collect()
         gc.freeze()
         executor.add_node(node)
-        _Sigint.spinning = True
+        _StopSignal.spinning = True
         executor.spin()
     except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
         pass
