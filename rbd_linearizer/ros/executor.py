@@ -30,6 +30,7 @@ from typing import Any
 from rclpy.exceptions import InvalidHandle
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+from rclpy.signals import SignalHandlerGuardCondition
 from rclpy.subscription import Subscription
 from rclpy.utilities import timeout_sec_to_nsec
 
@@ -49,6 +50,9 @@ _INSTANCE_INTERNALS = ('_tasks', '_tasks_lock', '_cb_iter', '_guard', '_sigint_g
                        '_is_shutdown', '_context')
 _WAIT_SET_INTERNALS = ('clear_entities', 'add_subscription', 'add_client', 'add_service',
                        'add_timer', 'add_guard_condition', 'wait', 'get_ready_entities')
+
+#: Longest wait [s] once a stop signal arrived, until the context is seen shut down (below).
+SIGNAL_POLL_S = 0.01
 
 
 class DirectExecutorUnsupported(RuntimeError):
@@ -106,6 +110,7 @@ class _Waiting:
         self.node_guards: list = []
         self.guards: list = []
         self.waitables: list = []
+        self.signal = None  # DirectExecutor._signal_gc, if in the wait set
         self.wait_set = None
 
 
@@ -132,6 +137,15 @@ class DirectExecutor(SingleThreadedExecutor):
         self._spinning = False
         self._closing = False
         self._stale = False
+        # rclpy's SIGINT / SIGTERM handler triggers the signal guard conditions and only then
+        # shuts the contexts down, from a thread of its own: a wait woken by the trigger may
+        # still find the context valid, and the trigger is consumed. Once one was seen, every
+        # wait is bounded by SIGNAL_POLL_S until the context is found shut down (an unbounded
+        # wait would otherwise go on until some other entity becomes ready: forever for an
+        # idle node). A guard condition of our own, in no other wait set (rclpy's _sigint_gc
+        # is also in the wait of the handed-over path, which may consume its trigger).
+        self._signal_gc = SignalHandlerGuardCondition(self._context)
+        self._signalled = False
 
     def spin(self) -> None:
         """Execute callbacks until shutdown (of the executor or of its context)."""
@@ -170,6 +184,9 @@ class DirectExecutor(SingleThreadedExecutor):
             self._closing = True
             if not self._spinning:
                 self._release()
+            gc, self._signal_gc = self._signal_gc, None
+        if gc is not None:
+            gc.destroy()  # (deferred by rclpy until a spin in progress releases its handle)
         return super().shutdown(timeout_sec)
 
     def _guarded_once(self, timeout_sec: float | None) -> bool:
@@ -207,6 +224,8 @@ class DirectExecutor(SingleThreadedExecutor):
             w = self._rebuild(nodes)
             ws = w.wait_set
             self._fill(w)
+        if self._signalled and (timeout_sec is None or not 0 <= timeout_sec <= SIGNAL_POLL_S):
+            timeout_sec = SIGNAL_POLL_S  # a stop signal arrived: see __init__
         ws.wait(timeout_sec_to_nsec(timeout_sec))
         if self._is_shutdown:
             return False
@@ -215,12 +234,14 @@ class DirectExecutor(SingleThreadedExecutor):
         subs_ready = ws.get_ready_entities('subscription')
         timers_ready = ws.get_ready_entities('timer')
         guards_ready = ws.get_ready_entities('guard_condition')
+        if w.signal is not None and w.signal.handle.pointer in guards_ready:
+            self._signalled = True
         others = (len(ws.get_ready_entities('client')) + len(ws.get_ready_entities('service'))
                   + sum(1 for e in w.waitables if e.is_ready(ws)))
         # The executor's guard only wakes this wait: what changed is known from wake()
-        # (_stale, rebuilt on the next call) and the node list; SIGINT's guard: the context
-        # check above. A user guard condition (consumed by this wait) is triggered again for
-        # rclpy's path, which runs its callback.
+        # (_stale, rebuilt on the next call) and the node list; the signal guards: the
+        # context check above (and _signalled). A user guard condition (consumed by this
+        # wait) is triggered again for rclpy's path, which runs its callback.
         for g in w.node_guards:
             if g.handle.pointer in guards_ready:
                 g.trigger()
@@ -276,9 +297,11 @@ class DirectExecutor(SingleThreadedExecutor):
                         if self.can_execute(e) and _enter(stack, e.handle):
                             live.append(e)
             counts = [len(w.subs), len(w.clients), len(w.services), len(w.timers)]
-            for g in (self._guard, self._sigint_gc):
+            for g in (self._guard, self._sigint_gc, self._signal_gc):
                 if g is not None and _enter(stack, g.handle):
                     w.guards.append(g)
+            if self._signal_gc is not None and self._signal_gc in w.guards:
+                w.signal = self._signal_gc
             w.guards.extend(w.node_guards)
             n_guards = len(w.guards)
             for n in nodes:
