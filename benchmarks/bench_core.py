@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reference.pin_oracle import pin_model  # noqa: E402
 
-from rbd_linearizer import _jit  # noqa: E402
+from rbd_linearizer import algorithm  # noqa: E402
 from rbd_linearizer.algorithm import (  # noqa: E402
     aba,
     compute_all_terms,
@@ -74,7 +74,7 @@ def bench(name: str, number: int, repeat: int) -> list[tuple]:
     q = random_configuration(model, rng)
     v = rng.normal(size=model.nv)
     a = rng.normal(size=model.nv)
-    _jit.warmup(model, data)
+    algorithm.warmup(model, data)
     cases = [
         ('rnea', lambda: rnea(model, data, q, v, a), lambda: pin.rnea(pm, pd, q, v, a)),
         ('crba', lambda: crba(model, data, q), lambda: pin.crba(pm, pd, q)),

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reference.pin_oracle import pin_model  # noqa: E402
 
-from rbd_linearizer import _jit  # noqa: E402
+from rbd_linearizer import algorithm  # noqa: E402
 from rbd_linearizer.algorithm import random_configuration  # noqa: E402
 from rbd_linearizer.algorithm.coriolis import (  # noqa: E402
     compute_coriolis_matrix,
@@ -68,7 +68,7 @@ def bench(name: str, number: int, repeat: int) -> dict:
     v = rng.normal(size=model.nv)
     u = rng.normal(size=model.n_joints)
     tau = np.concatenate([np.zeros(6), u])
-    _jit.warmup(model, data)
+    algorithm.warmup(model, data)
     Q = np.array([random_configuration(model, rng) for _ in range(N_BATCH)])
     V = rng.normal(size=(N_BATCH, model.nv))
     U = rng.normal(size=(N_BATCH, model.n_joints))

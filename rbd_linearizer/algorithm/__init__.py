@@ -38,6 +38,34 @@ from rbd_linearizer.algorithm.rotor import (
     rnea_rotor,
 )
 
+
+def registered() -> tuple[str, ...]:
+    """Return the names of the registered warm-up callables (one per kernel family).
+
+    Importing this package imports every algorithm module, which registers its kernels'
+    warm-up (``_jit.register_warmup``); ``rbd_linearizer.linearization`` registers its own
+    when imported.
+    """
+    from rbd_linearizer._jit import _WARMUPS
+
+    return tuple(_WARMUPS)
+
+
+def warmup(model, data=None) -> None:
+    """Compile (or load from cache) every registered kernel by calling it once on ``model``.
+
+    ``data`` is created with ``create_data(model)`` when not given; it is left in an unspecified
+    (but valid) state.
+    """
+    from rbd_linearizer._jit import _WARMUPS
+    from rbd_linearizer.model.data import create_data
+
+    if data is None:
+        data = create_data(model)
+    for fn in list(_WARMUPS.values()):
+        fn(model, data)
+
+
 __all__ = [
     'aba',
     'aba_rotor',
@@ -64,6 +92,8 @@ __all__ = [
     'nonlinear_effects',
     'normalize',
     'random_configuration',
+    'registered',
     'rnea',
     'rnea_rotor',
+    'warmup',
 ]

@@ -30,6 +30,7 @@ import math
 
 import numpy as np
 
+from rbd_linearizer._jit import register_warmup
 from rbd_linearizer.algorithm import _higher_order_kernels as _kern
 from rbd_linearizer.algorithm._joints import BAD_QUAT, QUAT_TOL, as_vector, raise_code
 from rbd_linearizer.conventions import JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE
@@ -567,3 +568,21 @@ def lemma1_coriolis_matrix(model, data, q, v, paper_base_block=False):
     C = S.T @ Gc @ M @ Gp @ Sd - S.T @ Gc @ adV.T @ M @ Gp @ S
     Mdot = Sd.T @ Gc @ M @ Gp @ S + S.T @ Gc @ Md @ Gp @ S + S.T @ Gc @ M @ Gp @ Sd
     return C, Mdot
+
+
+@register_warmup('higher_order')
+def _warmup(model, data) -> None:
+    # The seed-002 higher-order kernels (algorithm/_higher_order_kernels.py: geometry, inverse
+    # and hybrid = forward) have one type signature for every order k and with or without
+    # external wrenches, so one call of each public function at k = 1 compiles them all.
+    from rbd_linearizer.algorithm.joint_configuration import neutral
+
+    q = neutral(model)
+    z = np.zeros(model.nv)
+    inverse_dynamics_derivatives(model, data, q, np.zeros((3, model.nv)), 1)
+    forward_dynamics_derivatives(model, data, q, z, np.zeros((2, model.nv)), 1,
+                                 np.zeros((2, model.nb, 6)))
+    prescribed = np.zeros(model.nv, dtype=bool)
+    prescribed[model.nv - model.n_joints:] = True  # joints prescribed, base (if any) free
+    hybrid_dynamics_derivatives(model, data, q, z, prescribed, np.zeros((2, model.nv)),
+                                np.zeros((2, model.nv)), 1)

@@ -241,10 +241,10 @@ def test_bad_input_raises():
 
 
 def test_warmup_covers_the_linearization():
-    from rbd_linearizer import _jit
+    from rbd_linearizer import algorithm
 
-    names = _jit.registered()
+    names = algorithm.registered()
     for name in ('rnea_derivatives', 'aba_derivatives', 'linearize'):
         assert name in names
     model, data = get_sample('chain', True, 0)
-    _jit.warmup(model, data)  # torque and wrench-input paths run without error
+    algorithm.warmup(model, data)  # torque and wrench-input paths run without error

@@ -387,7 +387,7 @@ _WIDE_RUNNER = r"""
 import resource, sys
 sys.path.insert(0, sys.argv[1])
 import hostile_inputs as h
-from rbd_linearizer._jit import warmup
+from rbd_linearizer.algorithm import warmup
 from rbd_linearizer.model import build_model
 from rbd_linearizer.model.data import create_data
 small = build_model(h.chain_urdf(2))

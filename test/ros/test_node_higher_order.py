@@ -3,7 +3,7 @@
 The published values over real DDS are checked in test_node_topics.py
 (``test_dynamics_derivatives_equal_the_core_at_the_published_state``).
 
-* Warm-up: ``_jit.warmup`` (called by ``build_served``: the plain node's constructor, the
+* Warm-up: ``algorithm.warmup`` (called by ``build_served``: the plain node's constructor, the
   lifecycle ``configure``, the model-swap worker) compiles or loads the seed-002 higher-order
   kernels, so the first ``dynamics_derivatives`` call of a tick adds no compiled signature to
   any numba kernel of the package (a signature appears when a kernel is compiled *or* loaded
@@ -94,8 +94,9 @@ def test_first_derivatives_call_after_build_served_does_not_compile():
     assert out.returncode == 0, out.stderr[-3000:]
     res = json.loads(out.stdout.strip().splitlines()[-1])
     assert res['kernels'] >= 50, res  # the scan does see the package's kernels
-    # the inverse and the hybrid (= forward) kernels at least were ready before the call
-    assert res['higher_order_compiled'] >= 2, res
+    # the hybrid (= forward) kernel at least was ready before the call (the node warms up only
+    # what its configuration uses: the inverse-dynamics derivatives are not among it)
+    assert res['higher_order_compiled'] >= 1, res
     assert res['new'] == [], f'compiled or loaded inside the first call: {res["new"]}'
 
 
