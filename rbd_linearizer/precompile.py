@@ -272,6 +272,7 @@ def precompile(everything: bool = False, out=sys.stdout) -> float:
             return call
 
         import rbd_linearizer.algorithm  # noqa: F401 - registers every algorithm's warm-up
+        import rbd_linearizer.linearization.batch  # noqa: F401 - and the batch's
         steps += [(f'library: {name}', library(fn)) for name, fn in _jit._WARMUPS.items()]
     todo = set(missing(f for f, _ in steps if f in FAMILIES))
     print(f'rbd_linearizer: pre-compiling {len(steps)} kernel families into {_jit.CACHE.path}'

@@ -1,0 +1,227 @@
+"""Start-up of ``linearizer_node``: time to its first output, warm and cold, and the pre-compile.
+
+Usage: python benchmarks/bench_startup.py [--python VENV/bin/python] [--runs 3] [--cold-runs 1]
+       [--no-cold] [--no-precompile] [--timeout 600]
+
+For the Python (venv) given by ``--python`` (default: this one), so one run measures one ROS
+distribution:
+
+- **warm**: ``linearizer_node --ros-args -p use_default_robot:=true -p state_source:=builtin``
+  after the set-up: with the cache the pre-compile step below filled (or, with
+  ``--no-precompile`` or without that step, after a first, unmeasured start);
+- **cold**: the same with an empty ``NUMBA_CACHE_DIR`` (a new temporary directory), i.e. the
+  first start after an upgrade with nothing pre-compiled;
+- **precompile**: ``python -m rbd_linearizer.precompile`` (what the set-up runs) into an empty
+  cache, then ``--if-needed`` on the filled one (the set-up's check that nothing is missing).
+
+Time to first output = from ``Popen`` of the node to the first ``/linearizer/linearization``
+message received by a probe node (its own process, started and subscribed before the node).
+Also recorded from the node's log: the time of its first log line, and the longest silence
+between two log lines before the first output ("a user sees a hung node"). Whole-process wall
+times (``time.perf_counter``); the node runs in its own ROS domain with localhost discovery.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Runs under the measured Python: starts the node, waits for its first output, prints JSON.
+PROBE = textwrap.dedent(r"""
+    import json, os, subprocess, sys, threading, time
+    import rclpy
+    from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
+    from rbd_linearizer.msg import Linearization
+
+    node_cmd, timeout = json.loads(sys.argv[1]), float(sys.argv[2])
+    rclpy.init()
+    probe = rclpy.create_node('startup_probe')
+    first = []
+    qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                     reliability=ReliabilityPolicy.RELIABLE)
+    probe.create_subscription(Linearization, '/linearizer/linearization',
+                              lambda raw: first.append(time.perf_counter()) if not first
+                              else None, qos, raw=True)
+    lines = []
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(node_cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, bufsize=1)
+
+    def read():
+        for line in proc.stdout:
+            lines.append((time.perf_counter(), line.rstrip()))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    deadline = t0 + timeout
+    while not first and time.perf_counter() < deadline and proc.poll() is None:
+        rclpy.spin_once(probe, timeout_sec=0.05)
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    reader.join(timeout=5)
+    end = first[0] if first else time.perf_counter()
+    before = [t - t0 for t, _ in lines if t <= end]
+    marks = [0.0] + before + [end - t0]
+    print(json.dumps({
+        'first_output_s': (first[0] - t0) if first else None,
+        'first_log_s': before[0] if before else None,
+        'longest_silence_s': max(b - a for a, b in zip(marks, marks[1:])),
+        'log': [f'{t - t0:8.2f} s  {s}' for t, s in lines[:60]],
+        'returncode': proc.returncode,
+    }))
+    probe.destroy_node()
+    rclpy.shutdown()
+""")
+
+
+def _env(cache_dir: str) -> dict:
+    env = dict(os.environ)
+    # The ROS wheels' bootstrapper re-runs Python once with LD_LIBRARY_PATH=<venv>/lib...: let
+    # the measured venv's own bootstrapper do that (this process's paths may be another venv's)
+    env.pop('_ROS_WHEELS_BOOTSTRAP_COMPLETE', None)
+    ours = os.path.realpath(sys.prefix)
+    env['LD_LIBRARY_PATH'] = os.pathsep.join(
+        p for p in env.get('LD_LIBRARY_PATH', '').split(os.pathsep)
+        if p and not os.path.realpath(p).startswith(ours))
+    env['NUMBA_CACHE_DIR'] = cache_dir
+    env.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(100, 200)))
+    env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    env['RCUTILS_CONSOLE_OUTPUT_FORMAT'] = '[{severity}] {message}'
+    env['PYTHONUNBUFFERED'] = '1'
+    return env
+
+
+def node_command(python: str, module: bool = False) -> list[str]:
+    """``linearizer_node`` of the venv of ``python`` (its console script), default robot.
+
+    ``module``: ``python -m rbd_linearizer.ros.node`` instead (the package ``PYTHONPATH``
+    finds first, e.g. an older checkout to compare with).
+    """
+    script = Path(python).parent / 'linearizer_node'
+    use_script = script.exists() and not module
+    cmd = [str(script)] if use_script else [python, '-m', 'rbd_linearizer.ros.node']
+    return [*cmd, '--ros-args', '-p', 'use_default_robot:=true', '-p', 'state_source:=builtin']
+
+
+def first_output(python: str, cache_dir: str, timeout: float, module: bool = False) -> dict:
+    """Start the node once with ``cache_dir`` as numba cache; the probe's figures."""
+    res = subprocess.run([python, '-c', PROBE, json.dumps(node_command(python, module)),
+                          str(timeout)],
+                         env=_env(cache_dir), capture_output=True, text=True,
+                         timeout=timeout + 120, check=False)
+    try:
+        return json.loads(res.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        raise SystemExit(f'probe failed ({res.returncode}):\n{res.stdout}\n{res.stderr}') from None
+
+
+def precompile(python: str, cache_dir: str, timeout: float, *options: str) -> float | None:
+    """Wall time of ``python -m rbd_linearizer.precompile`` into ``cache_dir`` (None: absent)."""
+    t0 = time.perf_counter()
+    res = subprocess.run([python, '-m', 'rbd_linearizer.precompile', *options],
+                         env=_env(cache_dir),
+                         capture_output=True, text=True, timeout=timeout, check=False)
+    if res.returncode != 0:
+        if 'No module named rbd_linearizer.precompile' in res.stderr:
+            return None
+        raise SystemExit(f'precompile failed:\n{res.stdout}\n{res.stderr}')
+    return time.perf_counter() - t0
+
+
+def _versions(python: str) -> str:
+    code = ('import platform, numba, rclpy, importlib.metadata as m; '
+            "print(platform.python_version(), numba.__version__, m.version('ros-rclpy'))")
+    try:
+        out = subprocess.run([python, '-c', code], capture_output=True, text=True, check=True,
+                             timeout=120, env=_env('')).stdout.split()
+        return f'python {out[0]}, numba {out[1]}, rclpy {out[2]}'
+    except (subprocess.CalledProcessError, IndexError):
+        return '(versions unknown)'
+
+
+def _fmt(x: float | None) -> str:
+    return '   -  ' if x is None else f'{x:6.2f}'
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the measurements and print one line per run and a summary."""
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--python', default=sys.executable, help='Python of the venv to measure')
+    ap.add_argument('--runs', type=int, default=3, help='warm starts')
+    ap.add_argument('--cold-runs', type=int, default=1, help='cold starts (minutes each)')
+    ap.add_argument('--no-cold', action='store_true', help='warm starts only')
+    ap.add_argument('--no-precompile', action='store_true', help='skip the pre-compile step')
+    ap.add_argument('--cache-dir', default=None,
+                    help='persistent cache for the warm runs (default: a temporary one)')
+    ap.add_argument('--timeout', type=float, default=600.0)
+    ap.add_argument('--show-log', action='store_true', help="print the node's first log lines")
+    ap.add_argument('--node-module', action='store_true',
+                    help='start the node as python -m rbd_linearizer.ros.node (PYTHONPATH)')
+    args = ap.parse_args(argv)
+
+    python = args.python
+    print(f'bench_startup: {_versions(python)}; {platform.machine()}, '
+          f'{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}')
+    print(f'node: {" ".join(node_command(python, args.node_module))}')
+    rows = []
+    with tempfile.TemporaryDirectory(prefix='rbd-startup-') as tmp:
+        set_up = None  # the cache after the set-up step (precompile)
+        if not args.no_precompile:
+            pc = str(Path(tmp) / 'pc')
+            cold_pc = precompile(python, pc, args.timeout)
+            if cold_pc is not None:
+                set_up = pc
+                warm_pc = precompile(python, pc, args.timeout, '--if-needed')
+                print(f'precompile: cold {_fmt(cold_pc)} s, then --if-needed (nothing to do) '
+                      f'{_fmt(warm_pc)} s', flush=True)
+            else:
+                print('precompile: not available (rbd_linearizer.precompile missing)')
+        if not args.no_cold:
+            for k in range(args.cold_runs):
+                r = first_output(python, str(Path(tmp) / f'cold{k}'), args.timeout,
+                                 args.node_module)
+                rows.append(('cold', r))
+                print(f"cold {k}: first output {_fmt(r['first_output_s'])} s, first log "
+                      f"{_fmt(r['first_log_s'])} s, longest silence "
+                      f"{_fmt(r['longest_silence_s'])} s (load {os.getloadavg()[0]:.2f})",
+                      flush=True)
+                if args.show_log:
+                    print('\n'.join(r['log']))
+        warm_dir = args.cache_dir or set_up or str(Path(tmp) / 'warm')
+        if warm_dir != set_up:  # warm = after one start (no set-up step to measure after)
+            first_output(python, warm_dir, args.timeout, args.node_module)
+        for k in range(args.runs):
+            r = first_output(python, warm_dir, args.timeout, args.node_module)
+            rows.append(('warm', r))
+            print(f"warm {k}: first output {_fmt(r['first_output_s'])} s, first log "
+                  f"{_fmt(r['first_log_s'])} s, longest silence "
+                  f"{_fmt(r['longest_silence_s'])} s (load {os.getloadavg()[0]:.2f})",
+                  flush=True)
+            if args.show_log and k == 0:
+                print('\n'.join(r['log']))
+    for kind in ('warm', 'cold'):
+        times = sorted(r['first_output_s'] for k, r in rows if k == kind
+                       and r['first_output_s'] is not None)
+        if times:
+            print(f'{kind}: median {times[len(times) // 2]:.2f} s, min {times[0]:.2f} s, '
+                  f'max {times[-1]:.2f} s over {len(times)} run(s)')
+    return 0 if all(r['first_output_s'] is not None for _, r in rows) else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
