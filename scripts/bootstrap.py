@@ -268,6 +268,9 @@ def setup() -> None:
     # isolation: the rosidl generators and CMake packages come from the pinned wheels above.
     # The venv's bin/ first on PATH: setup.py then runs the pinned cmake from PyPI.
     env['PATH'] = f'{VENV / "bin"}{os.pathsep}{env.get("PATH", "")}'
+    # setup.py would pre-compile the kernels inside pip's hidden build output: precompile()
+    # below does it where its progress bar shows.
+    env['RBD_SKIP_PRECOMPILE'] = '1'
     run([*pip, 'install', '--no-build-isolation', '--no-deps', '-e', ROOT], quiet=True, env=env)
     if not outputs_present():
         missing = [str(VENV / p) for p in REQUIRED_VENV_OUTPUTS if not (VENV / p).exists()]

@@ -158,7 +158,8 @@ def test_broken_interface_fails_the_install(broken, tmp_path, path):
 
 def test_unbroken_sources_build_a_wheel(tmp_path):
     # Positive control: the same `pip wheel` on the unbroken sources succeeds and the wheel
-    # holds the generated messages.
+    # holds the generated messages, and the node's kernels pre-compiled into the kernel cache
+    # (setup.py build_kernels), under the content hash of the package sources it ships.
     reason = _build_tools_missing()
     if reason:
         pytest.skip(reason)
@@ -172,3 +173,13 @@ def test_unbroken_sources_build_a_wheel(tmp_path):
     assert 'rbd_linearizer/srv/_linearize.py' in names
     assert any(n.startswith('rbd_linearizer/rbd_linearizer_s__rosidl_typesupport_c')
                for n in names)
+    from rbd_linearizer import _kernel_cache, precompile
+
+    digest = _kernel_cache.content_hash(src / 'rbd_linearizer')[:16]
+    cached = {n for n in names if n.startswith(f'rbd_linearizer/__pycache__/kernels/{digest}/')}
+    for family in ('linearization', 'dynamics', 'derivatives'):
+        for kernel in precompile.FAMILIES[family].kernels:
+            module, func = kernel.split(':')
+            rel = '/'.join(module.split('.')[1:])  # e.g. linearization/continuous
+            assert any(n.split(f'{digest}/', 1)[1].startswith(f'{rel}.{func}-')
+                       and n.endswith('.nbi') for n in cached), (kernel, sorted(cached)[:10])
