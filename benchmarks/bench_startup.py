@@ -103,7 +103,7 @@ def _env(cache_dir: str) -> dict:
         p for p in env.get('LD_LIBRARY_PATH', '').split(os.pathsep)
         if p and not os.path.realpath(p).startswith(ours))
     env['NUMBA_CACHE_DIR'] = cache_dir
-    env.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(100, 200)))
+    env.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(1, 101)))
     env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     env['RCUTILS_CONSOLE_OUTPUT_FORMAT'] = '[{severity}] {message}'
     env['PYTHONUNBUFFERED'] = '1'
@@ -162,6 +162,14 @@ def _fmt(x: float | None) -> str:
     return '   -  ' if x is None else f'{x:6.2f}'
 
 
+def _print_run(label: str, r: dict, show_log: bool) -> None:
+    print(f"{label}: first output {_fmt(r['first_output_s'])} s (published "
+          f"{_fmt(r['published_s'])} s), first log {_fmt(r['first_log_s'])} s, longest "
+          f"silence {_fmt(r['longest_silence_s'])} s (load {os.getloadavg()[0]:.2f})", flush=True)
+    if show_log:
+        print('\n'.join(r['log']))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the measurements and print one line per run and a summary."""
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -200,26 +208,14 @@ def main(argv: list[str] | None = None) -> int:
                 r = first_output(python, str(Path(tmp) / f'cold{k}'), args.timeout,
                                  args.node_module)
                 rows.append(('cold', r))
-                print(f"cold {k}: first output {_fmt(r['first_output_s'])} s (published "
-                      f"{_fmt(r['published_s'])} s), first log "
-                      f"{_fmt(r['first_log_s'])} s, longest silence "
-                      f"{_fmt(r['longest_silence_s'])} s (load {os.getloadavg()[0]:.2f})",
-                      flush=True)
-                if args.show_log:
-                    print('\n'.join(r['log']))
+                _print_run(f'cold {k}', r, args.show_log)
         warm_dir = args.cache_dir or set_up or str(Path(tmp) / 'warm')
         if warm_dir != set_up:  # warm = after one start (no set-up step to measure after)
             first_output(python, warm_dir, args.timeout, args.node_module)
         for k in range(args.runs):
             r = first_output(python, warm_dir, args.timeout, args.node_module)
             rows.append(('warm', r))
-            print(f"warm {k}: first output {_fmt(r['first_output_s'])} s (published "
-                  f"{_fmt(r['published_s'])} s), first log "
-                  f"{_fmt(r['first_log_s'])} s, longest silence "
-                  f"{_fmt(r['longest_silence_s'])} s (load {os.getloadavg()[0]:.2f})",
-                  flush=True)
-            if args.show_log and k == 0:
-                print('\n'.join(r['log']))
+            _print_run(f'warm {k}', r, args.show_log and k == 0)
     for kind in ('warm', 'cold'):
         for key, what in (('first_output_s', 'received'), ('published_s', 'published')):
             times = sorted(r[key] for k, r in rows if k == kind and r[key] is not None)

@@ -26,16 +26,12 @@ pytest.importorskip('osqp')
 rclpy = pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is not installed')
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'ros'))
-from _node_process import Probe, Subprocess  # noqa: E402
+from _node_process import Probe, Subprocess, watch_rosout_and_clock  # noqa: E402
 
 HANG_GUARD_S = 900.0  # only against a process that hangs alive (a cold start takes minutes)
 
 
 def test_ctrl_c_stops_every_demo_process_with_exit_code_0(tmp_path):
-    from rcl_interfaces.msg import Log
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-    from rosgraph_msgs.msg import Clock
-
     from rbd_linearizer.demo.main import (
         NODE_NAMES,
         find_config,
@@ -59,14 +55,7 @@ def test_ctrl_c_stops_every_demo_process_with_exit_code_0(tmp_path):
                                       *process_arguments(name, common), *ros_log], env)
     probe = Probe(None, name='demo_sigint_probe')
     probe.watch(*procs.values())
-    logged: set[str] = set()
-    clock = [0]
-    rosout_qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
-                            durability=DurabilityPolicy.TRANSIENT_LOCAL)
-    probe.node.create_subscription(Log, '/rosout', lambda m: logged.add(m.name), rosout_qos)
-    probe.node.create_subscription(
-        Clock, '/clock', lambda m: clock.__setitem__(0, m.clock.sec * 10**9 + m.clock.nanosec),
-        10)
+    logged, clock = watch_rosout_and_clock(probe)
     try:
         probe.wait(lambda: set(NODE_NAMES) <= logged,
                    f'a /rosout log line of every node ({sorted(NODE_NAMES)})', HANG_GUARD_S)

@@ -34,7 +34,7 @@ pytest.importorskip('mujoco')
 pytest.importorskip('osqp')
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'ros'))
-from _node_process import Probe, Subprocess  # noqa: E402
+from _node_process import Probe, Subprocess, watch_rosout_and_clock  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_LAUNCH = ROOT / 'launch' / 'demo.launch.py'
@@ -76,19 +76,8 @@ class Launch(Subprocess):
 
 
 def _wait_ready(launch: Launch, probe: Probe) -> None:
-    from rcl_interfaces.msg import Log
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-    from rosgraph_msgs.msg import Clock
-
     from rbd_linearizer.demo.main import NODE_NAMES
-    logged: set[str] = set()
-    clock = [0]
-    qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
-    probe.node.create_subscription(Log, '/rosout', lambda m: logged.add(m.name), qos)
-    probe.node.create_subscription(
-        Clock, '/clock', lambda m: clock.__setitem__(0, m.clock.sec * 10**9 + m.clock.nanosec),
-        10)
+    logged, clock = watch_rosout_and_clock(probe)
     probe.wait(lambda: set(NODE_NAMES) <= logged,
                f'a /rosout log line of every node ({sorted(NODE_NAMES)}); got {logged}',
                HANG_GUARD_S)

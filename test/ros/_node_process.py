@@ -231,6 +231,27 @@ class Probe:
         return self.diags[-1]
 
 
+def watch_rosout_and_clock(probe: Probe) -> tuple[set[str], list[int]]:
+    """Subscribe ``probe`` to /rosout and /clock; return (names of the nodes that logged, [ns]).
+
+    /rosout is transient local with a deep history (a late subscriber still gets every node's
+    first lines); the one-element list holds the newest /clock time [ns] (0: none yet).
+    """
+    from rcl_interfaces.msg import Log
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from rosgraph_msgs.msg import Clock
+
+    logged: set[str] = set()
+    clock = [0]
+    qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    probe.node.create_subscription(Log, '/rosout', lambda m: logged.add(m.name), qos)
+    probe.node.create_subscription(
+        Clock, '/clock', lambda m: clock.__setitem__(0, m.clock.sec * 10**9 + m.clock.nanosec),
+        10)
+    return logged, clock
+
+
 @contextlib.contextmanager
 def slow_consumer(topic: str, seconds_per_message: float | None, name: str = 'slow_consumer'):
     """Yield the messages got by a slow reliable subscriber (depth 10) of Linearization ``topic``.
