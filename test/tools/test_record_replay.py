@@ -116,7 +116,11 @@ def test_record_then_replay_gives_identical_outputs(tmp_path):
             req.state.joint_positions = [0.0] * model.n_joints
             req.state.joint_velocities = [0.0] * model.n_joints
             fut = cli.call_async(req)
-            probe.wait(fut.done, 'service answer', TIMEOUT)
+            # a lost answer is asked again (Jazzy's Fast DDS drops a response when the server
+            # has not matched a new client's reader within 100 ms, which load makes happen)
+            if not probe.spin(5.0, fut.done):
+                cli.remove_pending_request(fut)
+                return False
             return fut.result().success
 
         probe.wait(lambda: ok.append(ask()) or ok[-1], 'node A model', TIMEOUT)
