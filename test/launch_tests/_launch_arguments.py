@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+import time
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILE = ROOT / 'launch' / 'linearizer.launch.py'
+#: An unanswered get_parameters request is sent again after this long [s].
+RESEND_AFTER_S = 5.0
 
 #: the user's params_file (every value differs from the node's default and from the launch
 #: file's old defaults: rate_hz 100.0, tick_mode timer, body, continuous, dt 0.01, auto, ...)
@@ -82,9 +85,21 @@ def get_parameters(node, node_name: str, names, wait) -> dict:
     client = node.create_client(GetParameters, f'{node_name}/get_parameters')
     try:
         wait(client.service_is_ready, f'the service {node_name}/get_parameters')
-        future = client.call_async(GetParameters.Request(names=list(names)))
-        wait(future.done, f'the answer of {node_name}/get_parameters')
-        values = future.result().values
+        request = GetParameters.Request(names=list(names))
+        sent = [client.call_async(request), time.monotonic()]
+
+        def answered() -> bool:
+            # idempotent: a lost answer is asked again (Jazzy's Fast DDS drops a response when
+            # the server has not matched a new client's reader within 100 ms, under load)
+            if sent[0].done():
+                return True
+            if time.monotonic() - sent[1] > RESEND_AFTER_S:
+                client.remove_pending_request(sent[0])
+                sent[:] = [client.call_async(request), time.monotonic()]
+            return False
+
+        wait(answered, f'the answer of {node_name}/get_parameters')
+        values = sent[0].result().values
     finally:
         node.destroy_client(client)
     return {n: parameter_value(v) for n, v in zip(names, values, strict=True)}
