@@ -35,7 +35,12 @@ time). No wall-clock deadline decides a step. While it waits, it publishes the s
 again (same stamp, same content, ``/clock`` unchanged) every ``resend_period_s`` of wall time
 (``resends``, logged with the time waited): idempotent for the nodes (the linearizer does not
 linearize a stamp twice, a controller that already answered answers again, the duplicate is
-ignored), it recovers a delivery that was lost. ``stall_timeout_s`` is a hang guard, like
+ignored), it recovers a delivery that was lost. A state still unanswered after
+``restamp_after_s`` (2 s) is sent with a new stamp (+1 us of sim time, ``restamps``): the
+answer to the old stamp cannot come when the linearizer skipped or lost it (it never answers a
+stamp twice), so only a new stamp restarts the chain; the start-up re-offers are re-stamped
+the same way. The step is still taken only on the answer to the state as last published.
+``stall_timeout_s`` is a hang guard, like
 ``startup_timeout_s``: no answer to one state for that long stops the driver with the reason
 (``failed``: the controller, the state's time, the wait and the re-sends), it never steps.
 
@@ -69,6 +74,10 @@ from rbd_linearizer.demo.hexarotor import (
     input_map,
     linearizer_input_names,
 )
+
+#: A re-stamped re-send (start-up, or past restamp_after_s) advances the stamp by this much [ns
+#: of sim time]; the state itself is unchanged.
+STARTUP_RESTAMP_NS = 1000
 
 MJ_COMPILER = ('<mujoco><compiler discardvisual="true" balanceinertia="false" '
                'fusestatic="false" strippath="false" angle="radian"/></mujoco>')
@@ -239,6 +248,10 @@ def _node_class():
             p('push_force', [20.0, 0.0, 0.0])
             p('push_duration_s', 0.1)
             p('resend_period_s', 0.5)  # wall: publish the unanswered state again this often
+            # wall: past this, a re-send carries a new stamp (+1 us, same state): the answer to
+            # the old one can no longer come (the linearizer skipped or lost that stamp and,
+            # rightly, never answers a stamp twice)
+            p('restamp_after_s', 2.0)
             p('stall_timeout_s', 600.0)  # hang guard: one state unanswered this long -> failed
             p('startup_timeout_s', 1800.0)  # hang guard: no first command by then -> failed
             p('min_state_subscribers', 0)  # start only when /odom has this many subscribers
@@ -256,6 +269,7 @@ def _node_class():
             self.push_f = np.array(g('push_force').value, dtype=float)
             self.push_d = g('push_duration_s').value
             self.resend_period = g('resend_period_s').value
+            self.restamp_after = g('restamp_after_s').value
             self.stall_timeout = g('stall_timeout_s').value
             if not self.resend_period > 0.0 or not self.stall_timeout > 0.0:
                 raise ValueError('resend_period_s and stall_timeout_s must be > 0')
@@ -269,11 +283,16 @@ def _node_class():
             if len(starts) != len(topics):
                 raise ValueError('controller_schedule needs one start time per command topic')
             self.schedule = sorted(zip(starts, topics, strict=True))
-            self.k = 0  # published state index: sim time = k dt_ns
+            self.k = 0  # published state index: sim time = t0_ns + k dt_ns
+            # start-up only: each re-offer of the first state carries a new stamp (+1 us, same
+            # state), so that a first linearization lost while the graph was still matching is
+            # replaced (the linearizer, rightly, never answers a stamp twice)
+            self.t0_ns = 0
             self.u = np.zeros(self.sim.nu)  # no command yet: rotors off, torques zero
             self.got_first = False
             self.resends = 0  # states published again while waiting for their answer
             self.resends_now = 0  # ... of the current state
+            self.restamps = 0  # re-sends with a new stamp (start-up or past restamp_after_s)
             self.finished = False
             self.failed = ''  # why the driver gave up (startup hang guard), '' if it did not
             self.wall_start = None  # first watchdog call: the executor spins, start-up begins
@@ -308,8 +327,13 @@ def _node_class():
 
         @property
         def t(self) -> float:
-            """Simulated time of the last published state [s]."""
+            """Simulated time of the last published state [s] (its stamp less the re-stamps)."""
             return self.k * self.dt_ns * 1e-9
+
+        @property
+        def stamp_ns(self) -> int:
+            """Stamp of the last published state [ns of sim time]."""
+            return self.t0_ns + self.k * self.dt_ns
 
         def _active(self, t: float) -> str | None:
             active = None
@@ -325,7 +349,7 @@ def _node_class():
                 self.get_logger().error(f'ignored malformed command on {topic}',
                                         throttle_duration_sec=1.0)
                 return
-            if topic != self._active(self.t) or ns != self.k * self.dt_ns or self.finished:
+            if topic != self._active(self.t) or ns != self.stamp_ns or self.finished:
                 return  # not the driving controller, or an answer to an older state
             if not self.got_first and self.odom_pub.get_subscription_count() < self.min_subs:
                 return  # not everybody is listening yet: the state is offered again
@@ -357,6 +381,9 @@ def _node_class():
             elif now - self.wall_sent >= self.resend_period:
                 self.resends += 1
                 self.resends_now += 1
+                if waited >= self.restamp_after:
+                    self.t0_ns += STARTUP_RESTAMP_NS
+                    self.restamps += 1
                 self.get_logger().info(
                     f't = {self.t:.3f} s: no command from {self._active(self.t)} yet '
                     f'({waited:.2f} s): state sent again (a late answer is waited for, '
@@ -369,6 +396,8 @@ def _node_class():
             if self.wall_start is None:
                 self.wall_start = self.wall_waiting_log = now
             if now - self.wall_sent > 0.25:
+                self.t0_ns += STARTUP_RESTAMP_NS
+                self.restamps += 1
                 self._publish_state()
             waiting = now - self.wall_start
             if waiting > self.startup_timeout:
@@ -397,7 +426,7 @@ def _node_class():
                 self.pushes.append(t)
                 self.get_logger().info(f't = {t:.3f} s: push {self.push_f.tolist()} N for '
                                        f'{self.push_d:g} s')
-            stamp, u = self._stamp(self.k * self.dt_ns), sim.applied_command()
+            stamp, u = self._stamp(self.stamp_ns), sim.applied_command()
             self.cmd_pub.publish(self._command_msg(stamp, u))
             inputs = self._JointState(name=self.lin_names, effort=(self.P @ u).tolist())
             inputs.header.stamp = stamp
@@ -421,7 +450,7 @@ def _node_class():
         def _publish_state(self) -> None:
             sim = self.sim
             q, v = sim.to_qv()
-            stamp = self._stamp(self.k * self.dt_ns)
+            stamp = self._stamp(self.stamp_ns)
             self.clock_pub.publish(self._Clock(clock=stamp))
             od = self._Odometry()
             od.header.stamp = stamp

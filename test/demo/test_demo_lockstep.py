@@ -32,7 +32,8 @@ def _answer(k: int) -> np.ndarray:
 
 
 def _run(steps: int, delay_s: float, ignore_first=(), stop_after: int | None = None,
-         resend_period_s: float = 0.05, stall_timeout_s: float = 600.0):
+         resend_period_s: float = 0.05, stall_timeout_s: float = 600.0,
+         once_per_stamp: bool = False, startup_timeout_s: float = 1800.0):
     from nav_msgs.msg import Odometry
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
@@ -57,12 +58,14 @@ def _run(steps: int, delay_s: float, ignore_first=(), stop_after: int | None = N
                 Parameter('push_duration_s', value=0.0),
                 Parameter('duration_s', value=steps * DT_NS * 1e-9),
                 Parameter('resend_period_s', value=resend_period_s),
-                Parameter('stall_timeout_s', value=stall_timeout_s)])
+                Parameter('stall_timeout_s', value=stall_timeout_s),
+                Parameter('startup_timeout_s', value=startup_timeout_s)])
         ctrl = rclpy.create_node('lockstep_stand_in', context=context)
         rec = rclpy.create_node('lockstep_recorder', context=context)
         nodes = [driver, ctrl, rec]
         pub = ctrl.create_publisher(JointState, '/lockstep_test/command', result_qos(10))
         seen: dict[int, int] = {}
+        stamps_seen: set[int] = set()
         answered: dict[int, np.ndarray] = {}
         lock = threading.Lock()
 
@@ -70,6 +73,9 @@ def _run(steps: int, delay_s: float, ignore_first=(), stop_after: int | None = N
             ns = stamp_ns(msg.header.stamp)
             k = ns // DT_NS
             with lock:
+                if once_per_stamp and ns in stamps_seen:
+                    return  # like the linearizer: a stamp is answered at most once
+                stamps_seen.add(ns)
                 seen[k] = seen.get(k, 0) + 1
                 if k in ignore_first and seen[k] == 1:
                     return  # this delivery is "lost"
@@ -122,7 +128,7 @@ def _run(steps: int, delay_s: float, ignore_first=(), stop_after: int | None = N
 def _assert_every_step_answered(driver, answered, applied, steps):
     lo = driver.sim.model.actuator_ctrlrange[:, 0]
     hi = driver.sim.model.actuator_ctrlrange[:, 1]
-    assert sorted(applied) == [k * DT_NS for k in range(steps)]
+    assert sorted(applied) == [driver.t0_ns + k * DT_NS for k in range(steps)]
     for ns, u in applied.items():
         assert ns in answered, f'step at {ns} ns taken without an answer'
         np.testing.assert_allclose(u, np.clip(answered[ns], lo, hi), rtol=0, atol=1e-12,
@@ -153,6 +159,22 @@ def test_a_silent_controller_stops_the_driver_with_a_reason():
     """No answer from state 3 on: no step without it; the hang guard fails with the reason."""
     driver, answered, applied = _run(8, delay_s=0.0, stop_after=3, stall_timeout_s=1.0)
     assert driver.k == 3  # stepped over states 0, 1, 2 only
-    assert sorted(applied) == [0, DT_NS, 2 * DT_NS]
+    assert sorted(applied) == [driver.t0_ns + k * DT_NS for k in range(3)]
     assert 'no command from /lockstep_test/command' in driver.failed
     assert 't = 0.012 s' in driver.failed
+
+
+def test_a_first_answer_lost_at_start_up_is_replaced():
+    """A first answer lost at start-up is replaced by the answer to a re-stamped re-offer.
+
+    The stand-in, like the linearizer, never answers a stamp twice, and loses the first
+    delivery of the first state: the start-up re-offer carries a new stamp (same state), which
+    is answered; the run goes on in lock-step from that stamp. (With the old same-stamp
+    re-offer the driver waited for ever: here the 20 s start-up guard would fail it.)
+    """
+    steps = 4
+    driver, answered, applied = _run(steps, delay_s=0.0, ignore_first=(0,),
+                                     once_per_stamp=True, startup_timeout_s=20.0)
+    assert driver.failed == ''
+    assert 0 < driver.t0_ns < DT_NS  # re-stamped at start-up, by less than one step
+    _assert_every_step_answered(driver, answered, applied, steps)

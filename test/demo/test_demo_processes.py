@@ -19,7 +19,9 @@ def test_one_process_per_node(tmp_path):
                           env={**os.environ, 'OPENBLAS_NUM_THREADS': '1'})
     assert proc.returncode == 0, proc.stderr[-5000:]
     s = json.loads(out.with_suffix('.json').read_text())
-    assert s['simulated_s'] == pytest.approx(3.0)
+    # stamps, hence the report's times, carry the start-up re-stamps (+1 us each, while the
+    # other processes start): within one step (4 ms) of the simulated 3 s
+    assert s['simulated_s'] == pytest.approx(3.0, abs=1e-3)
     assert s['states'] >= 740  # the driver waits for its subscribers: nothing is missed
     assert s['min_altitude_m'] > 0.9
     assert s['hover_error_m'] < 2e-3
