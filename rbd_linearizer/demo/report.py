@@ -43,7 +43,7 @@ def _oplus(q0, v0, z, nv):
 
 
 def prediction_errors(states: dict, applied: dict, lins: list, layout: RotorLayout,
-                      perturb_a=None):
+                      perturb_a=None, origin_ns: int | None = None):
     """Return the one-step prediction errors, one row per predicted state.
 
     For the state x_k (stamp t) with the input u_k applied over [t, t + dt], the previous
@@ -58,11 +58,13 @@ def prediction_errors(states: dict, applied: dict, lins: list, layout: RotorLayo
     predictor is ``x_pred = x_k`` (nothing moves). ``perturb_a(A) -> A'`` replaces A (the
     tests' negative control).
 
-    Columns: t of x_{k+1}, then the norms of the position, attitude, joint, linear velocity,
-    angular velocity and joint velocity errors of the linear model, then the same six of the
-    zero-order predictor.
+    Columns: t of x_{k+1} (its stamp less ``origin_ns``; None: ``report_origin``), then the
+    norms of the position, attitude, joint, linear velocity, angular velocity and joint
+    velocity errors of the linear model, then the same six of the zero-order predictor.
     """
     rows = []
+    if origin_ns is None:
+        origin_ns = report_origin(states, applied)
     by_stamp = {lin['stamp']: lin for lin in lins}
     for ns_prev, lin in sorted(by_stamp.items()):
         step = int(round(lin['dt'] * 1e9))
@@ -81,7 +83,7 @@ def prediction_errors(states: dict, applied: dict, lins: list, layout: RotorLayo
         qp, vp = _oplus(qn, vn, A @ z + lin['B'] @ w, nv)
         e = error_state(q1, v1, qp, vp)
         d = error_state(q1, v1, q0, v0)
-        rows.append([nxt * 1e-9, *_parts(e, nv), *_parts(d, nv)])
+        rows.append([(nxt - origin_ns) * 1e-9, *_parts(e, nv), *_parts(d, nv)])
     return np.array(rows).reshape(-1, 13)
 
 
@@ -135,26 +137,30 @@ def _settling_time(t, err, t_from, t_to, tol):
 COMMAND_TOPICS = (('/lqr/command', None), ('/mpc/command', 'mpc_start_s'))
 
 
-def lock_step_check(applied: dict, commands: dict, scenario: dict, lo, hi) -> dict:
+def lock_step_check(applied: dict, commands: dict, scenario: dict, lo, hi,
+                    origin_ns: int | None = None) -> dict:
     """Compare every applied input with the active controller's commands for its state.
 
     ``applied``: stamp -> input the driver applied over [stamp, stamp + dt];
     ``commands``: topic -> stamp -> list of the commands published for that state (a state
     sent again may be answered twice); the active topic at t is the last of
-    ``COMMAND_TOPICS`` whose start time is <= t. A step is *answered* when the applied input
-    equals one of them (clipped to the actuator bounds ``lo``, ``hi``, as MuJoCo applies it);
-    *mismatched* when the controller answered that state with something else (the driver
-    stepped without waiting for the answer); *unrecorded* when the recorder got no command for
-    that state (a subscription not matched yet, another process). Returns the three counts
-    and the stamps [ns] of the first 10 mismatched steps.
+    ``COMMAND_TOPICS`` whose start time is <= t (t = stamp - ``origin_ns``). A step is
+    *answered* when the applied input equals one of them (clipped to the actuator bounds
+    ``lo``, ``hi``, as MuJoCo applies it); *mismatched* when the controller answered that
+    state with something else (the driver stepped without waiting for the answer);
+    *unrecorded* when the recorder got no command for that state (a subscription not matched
+    yet, another process). Returns the three counts and the stamps [ns] of the first 10
+    mismatched steps. ``origin_ns`` None: the first applied stamp (``report_origin``).
     """
     starts = [(0.0 if key is None else float(scenario[key]), topic)
               for topic, key in COMMAND_TOPICS]
     out = {'answered': 0, 'mismatched': 0, 'unrecorded': 0, 'first_mismatched_ns': []}
+    if origin_ns is None:
+        origin_ns = report_origin({}, applied)
     for ns, u in sorted(applied.items()):
         topic = None
         for start, name in starts:
-            if ns * 1e-9 >= start - 1e-9:
+            if (ns - origin_ns) * 1e-9 >= start - 1e-9:
                 topic = name
         answers = commands.get(topic, {}).get(ns, [])
         if not answers:
@@ -168,6 +174,17 @@ def lock_step_check(applied: dict, commands: dict, scenario: dict, lo, hi) -> di
     return out
 
 
+def report_origin(states: dict, applied: dict) -> int:
+    """Return the stamp [ns] of the demo's t = 0: the first state the driver stepped.
+
+    The driver's time counts from there too (``sim_driver``): its start-up re-offers of the
+    held initial state are stamped before it. Without applied inputs, the first state.
+    """
+    if applied:
+        return int(min(applied))
+    return int(min(states)) if states else 0
+
+
 def build_report(states: dict, applied: dict, lins: list, scenario: dict, out: str | Path,
                  layout: RotorLayout | None = None, commands: dict | None = None,
                  bounds=None) -> dict:
@@ -179,8 +196,9 @@ def build_report(states: dict, applied: dict, lins: list, scenario: dict, out: s
     layout = layout or RotorLayout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    keys = sorted(states)
-    t = np.array(keys) * 1e-9
+    origin = report_origin(states, applied)
+    keys = [k for k in sorted(states) if k >= origin]  # the start-up re-offers come before
+    t = (np.array(keys, dtype=np.int64) - origin) * 1e-9
     Q = np.array([states[k][0] for k in keys])
     q_lqr = np.asarray(scenario['q_ref_lqr'])
     q_mpc = np.asarray(scenario['q_ref_mpc'])
@@ -208,8 +226,9 @@ def build_report(states: dict, applied: dict, lins: list, scenario: dict, out: s
     summary['mpc_final_attitude_error_rad'] = float(att_err[-1]) if in_mpc.any() else float('nan')
     summary['min_altitude_m'] = float(Q[:, 2].min()) if t.size else float('nan')
     if commands is not None and bounds is not None:
-        summary['lock_step'] = lock_step_check(applied, commands, scenario, *bounds)
-    pe = prediction_errors(states, applied, lins, layout)
+        summary['lock_step'] = lock_step_check(applied, commands, scenario, *bounds,
+                                               origin_ns=origin)
+    pe = prediction_errors(states, applied, lins, layout, origin_ns=origin)
     dt = float(lins[0]['dt']) if lins else 0.0
     summary.update(prediction_summary(pe, t_push, float(scenario.get('push_duration_s', 0.0)),
                                       dt))
@@ -219,13 +238,13 @@ def build_report(states: dict, applied: dict, lins: list, scenario: dict, out: s
     summary['u0_total_thrust_median_n'] = float(np.median(u0_thrust)) if lins else float('nan')
     summary['scenario'] = {k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v)
                            for k, v in scenario.items()}
-    _plot(out.with_suffix('.png'), t, Q, ref, att_err, applied, t_push, t_mpc, pe)
+    _plot(out.with_suffix('.png'), t, Q, ref, att_err, applied, t_push, t_mpc, pe, origin)
     summary['png'] = str(out.with_suffix('.png'))
     out.with_suffix('.json').write_text(json.dumps(summary, indent=2) + '\n')
     return summary
 
 
-def _plot(path, t, Q, ref, att_err, applied, t_push, t_mpc, pe) -> None:
+def _plot(path, t, Q, ref, att_err, applied, t_push, t_mpc, pe, origin: int = 0) -> None:
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
@@ -242,7 +261,7 @@ def _plot(path, t, Q, ref, att_err, applied, t_push, t_mpc, pe) -> None:
     ax[2].set_ylabel('joint angles [rad]')
     ax[2].legend(loc='upper left', ncol=6)
     ka = sorted(applied)
-    ta = np.array(ka) * 1e-9
+    ta = (np.array(ka, dtype=np.int64) - origin) * 1e-9
     names = command_names()
     U = np.array([applied[k] for k in ka]).reshape(len(ka), len(names))
     for i in range(U.shape[1]):

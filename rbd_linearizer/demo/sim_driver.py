@@ -36,13 +36,20 @@ again (same stamp, same content, ``/clock`` unchanged) every ``resend_period_s``
 (``resends``, logged with the time waited): idempotent for the nodes (the linearizer does not
 linearize a stamp twice, a controller that already answered answers again, the duplicate is
 ignored), it recovers a delivery that was lost. A state still unanswered after
-``restamp_after_s`` (2 s) is sent with a new stamp (+1 us of sim time, ``restamps``): the
-answer to the old stamp cannot come when the linearizer skipped or lost it (it never answers a
-stamp twice), so only a new stamp restarts the chain; the start-up re-offers are re-stamped
-the same way. The step is still taken only on the answer to the state as last published.
-``stall_timeout_s`` is a hang guard, like
-``startup_timeout_s``: no answer to one state for that long stops the driver with the reason
-(``failed``: the controller, the state's time, the wait and the re-sends), it never steps.
+``restamp_after_s`` (2 s) is sent with a new stamp (``restamps``): the answer to the old
+stamp cannot come when the linearizer skipped or lost it (it never answers a stamp twice), so
+only a new stamp restarts the chain; the start-up re-offers are re-stamped the same way. A new
+stamp is one publish period later (``restamp_step_s``, 0 = ``1/publish_rate_hz``; the state is
+the same, the simulation holds): the linearizer's ``on_state`` tick linearizes at most
+``rate_hz`` states per second of stamp time, so a re-stamp closer than a period to the state
+it last linearized would be skipped too (1 us steps did that: the chain stayed broken for
+~1000 s of re-offers). The demo's time ``t`` (push, ``controller_schedule``, ``duration_s``,
+logs, the report) counts from the stamp of the first state stepped: the start-up re-offers come
+before t = 0, a later re-stamp holds the robot for one step (time goes on, nothing moves).
+The step is still taken only on the answer to the state as last published.
+``stall_timeout_s`` is a hang guard, like ``startup_timeout_s``: no answer to one state for
+that long stops the driver with the reason (``failed``: the controller, the state's time, the
+wait and the re-sends), it never steps.
 
 Node ``sim_driver`` publishes ``/robot_description`` (std_msgs/String, reliable + transient
 local), ``/odom`` (nav_msgs/Odometry: pose of the base link in ``world``, twist in the base
@@ -74,10 +81,6 @@ from rbd_linearizer.demo.hexarotor import (
     input_map,
     linearizer_input_names,
 )
-
-#: A re-stamped re-send (start-up, or past restamp_after_s) advances the stamp by this much [ns
-#: of sim time]; the state itself is unchanged.
-STARTUP_RESTAMP_NS = 1000
 
 MJ_COMPILER = ('<mujoco><compiler discardvisual="true" balanceinertia="false" '
                'fusestatic="false" strippath="false" angle="radian"/></mujoco>')
@@ -248,10 +251,13 @@ def _node_class():
             p('push_force', [20.0, 0.0, 0.0])
             p('push_duration_s', 0.1)
             p('resend_period_s', 0.5)  # wall: publish the unanswered state again this often
-            # wall: past this, a re-send carries a new stamp (+1 us, same state): the answer to
-            # the old one can no longer come (the linearizer skipped or lost that stamp and,
-            # rightly, never answers a stamp twice)
+            # wall: past this, a re-send carries a new stamp (restamp_step_s later, same
+            # state): the answer to the old one can no longer come (the linearizer skipped or
+            # lost that stamp and, rightly, never answers a stamp twice)
             p('restamp_after_s', 2.0)
+            # sim: a new stamp is this much later (0: one publish period, which the linearizer,
+            # at rate_hz = publish_rate_hz, does not skip as too close to its last state)
+            p('restamp_step_s', 0.0)
             p('stall_timeout_s', 600.0)  # hang guard: one state unanswered this long -> failed
             p('startup_timeout_s', 1800.0)  # hang guard: no first command by then -> failed
             p('min_state_subscribers', 0)  # start only when /odom has this many subscribers
@@ -265,6 +271,10 @@ def _node_class():
             ts = self.sim.model.opt.timestep
             self.steps_per_pub = max(1, round(1.0 / (self.rate * ts)))
             self.dt_ns = round(self.steps_per_pub * ts * 1e9)
+            step = g('restamp_step_s').value
+            if not step >= 0.0:
+                raise ValueError('restamp_step_s must be >= 0')
+            self.restamp_ns = round(step * 1e9) or self.dt_ns
             self.push_t = g('push_time_s').value
             self.push_f = np.array(g('push_force').value, dtype=float)
             self.push_d = g('push_duration_s').value
@@ -283,11 +293,12 @@ def _node_class():
             if len(starts) != len(topics):
                 raise ValueError('controller_schedule needs one start time per command topic')
             self.schedule = sorted(zip(starts, topics, strict=True))
-            self.k = 0  # published state index: sim time = t0_ns + k dt_ns
-            # start-up only: each re-offer of the first state carries a new stamp (+1 us, same
-            # state), so that a first linearization lost while the graph was still matching is
-            # replaced (the linearizer, rightly, never answers a stamp twice)
+            self.k = 0  # steps taken: the published state's stamp is t0_ns + k dt_ns
+            # re-stamps so far (start-up re-offers, re-sends past restamp_after_s), each one
+            # restamp_ns later, same state: a first linearization lost while the graph was still
+            # matching is replaced (the linearizer, rightly, never answers a stamp twice)
             self.t0_ns = 0
+            self.origin_ns: int | None = None  # stamp of the first state stepped: t = 0
             self.u = np.zeros(self.sim.nu)  # no command yet: rotors off, torques zero
             self.got_first = False
             self.resends = 0  # states published again while waiting for their answer
@@ -327,8 +338,15 @@ def _node_class():
 
         @property
         def t(self) -> float:
-            """Simulated time of the last published state [s] (its stamp less the re-stamps)."""
-            return self.k * self.dt_ns * 1e-9
+            """Time of the last published state [s]: its stamp less the first stepped one's.
+
+            0 until the first command (the start-up re-offers hold the robot before t = 0);
+            a re-stamp later holds it one ``restamp_ns`` (time goes on, nothing moves). The
+            demo's report measures time the same way, from the stamps.
+            """
+            if self.origin_ns is None:
+                return 0.0
+            return (self.stamp_ns - self.origin_ns) * 1e-9
 
         @property
         def stamp_ns(self) -> int:
@@ -360,6 +378,7 @@ def _node_class():
             if not self.got_first:
                 self.got_first = True
                 self.wall_first_command = time.monotonic()
+                self.origin_ns = self.stamp_ns
             self._advance()
 
         def _watchdog(self) -> None:
@@ -382,7 +401,7 @@ def _node_class():
                 self.resends += 1
                 self.resends_now += 1
                 if waited >= self.restamp_after:
-                    self.t0_ns += STARTUP_RESTAMP_NS
+                    self.t0_ns += self.restamp_ns
                     self.restamps += 1
                 self.get_logger().info(
                     f't = {self.t:.3f} s: no command from {self._active(self.t)} yet '
@@ -396,7 +415,7 @@ def _node_class():
             if self.wall_start is None:
                 self.wall_start = self.wall_waiting_log = now
             if now - self.wall_sent > 0.25:
-                self.t0_ns += STARTUP_RESTAMP_NS
+                self.t0_ns += self.restamp_ns
                 self.restamps += 1
                 self._publish_state()
             waiting = now - self.wall_start

@@ -8,7 +8,9 @@ driver's ``resend_period_s``), and can ignore the first delivery of chosen state
 message). Asserted, from the topics: every step applied exactly the stand-in's answer to that
 very state (stamp and value), for every state; the late and the lost answers made the driver
 re-send the state (``resends`` > 0). A stand-in that stops answering makes the driver give up
-with a reason (``failed``), after ``stall_timeout_s``, without a step.
+with a reason (``failed``), after ``stall_timeout_s``, without a step. The stand-in can also
+behave like the linearizer: a stamp answered at most once, and none closer than
+``min_spacing_ns`` to the last one answered (its ``on_state`` rate limit).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ def _answer(k: int) -> np.ndarray:
 
 def _run(steps: int, delay_s: float, ignore_first=(), stop_after: int | None = None,
          resend_period_s: float = 0.05, stall_timeout_s: float = 600.0,
-         once_per_stamp: bool = False, startup_timeout_s: float = 1800.0):
+         once_per_stamp: bool = False, startup_timeout_s: float = 1800.0,
+         min_spacing_ns: int = 0):
     from nav_msgs.msg import Odometry
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
@@ -66,16 +69,22 @@ def _run(steps: int, delay_s: float, ignore_first=(), stop_after: int | None = N
         pub = ctrl.create_publisher(JointState, '/lockstep_test/command', result_qos(10))
         seen: dict[int, int] = {}
         stamps_seen: set[int] = set()
+        last_answered = [None]
         answered: dict[int, np.ndarray] = {}
         lock = threading.Lock()
 
         def on_state(msg) -> None:
             ns = stamp_ns(msg.header.stamp)
-            k = ns // DT_NS
+            origin = driver.origin_ns  # set before the driver publishes state 1
+            k = 0 if origin is None else (ns - origin) // DT_NS  # the state's index
             with lock:
                 if once_per_stamp and ns in stamps_seen:
                     return  # like the linearizer: a stamp is answered at most once
+                last = last_answered[0]
+                if last is not None and ns - last < min_spacing_ns:
+                    return  # like the linearizer's on_state rate limit: too close, skipped
                 stamps_seen.add(ns)
+                last_answered[0] = ns
                 seen[k] = seen.get(k, 0) + 1
                 if k in ignore_first and seen[k] == 1:
                     return  # this delivery is "lost"
@@ -128,7 +137,7 @@ def _run(steps: int, delay_s: float, ignore_first=(), stop_after: int | None = N
 def _assert_every_step_answered(driver, answered, applied, steps):
     lo = driver.sim.model.actuator_ctrlrange[:, 0]
     hi = driver.sim.model.actuator_ctrlrange[:, 1]
-    assert sorted(applied) == [driver.t0_ns + k * DT_NS for k in range(steps)]
+    assert sorted(applied) == [driver.origin_ns + k * DT_NS for k in range(steps)]
     for ns, u in applied.items():
         assert ns in answered, f'step at {ns} ns taken without an answer'
         np.testing.assert_allclose(u, np.clip(answered[ns], lo, hi), rtol=0, atol=1e-12,
@@ -159,7 +168,7 @@ def test_a_silent_controller_stops_the_driver_with_a_reason():
     """No answer from state 3 on: no step without it; the hang guard fails with the reason."""
     driver, answered, applied = _run(8, delay_s=0.0, stop_after=3, stall_timeout_s=1.0)
     assert driver.k == 3  # stepped over states 0, 1, 2 only
-    assert sorted(applied) == [driver.t0_ns + k * DT_NS for k in range(3)]
+    assert sorted(applied) == [driver.origin_ns + k * DT_NS for k in range(3)]
     assert 'no command from /lockstep_test/command' in driver.failed
     assert 't = 0.012 s' in driver.failed
 
@@ -167,14 +176,19 @@ def test_a_silent_controller_stops_the_driver_with_a_reason():
 def test_a_first_answer_lost_at_start_up_is_replaced():
     """A first answer lost at start-up is replaced by the answer to a re-stamped re-offer.
 
-    The stand-in, like the linearizer, never answers a stamp twice, and loses the first
-    delivery of the first state: the start-up re-offer carries a new stamp (same state), which
-    is answered; the run goes on in lock-step from that stamp. (With the old same-stamp
-    re-offer the driver waited for ever: here the 20 s start-up guard would fail it.)
+    The stand-in, like the linearizer at rate_hz = the publish rate, never answers a stamp
+    twice nor one closer than 3.9 ms to the last it answered, and loses the first delivery of
+    the first state: the start-up re-offer carries a new stamp one step later (same state),
+    which is answered; the run goes on in lock-step from that stamp. (With same-stamp re-offers
+    the driver waited for ever; with re-stamps 1 us apart, for ~1000 s of re-offers: the 20 s
+    start-up guard fails both.)
     """
     steps = 4
     driver, answered, applied = _run(steps, delay_s=0.0, ignore_first=(0,),
-                                     once_per_stamp=True, startup_timeout_s=20.0)
+                                     once_per_stamp=True, startup_timeout_s=20.0,
+                                     min_spacing_ns=DT_NS - 100_000)
     assert driver.failed == ''
-    assert 0 < driver.t0_ns < DT_NS  # re-stamped at start-up, by less than one step
+    assert driver.origin_ns >= DT_NS  # re-stamped at start-up, by whole steps
+    assert driver.origin_ns % DT_NS == 0
+    assert driver.t == pytest.approx(steps * DT_NS * 1e-9, abs=1e-12)
     _assert_every_step_answered(driver, answered, applied, steps)
