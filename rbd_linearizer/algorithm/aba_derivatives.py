@@ -119,8 +119,9 @@ def compute_aba_derivatives(model, data, q, v, tau, f_ext=None):
     ``ddq_dq`` (nv, nv) is w.r.t. the tangent perturbation ``integrate(q, dq)`` (floating base:
     right perturbation ``H exp(z^)``, body twist fixed: seeds ERRATUM 1), ``ddq_dv`` (nv, nv)
     w.r.t. v, ``ddq_dtau = M^-1`` (``data.Minv``), as Pinocchio's ``computeABADerivatives``.
-    Also fills ``data.ddq`` (the forward dynamics) and ``derivative_workspace(data).dtau``
-    (the RNEA derivatives at ``a = ddq``). Returns views valid until the next call with data.
+    Also fills ``data.ddq`` (the forward dynamics), ``data.derivatives.dtau`` (the RNEA
+    derivatives at ``a = ddq``) and ``data.C`` (the Coriolis matrix at (q, v), a by-product).
+    Returns views valid until the next call with data.
 
     Reference: seeds 000/001 Prop. 3.3 and (3.29), Def. 3.1 (consistent accelerations);
     ``D_i FD = -M^-1 D_i ID`` with the recursive M^-1. Cost O(n d) + one (nv x nv x 2nv) GEMM.

@@ -13,26 +13,30 @@ used with their 3-blocks swapped (same matrices up to a permutation), in particu
 Niemeyer-Slotine factorization B(v, I) = 1/2 [(v x*) I + ((I v) xbar*) - I (v x)] (Eq. 3.1)
 with xbar*(f) = [[0, -f^], [-f^, -n^]] for f = [f; n].
 
-The Data of model/data.py has no room for C, M-dot, Gamma or the composite B^C, so these
-algorithms take a ``CoriolisWorkspace`` (``create_coriolis_workspace(model)``, allocate it
-once beside the Data) that holds their buffers and outputs.
+Their buffers and outputs (M-dot, Gamma, the composite B^C, ...) live in the Data's
+``CoriolisWorkspace`` (``data.coriolis``, allocated on first use; its ``C`` is ``data.C``). A
+caller may still pass its own (``create_coriolis_workspace(model)``) as ``workspace``: then the
+outputs are written there instead.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from rbd_linearizer._jit import jit, register_warmup
+from rbd_linearizer._jit import jit, jit_inline, register_warmup
 from rbd_linearizer.algorithm import _joints as _j
 from rbd_linearizer.conventions import JOINT_FREE
 from rbd_linearizer.errors import StateError
-from rbd_linearizer.model.data import check_data
+from rbd_linearizer.model.data import CoriolisWorkspace, check_data
 from rbd_linearizer.model.model import Model
 from rbd_linearizer.spatial.kernels import (
+    dot6,
     force_act,
     force_cross,
     inertia6_act,
     joint_motion_subspace,
+    matvec6,
+    matvec6_t,
     motion_act,
     motion_act_inv,
     motion_cross,
@@ -47,75 +51,16 @@ __all__ = [
 ]
 
 
-class CoriolisWorkspace:
-    """Buffers and outputs of the Coriolis, Christoffel and rotor algorithms for one Model.
-
-    Outputs (views, overwritten by each call that fills them):
-        C (nv, nv): Coriolis matrix. Mdot (nv, nv): dM/dt along v. M (nv, nv): mass matrix
-        (with rotors after the rotor variants). Gamma (nv, nv, nv): Christoffel symbols.
-        qdd (nv,), tau (nv,): rotor ABA / rotor RNEA outputs. Minv (nv, nv): rotor M^-1.
-    Intermediates (body frames unless noted, linear first): R, p (nb, 3, 3), (nb, 3) pose of
-    body i in its parent; vel (nb, 6); S, Sd (nb, 6, 6) motion subspace columns and
-    (v x) S, stored as rows (S[i, c] is column c); IC, BC (nb, 6, 6) composite inertia and
-    composite B; F (3, 6, 6) Alg. 4 auxiliaries; oR, op world poses (positions relative to
-    the floating base), Sw (nv, 6) world-frame subspace columns (Christoffel); rotor-ABA
-    buffers IA, pA, cb, Ut, D, Dinv, vR, cR, pR, a; rotor-RNEA forces f, fR.
-    """
-
-    def __init__(self, model: Model):
-        nb, nv = int(model.nb), int(model.nv)
-        self.model = model
-        self.R = np.zeros((nb, 3, 3))
-        self.p = np.zeros((nb, 3))
-        self.oR = np.zeros((nb, 3, 3))
-        self.op = np.zeros((nb, 3))
-        self.vel = np.zeros((nb, 6))
-        self.S = np.zeros((nb, 6, 6))
-        self.Sd = np.zeros((nb, 6, 6))
-        self.IC = np.zeros((nb, 6, 6))
-        self.BC = np.zeros((nb, 6, 6))
-        self.F = np.zeros((3, 6, 6))
-        self.Sw = np.zeros((nv, 6))
-        self.m66 = np.zeros((4, 6, 6))  # 6x6 scratch matrices
-        self.v6 = np.zeros((8, 6))  # 6-vector scratch
-        self.R3 = np.zeros((3, 3))
-        self.p3 = np.zeros(3)
-        # rotor ABA
-        self.IA = np.zeros((nb, 6, 6))
-        self.pA = np.zeros((nb, 6))
-        self.cb = np.zeros((nb, 6))
-        self.Ut = np.zeros((nb, 6, 6))
-        self.D = np.zeros((nb, 6, 6))
-        self.Dinv = np.zeros((nb, 6, 6))
-        self.u = np.zeros(nv)
-        self.vR = np.zeros((nb, 6))
-        self.cR = np.zeros((nb, 6))
-        self.pR = np.zeros((nb, 6))
-        self.a = np.zeros((nb, 6))
-        # rotor RNEA
-        self.f = np.zeros((nb, 6))
-        self.fR = np.zeros((nb, 6))
-        self.zero_v = np.zeros(nv)  # stays zero (v = 0 inputs)
-        self.e = np.zeros(nv)
-        # outputs
-        self.M = np.zeros((nv, nv))
-        self.Mdot = np.zeros((nv, nv))
-        self.C = np.zeros((nv, nv))
-        self.Gamma = np.zeros((nv, nv, nv))
-        self.Minv = np.zeros((nv, nv))
-        self.qdd = np.zeros(nv)
-        self.tau = np.zeros(nv)
-
-    def __repr__(self) -> str:
-        return f'CoriolisWorkspace(model={self.model.name!r}, nv={self.model.nv})'
-
-
 #: Largest nv whose Christoffel symbols (nv^3 floats: 8 MB at 100) are computed by the warm-up.
 CHRISTOFFEL_WARMUP_MAX_NV = 100
 
 
 def create_coriolis_workspace(model: Model) -> CoriolisWorkspace:
-    """Allocate the buffers of the Coriolis / Christoffel / rotor algorithms for ``model``."""
+    """Allocate a separate workspace of the Coriolis / Christoffel / rotor algorithms.
+
+    Not needed: every Data owns one (``data.coriolis``), which the algorithms use when no
+    ``workspace`` is given. A workspace of one's own keeps its outputs apart from ``data.C``.
+    """
     return CoriolisWorkspace(model)
 
 
@@ -180,31 +125,6 @@ def _crfbar_add(f, scale, out):
 
 
 @jit
-def _matvec6(A, x, out):
-    # out = A x, (6, 6) (6,) -> (6,)
-    for r in range(6):
-        s = 0.0
-        for k in range(6):
-            s += A[r, k] * x[k]
-        out[r] = s
-
-
-@jit
-def _matTvec6(A, x, out):
-    # out = A^T x, (6, 6) (6,) -> (6,)
-    for r in range(6):
-        s = 0.0
-        for k in range(6):
-            s += A[k, r] * x[k]
-        out[r] = s
-
-
-@jit
-def _dot6(x, y):
-    return x[0] * y[0] + x[1] * y[1] + x[2] * y[2] + x[3] * y[3] + x[4] * y[4] + x[5] * y[5]
-
-
-@jit
 def _rotor_subspace(axis, n, out):
     # Phi_R = n [0; a]: the rotor of a joint spins at n times the joint rate about its axis.
     out[0] = 0.0
@@ -253,6 +173,143 @@ def _kinematics(mi, mf, q, v, R, p, vel, S, Sd, R3, p3, m66):
             motion_cross(vel[i], S[i, c], Sd[i, c])
 
 
+@jit_inline
+def _coriolis_setup(mi, mf, q, v, R, p, vel, S, Sd, IC, BC, m66, v6, R3, p3, M, Mdot, C):
+    # Alg. 4 lines 1-4: kinematics, outputs zeroed, body inertias IC_i and B_i = B(v_i, I_i).
+    nb, nv, _, _, _, _, _, _, _, _, _, _, _, I10 = _j.model_views(mi, mf)
+    _kinematics(mi, mf, q, v, R, p, vel, S, Sd, R3, p3, m66[0])
+    for r in range(nv):
+        for c in range(nv):
+            M[r, c] = 0.0
+            Mdot[r, c] = 0.0
+            C[r, c] = 0.0
+    for i in range(nb):
+        rigid_inertia_to_matrix(I10[i], IC[i])
+        _b_factor(vel[i], IC[i], BC[i], m66[0], v6[0])
+
+
+@jit_inline
+def _coriolis_own_block(j, nj, jv, S, Sd, IC, BC, F1, F2, F3, M, Mdot, C):
+    # Auxiliaries of joint j's columns and its diagonal block (Eqs. 3.13-3.15 and 3.16-3.18
+    # with i = j): F1 = IC Phid + BC Phi ; F2 = IC Phi ; F3 = BC^T Phi.
+    for c in range(nj):
+        for r in range(6):
+            s1 = 0.0
+            s2 = 0.0
+            s3 = 0.0
+            for k in range(6):
+                s1 += IC[j, r, k] * Sd[j, c, k] + BC[j, r, k] * S[j, c, k]
+                s2 += IC[j, r, k] * S[j, c, k]
+                s3 += BC[j, k, r] * S[j, c, k]
+            F1[c, r] = s1
+            F2[c, r] = s2
+            F3[c, r] = s3
+    for a in range(nj):
+        for c in range(nj):
+            C[jv + a, jv + c] = dot6(S[j, a], F1[c])
+            M[jv + a, jv + c] = dot6(S[j, a], F2[c])
+            Mdot[jv + a, jv + c] = dot6(Sd[j, a], F2[c]) + dot6(S[j, a], F1[c]) + dot6(
+                S[j, a], F3[c])
+
+
+@jit_inline
+def _coriolis_rotor(j, jv, par, v, axis, rotor_J, rotor_n, treeR, treep, vel, IC, BC, IR, BR,
+                    tmp66, phiR, phidR, G1, G2, G3, col, tmp, M, Mdot, C):
+    # Rotor R_j of joint j: a leaf body on par, frame = joint frame (treeR[j], treep[j]) (its
+    # spin about the axis leaves I_R and Phi_R unchanged: axisymmetric, axial inertia). Adds its
+    # entries to joint j's diagonal, its composites to par's, and leaves its auxiliaries
+    # G1..G3 (in par's frame) for the ancestors' entries.
+    _rotor_subspace(axis[j], rotor_n[j], phiR)
+    _rotor_inertia(axis[j], rotor_J[j], IR)
+    if par >= 0:
+        motion_act_inv(treeR[j], treep[j], vel[par], col)
+    else:
+        for r in range(6):
+            col[r] = 0.0
+    for r in range(6):
+        col[r] += phiR[r] * v[jv]  # v_R
+    motion_cross(col, phiR, phidR)
+    _b_factor(col, IR, BR, tmp66, tmp)
+    for r in range(6):
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for k in range(6):
+            s1 += IR[r, k] * phidR[k] + BR[r, k] * phiR[k]
+            s2 += IR[r, k] * phiR[k]
+            s3 += BR[k, r] * phiR[k]
+        G1[r] = s1
+        G2[r] = s2
+        G3[r] = s3
+    C[jv, jv] += dot6(phiR, G1)
+    M[jv, jv] += dot6(phiR, G2)
+    Mdot[jv, jv] += dot6(phidR, G2) + dot6(phiR, G1) + dot6(phiR, G3)
+    if par >= 0:
+        # rotor composites and auxiliaries into the parent frame
+        inertia6_act(treeR[j], treep[j], IR, tmp66)
+        for r in range(6):
+            for c in range(6):
+                IC[par, r, c] += tmp66[r, c]
+        _tensor_act(treeR[j], treep[j], BR, tmp66, col, tmp)
+        for r in range(6):
+            for c in range(6):
+                BC[par, r, c] += tmp66[r, c]
+        force_act(treeR[j], treep[j], G1, tmp)
+        G1[:] = tmp
+        force_act(treeR[j], treep[j], G2, tmp)
+        G2[:] = tmp
+        force_act(treeR[j], treep[j], G3, tmp)
+        G3[:] = tmp
+
+
+@jit_inline
+def _coriolis_ancestors(j, nj, jv, has_rotor, parents, idx_v, nvj, R, p, S, Sd, F1, F2, F3,
+                        G1, G2, G3, tmp, M, Mdot, C):
+    # Entries of joint j's columns in the rows of its ancestors (and the transposed ones):
+    # F = iX_p^T F (Alg. 4 line 15), then Eqs. 3.16-3.18 and the M-dot line (notes §2.4.2
+    # lines 17-20) for the ancestor p(i).
+    i = j
+    while parents[i] >= 0:
+        for c in range(nj):
+            force_act(R[i], p[i], F1[c], tmp)
+            F1[c] = tmp
+            force_act(R[i], p[i], F2[c], tmp)
+            F2[c] = tmp
+            force_act(R[i], p[i], F3[c], tmp)
+            F3[c] = tmp
+        if i == j and has_rotor:
+            for r in range(6):
+                F1[0, r] += G1[r]
+                F2[0, r] += G2[r]
+                F3[0, r] += G3[r]
+        i = parents[i]
+        ni = nvj[i]
+        iv = idx_v[i]
+        for a in range(ni):
+            for c in range(nj):
+                C[iv + a, jv + c] = dot6(S[i, a], F1[c])
+                C[jv + c, iv + a] = dot6(Sd[i, a], F2[c]) + dot6(S[i, a], F3[c])
+                m = dot6(S[i, a], F2[c])
+                M[iv + a, jv + c] = m
+                M[jv + c, iv + a] = m
+                md = dot6(Sd[i, a], F2[c]) + dot6(S[i, a], F1[c]) + dot6(S[i, a], F3[c])
+                Mdot[iv + a, jv + c] = md
+                Mdot[jv + c, iv + a] = md
+
+
+@jit_inline
+def _coriolis_composites(j, par, R, p, IC, BC, tmp66, col, tmp):
+    # composites toward the root: IC_p += X^T IC X ; BC_p += X^T BC X (Eq. 3.9)
+    inertia6_act(R[j], p[j], IC[j], tmp66)
+    for r in range(6):
+        for c in range(6):
+            IC[par, r, c] += tmp66[r, c]
+    _tensor_act(R[j], p[j], BC[j], tmp66, col, tmp)
+    for r in range(6):
+        for c in range(6):
+            BC[par, r, c] += tmp66[r, c]
+
+
 @jit
 def _coriolis_kernel(mi, mf, rotor_J, rotor_n, use_rotors, q, v, R, p, vel, S, Sd, IC, BC, F,
                      m66, v6, R3, p3, M, Mdot, C):
@@ -263,17 +320,10 @@ def _coriolis_kernel(mi, mf, rotor_J, rotor_n, use_rotors, q, v, R, p, vel, S, S
     # (notes §2.6.4 model: coaxial, on the parent, Phi_R = n [0; a], frame = joint frame) is a
     # leaf body whose column is added to its joint's (C_R = G^T C_aug G of the augmented tree
     # with q_R = n q; Christoffel-consistent, equal to the Jacobian form of notes §2.6.4).
+    # The passes are inlined (numba IR): one compiled function, as fast as one long loop body.
     nb, nv, parents, jtype, idx_q, idx_v, nvj, _, _, _, axis, treeR, treep, I10 = _j.model_views(
         mi, mf)
-    _kinematics(mi, mf, q, v, R, p, vel, S, Sd, R3, p3, m66[0])
-    for r in range(nv):
-        for c in range(nv):
-            M[r, c] = 0.0
-            Mdot[r, c] = 0.0
-            C[r, c] = 0.0
-    for i in range(nb):
-        rigid_inertia_to_matrix(I10[i], IC[i])
-        _b_factor(vel[i], IC[i], BC[i], m66[0], v6[0])
+    _coriolis_setup(mi, mf, q, v, R, p, vel, S, Sd, IC, BC, m66, v6, R3, p3, M, Mdot, C)
     F1 = F[0]
     F2 = F[1]
     F3 = F[2]
@@ -291,126 +341,21 @@ def _coriolis_kernel(mi, mf, rotor_J, rotor_n, use_rotors, q, v, R, p, vel, S, S
         nj = nvj[j]
         jv = idx_v[j]
         par = parents[j]
-        for c in range(nj):
-            # F1 = IC Phid + BC Phi ; F2 = IC Phi ; F3 = BC^T Phi   (Eqs. 3.13-3.15)
-            for r in range(6):
-                s1 = 0.0
-                s2 = 0.0
-                s3 = 0.0
-                for k in range(6):
-                    s1 += IC[j, r, k] * Sd[j, c, k] + BC[j, r, k] * S[j, c, k]
-                    s2 += IC[j, r, k] * S[j, c, k]
-                    s3 += BC[j, k, r] * S[j, c, k]
-                F1[c, r] = s1
-                F2[c, r] = s2
-                F3[c, r] = s3
-        for a in range(nj):
-            for c in range(nj):
-                C[jv + a, jv + c] = _dot6(S[j, a], F1[c])
-                M[jv + a, jv + c] = _dot6(S[j, a], F2[c])
-                Mdot[jv + a, jv + c] = _dot6(Sd[j, a], F2[c]) + _dot6(S[j, a], F1[c]) + _dot6(
-                    S[j, a], F3[c])
+        _coriolis_own_block(j, nj, jv, S, Sd, IC, BC, F1, F2, F3, M, Mdot, C)
         has_rotor = use_rotors and nj == 1 and rotor_J[j] != 0.0
         if has_rotor:
-            # rotor R_j: a leaf body on par, frame = joint frame (treeR[j], treep[j]) (its spin
-            # about the axis leaves I_R and Phi_R unchanged: axisymmetric, axial inertia).
-            _rotor_subspace(axis[j], rotor_n[j], phiR)
-            _rotor_inertia(axis[j], rotor_J[j], IR)
-            if par >= 0:
-                motion_act_inv(treeR[j], treep[j], vel[par], col)
-            else:
-                for r in range(6):
-                    col[r] = 0.0
-            for r in range(6):
-                col[r] += phiR[r] * v[jv]  # v_R
-            motion_cross(col, phiR, phidR)
-            _b_factor(col, IR, BR, tmp66, tmp)
-            for r in range(6):
-                s1 = 0.0
-                s2 = 0.0
-                s3 = 0.0
-                for k in range(6):
-                    s1 += IR[r, k] * phidR[k] + BR[r, k] * phiR[k]
-                    s2 += IR[r, k] * phiR[k]
-                    s3 += BR[k, r] * phiR[k]
-                G1[r] = s1
-                G2[r] = s2
-                G3[r] = s3
-            C[jv, jv] += _dot6(phiR, G1)
-            M[jv, jv] += _dot6(phiR, G2)
-            Mdot[jv, jv] += _dot6(phidR, G2) + _dot6(phiR, G1) + _dot6(phiR, G3)
-            if par >= 0:
-                # rotor composites and auxiliaries into the parent frame
-                inertia6_act(treeR[j], treep[j], IR, tmp66)
-                for r in range(6):
-                    for c in range(6):
-                        IC[par, r, c] += tmp66[r, c]
-                _tensor_act(treeR[j], treep[j], BR, tmp66, col, tmp)
-                for r in range(6):
-                    for c in range(6):
-                        BC[par, r, c] += tmp66[r, c]
-                force_act(treeR[j], treep[j], G1, tmp)
-                G1[:] = tmp
-                force_act(treeR[j], treep[j], G2, tmp)
-                G2[:] = tmp
-                force_act(treeR[j], treep[j], G3, tmp)
-                G3[:] = tmp
-        i = j
-        while parents[i] >= 0:
-            # F = iX_p^T F (Alg. 4 line 15), then entries of the ancestor p(i)
-            for c in range(nj):
-                force_act(R[i], p[i], F1[c], tmp)
-                F1[c] = tmp
-                force_act(R[i], p[i], F2[c], tmp)
-                F2[c] = tmp
-                force_act(R[i], p[i], F3[c], tmp)
-                F3[c] = tmp
-            if i == j and has_rotor:
-                for r in range(6):
-                    F1[0, r] += G1[r]
-                    F2[0, r] += G2[r]
-                    F3[0, r] += G3[r]
-            i = parents[i]
-            ni = nvj[i]
-            iv = idx_v[i]
-            for a in range(ni):
-                for c in range(nj):
-                    # Eqs. 3.16-3.18 and the M-dot line (notes §2.4.2 lines 17-20)
-                    C[iv + a, jv + c] = _dot6(S[i, a], F1[c])
-                    C[jv + c, iv + a] = _dot6(Sd[i, a], F2[c]) + _dot6(S[i, a], F3[c])
-                    m = _dot6(S[i, a], F2[c])
-                    M[iv + a, jv + c] = m
-                    M[jv + c, iv + a] = m
-                    md = _dot6(Sd[i, a], F2[c]) + _dot6(S[i, a], F1[c]) + _dot6(S[i, a], F3[c])
-                    Mdot[iv + a, jv + c] = md
-                    Mdot[jv + c, iv + a] = md
+            _coriolis_rotor(j, jv, par, v, axis, rotor_J, rotor_n, treeR, treep, vel, IC, BC, IR,
+                            BR, tmp66, phiR, phidR, G1, G2, G3, col, tmp, M, Mdot, C)
+        _coriolis_ancestors(j, nj, jv, has_rotor, parents, idx_v, nvj, R, p, S, Sd, F1, F2, F3,
+                            G1, G2, G3, tmp, M, Mdot, C)
         if par >= 0:
-            # composites toward the root: IC_p += X^T IC X ; BC_p += X^T BC X (Eq. 3.9)
-            inertia6_act(R[j], p[j], IC[j], tmp66)
-            for r in range(6):
-                for c in range(6):
-                    IC[par, r, c] += tmp66[r, c]
-            _tensor_act(R[j], p[j], BC[j], tmp66, col, tmp)
-            for r in range(6):
-                for c in range(6):
-                    BC[par, r, c] += tmp66[r, c]
+            _coriolis_composites(j, par, R, p, IC, BC, tmp66, col, tmp)
 
 
-@jit
-def _christoffel_kernel(mi, mf, q, R, p, oR, op, S, IC, Sw, m66, v6, R3, p3, Gamma):
-    # (int64[:], float64[:], float64[:] q, workspace..., Gamma (nv, nv, nv)) -> None
-    # Christoffel symbols of the first kind: seed 003 Alg. 5 (Eqs. 3.33-3.41, with the k >= j
-    # correction of notes §2.5.1), generalized to multi-DoF bodies by notes §2.5.3, evaluated
-    # with every vector and composite inertia in the WORLD frame (no transform chains):
-    #   for DoFs i, j, k on one root-to-leaf path, l the deepest body:
-    #   Gamma_ijk = Phi_i^T B(Phi_j, IC_l) Phi_k if b(j) >= b(k) else Phi_i^T B(Phi_k, IC_l) Phi_j.
-    # Loop: body K (deepest), its column c = DoF k; J on the path K..root, column d = DoF j;
-    # I on the path J..root, column e = DoF i. With B = B(Phi_k, IC_K) and
-    # Dm = ((IC_K Phi_k) xbar*) - B (Eq. 3.41; Phi_k^T B(Phi_j) Phi_i = Phi_i^T Dm Phi_j):
-    #   Gamma_ikj (= Gamma_ijk if J != K) = Phi_i^T B Phi_j
-    #   Gamma_jki (= Gamma_jik if I != K) = Phi_i^T B^T Phi_j
-    #   Gamma_kji (= Gamma_kij if I != J) = Phi_i^T Dm Phi_j
-    # The guarded entries are the base pairs (same multi-DoF body) where Gamma is NOT symmetric.
+@jit_inline
+def _christoffel_world_pass(mi, mf, q, R, p, oR, op, IC, Sw, m66, v6, R3, p3):
+    # World poses (positions about the floating base), world subspace columns Sw and world
+    # composite inertias IC (Alg. 5 lines 1-9, in world axes: no transform chains later).
     nb, nv, parents, jtype, idx_q, idx_v, nvj, _, _, _, axis, treeR, treep, I10 = _j.model_views(
         mi, mf)
     for i in range(nb):
@@ -448,6 +393,12 @@ def _christoffel_kernel(mi, mf, q, R, p, oR, op, S, IC, Sw, m66, v6, R3, p3, Gam
             for r in range(6):
                 for c in range(6):
                     IC[par, r, c] += IC[i, r, c]
+
+
+@jit_inline
+def _christoffel_entries(mi, mf, IC, Sw, m66, v6, Gamma):
+    # Alg. 5's triple loop (see _christoffel_kernel) over world-frame Sw and IC.
+    nb, nv, parents, _, _, idx_v, nvj, _, _, _, _, _, _, _ = _j.model_views(mi, mf)
     for i in range(nv):
         for j in range(nv):
             for k in range(nv):
@@ -461,7 +412,7 @@ def _christoffel_kernel(mi, mf, q, R, p, oR, op, S, IC, Sw, m66, v6, R3, p3, Gam
         for c in range(nvj[K]):
             k = idx_v[K] + c
             _b_factor(Sw[k], IC[K], B, m66[0], v6[0])
-            _matvec6(IC[K], Sw[k], v6[4])
+            matvec6(IC[K], Sw[k], v6[4])
             for r in range(6):
                 for s in range(6):
                     Dm[r, s] = -B[r, s]
@@ -470,16 +421,16 @@ def _christoffel_kernel(mi, mf, q, R, p, oR, op, S, IC, Sw, m66, v6, R3, p3, Gam
             while J >= 0:
                 for d in range(nvj[J]):
                     j = idx_v[J] + d
-                    _matvec6(B, Sw[j], F1)
-                    _matTvec6(B, Sw[j], F2)
-                    _matvec6(Dm, Sw[j], F3)
+                    matvec6(B, Sw[j], F1)
+                    matvec6_t(B, Sw[j], F2)
+                    matvec6(Dm, Sw[j], F3)
                     I = J
                     while I >= 0:
                         for e in range(nvj[I]):
                             i = idx_v[I] + e
-                            g1 = _dot6(Sw[i], F1)
-                            g2 = _dot6(Sw[i], F2)
-                            g3 = _dot6(Sw[i], F3)
+                            g1 = dot6(Sw[i], F1)
+                            g2 = dot6(Sw[i], F2)
+                            g3 = dot6(Sw[i], F3)
                             Gamma[i, k, j] = g1
                             if J != K:
                                 Gamma[i, j, k] = g1
@@ -493,6 +444,25 @@ def _christoffel_kernel(mi, mf, q, R, p, oR, op, S, IC, Sw, m66, v6, R3, p3, Gam
                 J = parents[J]
 
 
+@jit
+def _christoffel_kernel(mi, mf, q, R, p, oR, op, S, IC, Sw, m66, v6, R3, p3, Gamma):
+    # (int64[:], float64[:], float64[:] q, workspace..., Gamma (nv, nv, nv)) -> None
+    # Christoffel symbols of the first kind: seed 003 Alg. 5 (Eqs. 3.33-3.41, with the k >= j
+    # correction of notes §2.5.1), generalized to multi-DoF bodies by notes §2.5.3, evaluated
+    # with every vector and composite inertia in the WORLD frame (no transform chains):
+    #   for DoFs i, j, k on one root-to-leaf path, l the deepest body:
+    #   Gamma_ijk = Phi_i^T B(Phi_j, IC_l) Phi_k if b(j) >= b(k) else Phi_i^T B(Phi_k, IC_l) Phi_j.
+    # Loop: body K (deepest), its column c = DoF k; J on the path K..root, column d = DoF j;
+    # I on the path J..root, column e = DoF i. With B = B(Phi_k, IC_K) and
+    # Dm = ((IC_K Phi_k) xbar*) - B (Eq. 3.41; Phi_k^T B(Phi_j) Phi_i = Phi_i^T Dm Phi_j):
+    #   Gamma_ikj (= Gamma_ijk if J != K) = Phi_i^T B Phi_j
+    #   Gamma_jki (= Gamma_jik if I != K) = Phi_i^T B^T Phi_j
+    #   Gamma_kji (= Gamma_kij if I != J) = Phi_i^T Dm Phi_j
+    # The guarded entries are the base pairs (same multi-DoF body) where Gamma is NOT symmetric.
+    _christoffel_world_pass(mi, mf, q, R, p, oR, op, IC, Sw, m66, v6, R3, p3)
+    _christoffel_entries(mi, mf, IC, Sw, m66, v6, Gamma)
+
+
 # --- public API -----------------------------------------------------------------------------
 
 
@@ -500,7 +470,7 @@ def _check(model: Model, data, workspace, q, v=None):
     # Validate everything before any buffer is written; returns contiguous float64 q, v.
     check_data(model, data)
     if workspace is None:
-        workspace = CoriolisWorkspace(model)
+        workspace = data.coriolis
     elif type(workspace) is not CoriolisWorkspace or workspace.model is not model:
         raise StateError('workspace was not created for this model '
                          '(use create_coriolis_workspace(model))')
@@ -533,9 +503,10 @@ def compute_coriolis_matrix(model: Model, data, q, v, workspace: CoriolisWorkspa
     then C also equals Pinocchio's computeCoriolisMatrix (tested). Rotors are ignored here
     (see rotor.compute_coriolis_matrix_rotor).
 
-    ``workspace``: from ``create_coriolis_workspace(model)``; a new one is allocated when None
-    (not for a control loop). Returns ``workspace.C`` (valid until the next call with it);
-    ``workspace.Mdot`` and ``workspace.M`` are filled too. Raises StateError (nothing written)
+    ``workspace``: None (default) uses the Data's own, ``data.coriolis``, so the result is
+    ``data.C``; or a separate one from ``create_coriolis_workspace(model)``. Returns
+    ``workspace.C`` (valid until the next call with it); ``workspace.Mdot`` and
+    ``workspace.M`` are filled too. Raises StateError (nothing written)
     on bad sizes, non-finite input or a non-unit base quaternion.
 
     Reference: seed 003 Alg. 4 (Eqs. 3.13-3.25), reconstructed per notes §2.4.2; floating base
@@ -558,7 +529,8 @@ def compute_christoffel(model: Model, data, q, workspace: CoriolisWorkspace | No
     rows/columns are defined by Gamma_ijk = dC_ij/dv_k, and for j, k BOTH base DoFs Gamma is
     NOT symmetric in (j, k) (notes §3); it is symmetric whenever j or k is a joint DoF.
 
-    Returns ``workspace.Gamma`` (valid until the next call with it). Reference: seed 003
+    ``workspace``: None (default) uses ``data.coriolis``. Returns ``workspace.Gamma`` (valid
+    until the next call with it; allocated by the first call). Reference: seed 003
     Alg. 5 (Eqs. 3.27-3.41, k >= j reading of Eq. 3.33) for 1-DoF joints, general multi-DoF
     formula of notes §2.5.3, evaluated in world axes about the floating base's origin (so
     the result does not depend on the base position). Cost O(N d^2) (nv^3 storage).

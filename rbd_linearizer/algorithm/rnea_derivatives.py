@@ -24,8 +24,6 @@ version (6-vector derivatives per (body, column), commit afd14ea) was 2-4x slowe
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from rbd_linearizer._jit import jit, jit_inline, register_warmup
@@ -50,10 +48,14 @@ from rbd_linearizer.algorithm._joints import (
 )
 from rbd_linearizer.algorithm.kinematics import fk_pass, uncentre_pass
 from rbd_linearizer.algorithm.rnea import MODE_RNEA, rnea_passes
-from rbd_linearizer.model.data import check_data
+from rbd_linearizer.model.data import DerivativeWorkspace, check_data
 from rbd_linearizer.spatial.kernels import (
+    dot6,
     force_act,
     force_cross,
+    matvec6,
+    matvec6_add,
+    matvec6_t,
     motion_act,
     motion_cross,
     rigid_inertia_act,
@@ -63,76 +65,13 @@ from rbd_linearizer.spatial.kernels import (
 
 __all__ = ['DerivativeWorkspace', 'compute_rnea_derivatives', 'derivative_workspace']
 
-class DerivativeWorkspace:
-    """Buffers of the derivative algorithms for one Data (allocated once, reused by every call).
-
-    Attributes:
-        dW (15 nb + 10 nv, 6): world-frame 6-vectors and 6x6 blocks of the derivative passes
-            (layout in ``rnea_derivatives_passes``).
-        dtau (nv, 2 nv): ``[dtau_dq | dtau_dv]``; ``dtau_dq``, ``dtau_dv`` are views of it.
-        C (nv, nv): the Coriolis matrix at (q, v), a by-product (``C v = h - g``; equal to
-            ``compute_coriolis_matrix`` / Pinocchio's ``computeCoriolisMatrix``).
-        tau (nv,): the inverse dynamics at the point. scratch (64,).
-        ddq_dx (nv, 2 nv): ``[ddq_dq | ddq_dv]`` (aba_derivatives); ``ddq_dq``, ``ddq_dv`` views.
-        minv_offset, ddq_offset: where ``data.Minv`` and ``data.ddq`` start in ``data._ws``.
-    """
-
-    minv_offset = 0
-    ddq_offset = 0
-
-    def __init__(self, nb: int, nv: int):
-        self.dW = np.zeros((15 * nb + 10 * nv, 6))
-        self.dtau = np.zeros((nv, 2 * nv))
-        self.dtau_dq = self.dtau[:, :nv]
-        self.dtau_dv = self.dtau[:, nv:]
-        self.C = np.zeros((nv, nv))
-        self.tau = np.zeros(nv)
-        self.scratch = np.zeros(64)
-        self.ddq_dx = np.zeros((nv, 2 * nv))
-        self.ddq_dq = self.ddq_dx[:, :nv]
-        self.ddq_dv = self.ddq_dx[:, nv:]
-
-
-_WORKSPACES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
 
 def derivative_workspace(data) -> DerivativeWorkspace:
-    """Return the DerivativeWorkspace of ``data`` (created on first use, then reused)."""
-    ws = _WORKSPACES.get(data)
-    if ws is None:
-        ws = DerivativeWorkspace(int(data.model.nb), int(data.model.nv))
-        base = data._ws.__array_interface__['data'][0]
-        # offsets (float64 entries) of data.Minv and data.ddq in data._ws, for flat kernels
-        ws.minv_offset = (data.Minv.__array_interface__['data'][0] - base) // 8
-        ws.ddq_offset = (data.ddq.__array_interface__['data'][0] - base) // 8
-        _WORKSPACES[data] = ws
-    return ws
+    """Return the DerivativeWorkspace of ``data``: ``data.derivatives`` (allocated on first use).
 
-
-@jit_inline
-def _dot6(a, b):
-    # a . b for 6-vectors
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
-
-
-@jit_inline
-def _matvec6(M, x, out, transpose):
-    # out = M x (or M^T x) for a 6x6 M
-    for r in range(6):
-        s = 0.0
-        for c in range(6):
-            s += (M[c, r] if transpose else M[r, c]) * x[c]
-        out[r] = s
-
-
-@jit_inline
-def _matvec6_add(M, x, out):
-    # out += M x
-    for r in range(6):
-        s = 0.0
-        for c in range(6):
-            s += M[r, c] * x[c]
-        out[r] += s
+    Its ``C`` is ``data.C`` (the Coriolis matrix, a by-product of every derivative pass).
+    """
+    return data.derivatives
 
 
 @jit
@@ -181,6 +120,99 @@ def _velocity_variation(I, V, h, out):
     out[4, 5] += n0
     out[5, 3] += n1
     out[5, 4] -= n0
+
+
+@jit_inline
+def _derivatives_world_pass(nb, nvj, idx_v, jtype, axis, I10, parents, oR, op, V, A, F, oV, oA,
+                            oF, oS, Yc, Bc, S, h, I10w):
+    # World quantities of each body (twist, acceleration, force, subspace columns), its own
+    # world inertia Y and B = crf(oV) oI - oI crm(oV) + X(oI oV), then their composites
+    # (backward accumulation, no transform in the world frame).
+    for i in range(nb):
+        R = oR[i]
+        p = op[i]
+        motion_act(R, p, V[i], oV[i])
+        motion_act(R, p, A[i], oA[i])
+        force_act(R, p, F[i], oF[i])
+        rigid_inertia_act(R, p, I10[i], I10w)
+        rigid_inertia_to_matrix(I10w, Yc[i])
+        rigid_inertia_motion(I10w, oV[i], h)
+        _velocity_variation(Yc[i], oV[i], h, Bc[i])
+        for c in range(nvj[i]):
+            s_col(jtype[i], axis[i], c, S)
+            motion_act(R, p, S, oS[idx_v[i] + c])
+    for i in range(nb - 1, 0, -1):
+        lam = parents[i]
+        if lam >= 0:
+            for r in range(6):
+                for c in range(6):
+                    Yc[lam, r, c] += Yc[i, r, c]
+                    Bc[lam, r, c] += Bc[i, r, c]
+
+
+@jit_inline
+def _derivatives_dof_pass(nb, nvj, idx_v, parents, ag, oV, oA, oF, oS, Yc, Bc, alp, gam, gv, uu,
+                          ww, dFq, dFv, dJ, cF, t1, t2):
+    # Per-dof vectors alp_k, gam_k, g_k (gv), u_k, w_k, the descendant columns dFq_k, dFv_k
+    # and the Coriolis auxiliaries dJ_k, cF_k (formulas in rnea_derivatives_passes).
+    for j in range(nb):
+        lam = parents[j]
+        for c in range(nvj[j]):
+            k = idx_v[j] + c
+            Sk = oS[k]
+            if lam >= 0:
+                motion_cross(oV[lam], Sk, alp[k])
+                motion_cross(oA[lam], Sk, gam[k])
+                motion_cross(oV[lam], alp[k], t1)
+                for r in range(6):
+                    gam[k, r] += t1[r]
+                    t2[r] = oV[lam, r] + oV[j, r]
+            else:
+                for r in range(6):
+                    alp[k, r] = 0.0
+                    t2[r] = oV[j, r]
+                motion_cross(ag, Sk, gam[k])
+            motion_cross(t2, Sk, gv[k])
+            matvec6_t(Bc[j], Sk, uu[k])
+            matvec6(Yc[j], Sk, ww[k])
+            force_cross(Sk, oF[j], dFq[k])
+            matvec6_add(Yc[j], gam[k], dFq[k])
+            matvec6_add(Bc[j], alp[k], dFq[k])
+            matvec6(Yc[j], gv[k], dFv[k])
+            matvec6(Bc[j], Sk, t1)
+            for r in range(6):
+                dFv[k, r] += t1[r]
+            motion_cross(oV[j], Sk, dJ[k])
+            matvec6(Yc[j], dJ[k], cF[k])
+            for r in range(6):
+                cF[k, r] += 0.5 * t1[r]
+
+
+@jit_inline
+def _derivatives_entries(nb, nv, nvj, idx_v, parents, subptr, subidx, oS, alp, gam, gv, uu, ww,
+                         dFq, dFv, dJ, cF, dtau, Cm):
+    # Entries: rows of body i, columns of its supporting dofs and of its subtree's dofs.
+    for r in range(nv):
+        for k in range(2 * nv):
+            dtau[r, k] = 0.0
+        for k in range(nv):
+            Cm[r, k] = 0.0
+    for i in range(nb):
+        for c in range(nvj[i]):
+            r = idx_v[i] + c
+            j = i
+            while j >= 0:
+                for k in range(idx_v[j], idx_v[j] + nvj[j]):
+                    us = dot6(uu[r], oS[k])
+                    dtau[r, k] = dot6(ww[r], gam[k]) + dot6(uu[r], alp[k])
+                    dtau[r, nv + k] = dot6(ww[r], gv[k]) + us
+                    Cm[r, k] = dot6(ww[r], dJ[k]) + 0.5 * us
+                j = parents[j]
+            for e in range(subptr[i], subptr[i + 1]):
+                k = subidx[e]
+                dtau[r, k] = dot6(oS[r], dFq[k])
+                dtau[r, nv + k] = dot6(oS[r], dFv[k])
+                Cm[r, k] = dot6(oS[r], cF[k])
 
 
 @jit
@@ -244,82 +276,12 @@ def rnea_derivatives_passes(mi, mf, ws, dW, dtau, Cm, sc):
     for r in range(3):
         ag[r] = -gravity[r]
         ag[r + 3] = 0.0
-    # --- world quantities of each body; own (non-composite) Y and B
-    for i in range(nb):
-        R = oR[i]
-        p = op[i]
-        motion_act(R, p, V[i], oV[i])
-        motion_act(R, p, A[i], oA[i])
-        force_act(R, p, F[i], oF[i])
-        rigid_inertia_act(R, p, I10[i], I10w)
-        rigid_inertia_to_matrix(I10w, Yc[i])
-        rigid_inertia_motion(I10w, oV[i], h)
-        _velocity_variation(Yc[i], oV[i], h, Bc[i])
-        for c in range(nvj[i]):
-            s_col(jtype[i], axis[i], c, S)
-            motion_act(R, p, S, oS[idx_v[i] + c])
-    # --- composites (backward accumulation, no transform in the world frame)
-    for i in range(nb - 1, 0, -1):
-        lam = parents[i]
-        if lam >= 0:
-            for r in range(6):
-                for c in range(6):
-                    Yc[lam, r, c] += Yc[i, r, c]
-                    Bc[lam, r, c] += Bc[i, r, c]
-    # --- per-dof vectors
-    for j in range(nb):
-        lam = parents[j]
-        for c in range(nvj[j]):
-            k = idx_v[j] + c
-            Sk = oS[k]
-            if lam >= 0:
-                motion_cross(oV[lam], Sk, alp[k])
-                motion_cross(oA[lam], Sk, gam[k])
-                motion_cross(oV[lam], alp[k], t1)
-                for r in range(6):
-                    gam[k, r] += t1[r]
-                    t2[r] = oV[lam, r] + oV[j, r]
-            else:
-                for r in range(6):
-                    alp[k, r] = 0.0
-                    t2[r] = oV[j, r]
-                motion_cross(ag, Sk, gam[k])
-            motion_cross(t2, Sk, gv[k])
-            _matvec6(Bc[j], Sk, uu[k], True)
-            _matvec6(Yc[j], Sk, ww[k], False)
-            force_cross(Sk, oF[j], dFq[k])
-            _matvec6_add(Yc[j], gam[k], dFq[k])
-            _matvec6_add(Bc[j], alp[k], dFq[k])
-            _matvec6(Yc[j], gv[k], dFv[k], False)
-            _matvec6(Bc[j], Sk, t1, False)
-            for r in range(6):
-                dFv[k, r] += t1[r]
-            motion_cross(oV[j], Sk, dJ[k])
-            _matvec6(Yc[j], dJ[k], cF[k], False)
-            for r in range(6):
-                cF[k, r] += 0.5 * t1[r]
-    # --- entries: rows of body i, columns of its supporting dofs and of its subtree's dofs
-    for r in range(nv):
-        for k in range(2 * nv):
-            dtau[r, k] = 0.0
-        for k in range(nv):
-            Cm[r, k] = 0.0
-    for i in range(nb):
-        for c in range(nvj[i]):
-            r = idx_v[i] + c
-            j = i
-            while j >= 0:
-                for k in range(idx_v[j], idx_v[j] + nvj[j]):
-                    us = _dot6(uu[r], oS[k])
-                    dtau[r, k] = _dot6(ww[r], gam[k]) + _dot6(uu[r], alp[k])
-                    dtau[r, nv + k] = _dot6(ww[r], gv[k]) + us
-                    Cm[r, k] = _dot6(ww[r], dJ[k]) + 0.5 * us
-                j = parents[j]
-            for e in range(subptr[i], subptr[i + 1]):
-                k = subidx[e]
-                dtau[r, k] = _dot6(oS[r], dFq[k])
-                dtau[r, nv + k] = _dot6(oS[r], dFv[k])
-                Cm[r, k] = _dot6(oS[r], cF[k])
+    _derivatives_world_pass(nb, nvj, idx_v, jtype, axis, I10, parents, oR, op, V, A, F, oV, oA,
+                            oF, oS, Yc, Bc, S, h, I10w)
+    _derivatives_dof_pass(nb, nvj, idx_v, parents, ag, oV, oA, oF, oS, Yc, Bc, alp, gam, gv, uu,
+                          ww, dFq, dFv, dJ, cF, t1, t2)
+    _derivatives_entries(nb, nv, nvj, idx_v, parents, subptr, subidx, oS, alp, gam, gv, uu, ww,
+                         dFq, dFv, dJ, cF, dtau, Cm)
 
 
 @jit
@@ -355,8 +317,9 @@ def compute_rnea_derivatives(model, data, q, v, a, f_ext=None):
     the first 6 columns are w.r.t. the right (body-frame) perturbation ``H exp(z^)`` of the base
     pose with the body twist held fixed (seeds 000/001 ERRATUM 1), as Pinocchio's
     ``computeRNEADerivatives``. ``dtau_dv`` is w.r.t. v (body twist). Gravity is
-    ``model.gravity``. Returns views of ``derivative_workspace(data).dtau`` (valid until the
-    next derivative call with this data); ``data.tau`` is left unchanged.
+    ``model.gravity``. Returns views of ``data.derivatives.dtau`` (valid until the next
+    derivative call with this data); ``data.tau`` is left unchanged; ``data.C`` receives the
+    Coriolis matrix at (q, v), a by-product.
 
     Reference: seeds 000/001 Tables 4.2-4.5 (journal Tables 5-8), errata 1-3 of the notes;
     Carpentier & Mansard, RSS 2018. Cost O(n d).

@@ -17,7 +17,9 @@ plain algorithm (aba, crba, rnea, compute_coriolis_matrix).
 - ``compute_coriolis_matrix_rotor``: C_R with ``C_R v = h_R - g_R`` and ``Mdot_R = C_R + C_R^T``
   (Christoffel-consistent), by seed 003 Alg. 4 with each rotor folded in as a leaf body.
 
-Buffers live in a ``CoriolisWorkspace`` (coriolis.create_coriolis_workspace).
+Buffers live in the Data's ``CoriolisWorkspace`` (``data.coriolis``; the rotor Coriolis matrix
+is written to ``data.C``) unless a separate one (``coriolis.create_coriolis_workspace``) is
+passed as ``workspace``.
 """
 
 from __future__ import annotations
@@ -30,18 +32,18 @@ from rbd_linearizer.algorithm.coriolis import (
     CoriolisWorkspace,
     _check,
     _coriolis_kernel,
-    _dot6,
     _kinematics,
-    _matvec6,
     _rotor_inertia,
     _rotor_subspace,
 )
 from rbd_linearizer.errors import StateError
 from rbd_linearizer.model.model import Model
 from rbd_linearizer.spatial.kernels import (
+    dot6,
     force_act,
     force_cross,
     inertia6_act,
+    matvec6,
     motion_act_inv,
     motion_cross,
     rigid_inertia_to_matrix,
@@ -92,8 +94,8 @@ def _rnea_rotor_kernel(mi, mf, rotor_J, rotor_n, q, v, a, use_gravity, R, p, vel
             for r in range(6):
                 acc[i, r] += S[i, c, r] * a[iv + c] + Sd[i, c, r] * v[iv + c]
         rigid_inertia_to_matrix(I10[i], I6)
-        _matvec6(I6, acc[i], f[i])
-        _matvec6(I6, vel[i], t1)
+        matvec6(I6, acc[i], f[i])
+        matvec6(I6, vel[i], t1)
         force_cross(vel[i], t1, t2)
         for r in range(6):
             f[i, r] += t2[r]
@@ -114,8 +116,8 @@ def _rnea_rotor_kernel(mi, mf, rotor_J, rotor_n, q, v, a, use_gravity, R, p, vel
             motion_cross(vR, phiR, t1)
             for r in range(6):
                 ap[r] += phiR[r] * a[iv] + t1[r] * v[iv]
-            _matvec6(IR, ap, fR[i])
-            _matvec6(IR, vR, t1)
+            matvec6(IR, ap, fR[i])
+            matvec6(IR, vR, t1)
             force_cross(vR, t1, t2)
             for r in range(6):
                 fR[i, r] += t2[r]
@@ -123,10 +125,10 @@ def _rnea_rotor_kernel(mi, mf, rotor_J, rotor_n, q, v, a, use_gravity, R, p, vel
         par = parents[i]
         iv = idx_v[i]
         for c in range(nvj[i]):
-            tau[iv + c] = _dot6(S[i, c], f[i])
+            tau[iv + c] = dot6(S[i, c], f[i])
         if nvj[i] == 1 and rotor_J[i] != 0.0:
             _rotor_subspace(axis[i], rotor_n[i], phiR)
-            tau[iv] += _dot6(phiR, fR[i])
+            tau[iv] += dot6(phiR, fR[i])
             if par >= 0:
                 force_act(treeR[i], treep[i], fR[i], t1)
                 for r in range(6):
@@ -156,7 +158,7 @@ def _aba_rotor_setup(mi, mf, rotor_J, rotor_n, q, v, R, p, vel, S, Sd, cb, IA, p
                 s += Sd[i, c, r] * v[iv + c]
             cb[i, r] = s
         rigid_inertia_to_matrix(I10[i], IA[i])
-        _matvec6(IA[i], vel[i], t1)
+        matvec6(IA[i], vel[i], t1)
         force_cross(vel[i], t1, pA[i])
         for r in range(6):
             vR[i, r] = 0.0
@@ -173,7 +175,7 @@ def _aba_rotor_setup(mi, mf, rotor_J, rotor_n, q, v, R, p, vel, S, Sd, cb, IA, p
             motion_cross(vR[i], phiR, cR[i])
             for r in range(6):
                 cR[i, r] *= v[iv]
-            _matvec6(IR, vR[i], t1)
+            matvec6(IR, vR[i], t1)
             force_cross(vR[i], t1, pR[i])
 
 
@@ -195,18 +197,18 @@ def _aba_rotor_inertia_pass(mi, mf, rotor_J, rotor_n, R, p, S, IA, Ut, D, Dinv, 
     for i in range(nb - 1, -1, -1):
         nj = nvj[i]
         for c in range(nj):
-            _matvec6(IA[i], S[i, c], U[c])
+            matvec6(IA[i], S[i, c], U[c])
         for a in range(nj):
             for c in range(nj):
-                D[i, a, c] = _dot6(S[i, a], U[c])
+                D[i, a, c] = dot6(S[i, a], U[c])
         for c in range(nj):
             force_act(R[i], p[i], U[c], Ut[i, c])
         rotor = nj == 1 and rotor_J[i] != 0.0
         if rotor:
             _rotor_subspace(axis[i], rotor_n[i], phiR)
             _rotor_inertia(axis[i], rotor_J[i], IR)
-            _matvec6(IR, phiR, UR)
-            D[i, 0, 0] += _dot6(phiR, UR)
+            matvec6(IR, phiR, UR)
+            D[i, 0, 0] += dot6(phiR, UR)
             force_act(treeR[i], treep[i], UR, t1)
             for r in range(6):
                 Ut[i, 0, r] += t1[r]
@@ -248,19 +250,19 @@ def _aba_rotor_bias_and_forward(mi, mf, rotor_J, rotor_n, tau, a0, R, p, S, cb, 
     for i in range(nb - 1, -1, -1):
         nj = nvj[i]
         iv = idx_v[i]
-        _matvec6(IA[i], cb[i], t1)
+        matvec6(IA[i], cb[i], t1)
         for r in range(6):
             t1[r] += pA[i, r]  # pA_i + IA_i c_i
         for c in range(nj):
-            u[iv + c] = tau[iv + c] - _dot6(S[i, c], t1)
+            u[iv + c] = tau[iv + c] - dot6(S[i, c], t1)
         rotor = nj == 1 and rotor_J[i] != 0.0
         if rotor:
             _rotor_subspace(axis[i], rotor_n[i], phiR)
             _rotor_inertia(axis[i], rotor_J[i], IR)
-            _matvec6(IR, cR[i], t2)
+            matvec6(IR, cR[i], t2)
             for r in range(6):
                 t2[r] += pR[i, r]  # p_R + I_R c_R
-            u[iv] -= _dot6(phiR, t2)
+            u[iv] -= dot6(phiR, t2)
         par = parents[i]
         if par >= 0:
             force_act(R[i], p[i], t1, ap)
@@ -287,7 +289,7 @@ def _aba_rotor_bias_and_forward(mi, mf, rotor_J, rotor_n, tau, a0, R, p, S, cb, 
             for r in range(6):
                 ap[r] = a0[r]
         for a in range(nj):
-            t1[a] = u[iv + a] - _dot6(Ut[i, a], ap)
+            t1[a] = u[iv + a] - dot6(Ut[i, a], ap)
         for a in range(nj):
             s = 0.0
             for b in range(nj):

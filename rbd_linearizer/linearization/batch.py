@@ -5,7 +5,8 @@ For the common case (joint-torque inputs, no external wrench) the whole horizon 
 compiled call that reuses one workspace, so the per-state cost is below the single call's (no
 per-state Python overhead, no result object per state); with ``parallel=True`` the states
 are split into one chunk per thread (``numba.prange``; this module is the only place where
-parallel kernels are used), each chunk with its own copy of the workspace. Representations
+parallel kernels are used), each chunk with its own copy of the workspace (owned by the Data:
+``data.batch_workspaces(nchunk)``, allocated on first use). Representations
 and discrete time are applied per state on top (representation.py, discrete.py); wrench
 inputs fall back to one ``linearize_body`` per state. As in ``linearize``, the world-frame
 quantities of each state are taken about its base position (``kinematics.fk_pass``), so A, B
@@ -20,9 +21,8 @@ import numba
 import numpy as np
 
 from rbd_linearizer._jit import jit, jit_parallel, register_warmup
-from rbd_linearizer.algorithm.aba import _raise
 from rbd_linearizer.algorithm.joint_configuration import integrate
-from rbd_linearizer.algorithm.rnea_derivatives import DerivativeWorkspace, derivative_workspace
+from rbd_linearizer.algorithm.kernels import raise_kernel_error
 from rbd_linearizer.conventions import TimeModel
 from rbd_linearizer.errors import ConfigError, StateError
 from rbd_linearizer.linearization.continuous import (
@@ -32,7 +32,7 @@ from rbd_linearizer.linearization.continuous import (
     state_names,
 )
 from rbd_linearizer.linearization.discrete import lie_euler, zero_order_hold
-from rbd_linearizer.linearization.inputs import InputSelection, resolve_inputs
+from rbd_linearizer.linearization.inputs import InputSelection, ResolvedInputs, resolve_inputs
 from rbd_linearizer.linearization.representation import (
     base_twist_from_body,
     check_representation,
@@ -92,22 +92,6 @@ def _batch_kernel_parallel(mi, mf, Q, V, TAU, fext, WS, DW, DTAU, CM, TAUID, SC,
                                   Minv_off, ddq_off, floating)
 
 
-class _ParallelWorkspaces:
-    def __init__(self, data, nchunk: int):
-        nb, nv = int(data.model.nb), int(data.model.nv)
-        self.nchunk = nchunk
-        self.WS = np.repeat(data._ws[None, :], nchunk, axis=0)
-        d = DerivativeWorkspace(nb, nv)
-        self.DW = np.zeros((nchunk,) + d.dW.shape)
-        self.DTAU = np.zeros((nchunk,) + d.dtau.shape)
-        self.CM = np.zeros((nchunk, nv, nv))
-        self.TAUID = np.zeros((nchunk, nv))
-        self.SC = np.zeros((nchunk, d.scratch.shape[0]))
-
-
-_PARALLEL: dict = {}
-
-
 def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = None,
                     representation='body', time_model='continuous', dt=None,
                     discrete_method: str = 'lie_euler', scheme: str = 'semi_implicit',
@@ -117,13 +101,37 @@ def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = N
     Args:
         Q (N, nq), V (N, nv) (base twist in the BODY frame), U (N, nu) or None (zeros).
         parallel: run the states on numba's thread pool (chunks of states, one workspace
-            each); the result is the same.
+            each, ``data.batch_workspaces``); the result is the same.
         Other arguments as ``linearize``.
 
     Returns a ``LinearizationBatch`` (fresh arrays). ``data`` is used as the workspace
-    (its outputs are left at the last state).
+    (its outputs are left at the last state; ``data.C`` too, except with ``parallel``).
     """
     check_data(model, data)
+    rep, tm = _check_models(model, representation, time_model, dt, discrete_method)
+    res = resolve_inputs(model, inputs, data)
+    Q, V, U = _check_states(model, res, Q, V, U)
+    N, nv = Q.shape[0], model.nv
+    A = np.empty((N, 2 * nv, 2 * nv))
+    B = np.empty((N, 2 * nv, res.nu))
+    f = np.empty((N, 2 * nv))
+    ddq = np.empty((N, nv))
+    if res.has_wrenches:
+        for k in range(N):
+            pt = linearize_body(model, data, Q[k], V[k], U[k], inputs)
+            A[k], B[k], f[k], ddq[k] = pt.A, pt.B, pt.f, pt.ddq
+    else:
+        _body_batch(model, data, res, Q, V, U, A, B, f, ddq, parallel)
+    dt_out = 0.0
+    if rep != 'body' or tm == 'discrete':
+        _transform_batch(model, Q, V, A, B, f, ddq, rep, tm, dt, discrete_method, scheme)
+        if tm == 'discrete':
+            dt_out = float(dt)
+    return LinearizationBatch(A, B, f, ddq, res.names, state_names(model, rep), rep, tm, dt_out)
+
+
+def _check_models(model, representation, time_model, dt, discrete_method) -> tuple[str, str]:
+    # (representation, time model) as strings, or ConfigError
     rep = check_representation(representation)
     tm = str(time_model.value if isinstance(time_model, TimeModel) else time_model)
     if tm not in ('continuous', 'discrete'):
@@ -133,7 +141,11 @@ def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = N
                           f'{DISCRETE_METHODS}')
     if not model.floating_base:
         rep = 'body'
-    res = resolve_inputs(model, inputs)
+    return rep, tm
+
+
+def _check_states(model, res: ResolvedInputs, Q, V, U):
+    # Q (N, nq), V (N, nv), U (N, nu) as contiguous float64 arrays, or StateError
     Q = np.ascontiguousarray(Q, dtype=np.float64)
     V = np.ascontiguousarray(V, dtype=np.float64)
     if Q.ndim != 2 or Q.shape[1] != model.nq or V.shape != (Q.shape[0], model.nv):
@@ -145,62 +157,54 @@ def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = N
         raise StateError(f'U must be ({N}, {res.nu}), got {U.shape}')
     if not np.all(np.isfinite(U)):
         raise StateError('U contains NaN or inf')
-    nv = model.nv
-    nx = 2 * nv
-    A = np.empty((N, nx, nx))
-    B = np.empty((N, nx, res.nu))
-    f = np.empty((N, nx))
-    ddq = np.empty((N, nv))
-    if res.has_wrenches:
-        for k in range(N):
-            pt = linearize_body(model, data, Q[k], V[k], U[k], inputs)
-            A[k], B[k], f[k], ddq[k] = pt.A, pt.B, pt.f, pt.ddq
+    return Q, V, U
+
+
+def _body_batch(model, data, res: ResolvedInputs, Q, V, U, A, B, f, ddq, parallel: bool):
+    # Torque inputs only: every state in one compiled call (continuous, body representation)
+    N, nv = Q.shape[0], model.nv
+    TAU = np.zeros((N, nv))
+    TAU[:, res.tau_dofs] = U[:, : res.n_tau]
+    codes = np.zeros(N, dtype=np.int64)
+    fext = np.zeros(0)
+    mi, mf, ws = data.kernel_buffers
+    dws = data.derivatives
+    args = (res.tau_dofs, dws.minv_offset, dws.ddq_offset, bool(model.floating_base), codes)
+    if parallel and N > 1:
+        pw = data.batch_workspaces(min(N, numba.get_num_threads()))
+        _batch_kernel_parallel(mi, mf, Q, V, TAU, fext, pw.WS, pw.DW, pw.DTAU, pw.CM, pw.TAUID,
+                               pw.SC, A, B, f, ddq, *args)
     else:
-        TAU = np.zeros((N, nv))
-        TAU[:, res.tau_dofs] = U[:, : res.n_tau]
-        codes = np.zeros(N, dtype=np.int64)
-        fext = np.zeros(0)
-        dws = derivative_workspace(data)
-        args = (res.tau_dofs, dws.minv_offset, dws.ddq_offset,
-                bool(model.floating_base), codes)
-        if parallel and N > 1:
-            nchunk = min(N, numba.get_num_threads())
-            key = (id(data), nchunk)
-            pw = _PARALLEL.get(key)
-            if pw is None or pw.WS.shape[1] != data._ws.shape[0]:
-                pw = _PARALLEL[key] = _ParallelWorkspaces(data, nchunk)
-            _batch_kernel_parallel(data._mi, data._mf, Q, V, TAU, fext, pw.WS, pw.DW, pw.DTAU,
-                                   pw.CM, pw.TAUID, pw.SC, A, B, f, ddq, *args)
+        _batch_kernel(mi, mf, Q, V, TAU, fext, ws, dws.dW, dws.dtau, dws.C, dws.tau, dws.scratch,
+                      A, B, f, ddq, *args)
+    bad = np.flatnonzero(codes)
+    if bad.size:
+        k = int(bad[0])
+        try:
+            raise_kernel_error(int(codes[k]))
+        except StateError as err:
+            raise StateError(f'state {k}: {err}') from None
+
+
+def _transform_batch(model, Q, V, A, B, f, ddq, rep: str, tm: str, dt, discrete_method: str,
+                     scheme: str) -> None:
+    # Representation and time model of each state, in place (see linearize)
+    nv = model.nv
+    for k in range(Q.shape[0]):
+        q, v = Q[k], V[k]
+        if tm == 'continuous' or discrete_method == 'zoh':
+            A[k], B[k], f[k] = transform_continuous(A[k], B[k], f[k], q, v, ddq[k], rep, nv)
+            if tm == 'discrete':
+                A[k], B[k], f[k] = zero_order_hold(A[k], B[k], f[k], dt)
         else:
-            _batch_kernel(data._mi, data._mf, Q, V, TAU, fext, data._ws, dws.dW, dws.dtau,
-                          dws.C, dws.tau, dws.scratch, A, B, f, ddq, *args)
-        bad = np.flatnonzero(codes)
-        if bad.size:
-            k = int(bad[0])
-            try:
-                _raise(int(codes[k]))
-            except StateError as err:
-                raise StateError(f'state {k}: {err}') from None
-    dt_out = 0.0
-    if rep != 'body' or tm == 'discrete':
-        for k in range(N):
-            q, v = Q[k], V[k]
-            if tm == 'continuous' or discrete_method == 'zoh':
-                A[k], B[k], f[k] = transform_continuous(A[k], B[k], f[k], q, v, ddq[k], rep, nv)
-                if tm == 'discrete':
-                    A[k], B[k], f[k] = zero_order_hold(A[k], B[k], f[k], dt)
-            else:
-                Ad, Bd, fd, q1, v1 = lie_euler(A[k], B[k], q, v, ddq[k], dt, nv,
-                                               model.floating_base,
-                                               lambda q0, dq: integrate(model, q0, dq), scheme)
-                if rep != 'body':
-                    Ad, Bd = transform_discrete(Ad, Bd, q, v, q1, v1, rep, nv)
-                    fd[nv : nv + 6] = (base_twist_from_body(q1, v1[0:6], rep)
-                                       - base_twist_from_body(q, v[0:6], rep))
-                A[k], B[k], f[k] = Ad, Bd, fd
-        if tm == 'discrete':
-            dt_out = float(dt)
-    return LinearizationBatch(A, B, f, ddq, res.names, state_names(model, rep), rep, tm, dt_out)
+            Ad, Bd, fd, q1, v1 = lie_euler(A[k], B[k], q, v, ddq[k], dt, nv,
+                                           model.floating_base,
+                                           lambda q0, dq: integrate(model, q0, dq), scheme)
+            if rep != 'body':
+                Ad, Bd = transform_discrete(Ad, Bd, q, v, q1, v1, rep, nv)
+                fd[nv : nv + 6] = (base_twist_from_body(q1, v1[0:6], rep)
+                                   - base_twist_from_body(q, v[0:6], rep))
+            A[k], B[k], f[k] = Ad, Bd, fd
 
 
 @register_warmup('linearize_batch')

@@ -26,22 +26,19 @@ import time
 import numpy as np
 
 from rbd_linearizer._jit import jit, register_warmup
-from rbd_linearizer.algorithm._joints import (
-    _EMPTY,
+from rbd_linearizer.algorithm.joint_configuration import integrate
+from rbd_linearizer.algorithm.kernels import (
     BAD_A,
     BAD_V,
+    EMPTY,
+    aba_derivatives_kernel,
+    aba_derivatives_passes,
     as_vector,
     check_config,
     check_finite,
+    raise_kernel_error,
 )
-from rbd_linearizer.algorithm.aba import _raise
-from rbd_linearizer.algorithm.aba_derivatives import (
-    _aba_derivatives_kernel,
-    aba_derivatives_passes,
-)
-from rbd_linearizer.algorithm.joint_configuration import integrate
 from rbd_linearizer.algorithm.kinematics import forward_kinematics
-from rbd_linearizer.algorithm.rnea_derivatives import derivative_workspace
 from rbd_linearizer.conventions import TimeModel
 from rbd_linearizer.errors import ConfigError, StateError
 from rbd_linearizer.linearization.discrete import lie_euler, zero_order_hold
@@ -61,6 +58,7 @@ from rbd_linearizer.linearization.representation import (
 )
 from rbd_linearizer.model.data import check_data
 from rbd_linearizer.results import Linearization
+from rbd_linearizer.spatial.so3 import hat
 
 __all__ = ['LinearizationPoint', 'linearize', 'linearize_body', 'state_names']
 
@@ -102,7 +100,7 @@ def _generalized_inputs(model, data, q, u, res: ResolvedInputs):
     tau = np.zeros(model.nv)
     tau[res.tau_dofs] = u[: res.n_tau]
     if not res.has_wrenches:
-        return tau, _EMPTY, None
+        return tau, EMPTY, None
     forward_kinematics(model, data, q)
     fext = np.zeros((model.nb, 6))
     maps = []
@@ -160,20 +158,16 @@ def _one_state(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc, A, B, f, d
     return 0
 
 
-def _hat(a) -> np.ndarray:
-    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
-
-
 def linearize_body(model, data, q, v, u=None, inputs: InputSelection | None = None,
                    ) -> LinearizationPoint:
     """Continuous-time linearization in the body representation (the core of ``linearize``).
 
     Same arguments as ``linearize``; returns fresh arrays (A, B, f, ddq, Minv and the Coriolis
     matrix C, which the derivative pass yields at no extra recursion, equal to
-    ``compute_coriolis_matrix``).
+    ``compute_coriolis_matrix`` to round-off). Leaves in ``data`` what ``linearize`` leaves.
     """
     check_data(model, data)
-    res = resolve_inputs(model, inputs)
+    res = resolve_inputs(model, inputs, data)
     q = as_vector(q, model.nq, 'q')
     v = as_vector(v, model.nv, 'v')
     u = np.zeros(res.nu) if u is None else as_vector(u, res.nu, 'u')
@@ -187,31 +181,31 @@ def _linearize_body(model, data, q, v, u, res: ResolvedInputs) -> LinearizationP
     nv = model.nv
     nx = 2 * nv
     tau, fext, maps = _generalized_inputs(model, data, q, u, res)
-    dws = derivative_workspace(data)
+    dws = data.derivatives
+    mi, mf, ws = data.kernel_buffers
     if maps is None:
         # torque inputs only: one compiled call fills A, B, f (as the batch does per state)
         A = np.empty((nx, nx))
         B = np.empty((nx, res.nu))
         f = np.empty(nx)
-        code = _one_state(data._mi, data._mf, q, v, tau, fext, data._ws, dws.dW, dws.dtau,
-                          dws.C, dws.tau, dws.scratch, A, B, f, f[nv:], res.tau_dofs,
-                          dws.minv_offset, dws.ddq_offset,
-                          bool(model.floating_base))
+        code = _one_state(mi, mf, q, v, tau, fext, ws, dws.dW, dws.dtau, dws.C, dws.tau,
+                          dws.scratch, A, B, f, f[nv:], res.tau_dofs, dws.minv_offset,
+                          dws.ddq_offset, bool(model.floating_base))
         if code:
-            _raise(code)
+            raise_kernel_error(code)
         return LinearizationPoint(A, B, f, f[nv:], data.Minv.copy(), dws.C.copy())
     A = np.zeros((nx, nx))
-    code = _aba_derivatives_kernel(data._mi, data._mf, q, v, tau, fext, data._ws, dws.dW,
-                                   dws.dtau, dws.C, dws.tau, dws.scratch, A[nv:])
+    code = aba_derivatives_kernel(mi, mf, q, v, tau, fext, ws, dws.dW, dws.dtau, dws.C, dws.tau,
+                                  dws.scratch, A[nv:])
     if code:
-        _raise(code)
+        raise_kernel_error(code)
     # kinematic rows: z_q_dot = -ad(v_b) z_q + z_v (seeds (3.20), ad_lambda of (3.12))
     A.reshape(-1)[nv : nv * nx : nx + 1] = 1.0  # A[:nv, nv:] = 1
     if model.floating_base:
         w = v[3:6]
-        A[0:3, 0:3] = -_hat(w)
-        A[0:3, 3:6] = -_hat(v[0:3])
-        A[3:6, 3:6] = -_hat(w)
+        A[0:3, 0:3] = -hat(w)
+        A[0:3, 3:6] = -hat(v[0:3])
+        A[3:6, 3:6] = -hat(w)
     Minv = data.Minv
     B = np.zeros((nx, res.nu))
     B[nv:, : res.n_tau] = Minv[:, res.tau_dofs]
@@ -220,7 +214,7 @@ def _linearize_body(model, data, q, v, u, res: ResolvedInputs) -> LinearizationP
         J = np.empty((6, nv))
         for k, G in enumerate(maps):
             b = int(res.w_body[k])
-            body_jacobian(data._mi, data._mf, data._ws, b, J, dws.scratch)
+            body_jacobian(mi, mf, ws, b, J, dws.scratch)
             JtG = J.T @ G
             o = int(res.w_offset[k])
             B[nv:, o : o + G.shape[1]] = Minv @ JtG
@@ -231,11 +225,45 @@ def _linearize_body(model, data, q, v, u, res: ResolvedInputs) -> LinearizationP
                 fb = Fb[0:3]
                 nb_ = Fb[3:6] - np.cross(res.w_translation[k], fb)
                 Om = np.zeros((6, 3))
-                Om[0:3] = _hat(fb)
-                Om[3:6] = _hat(nb_) + _hat(res.w_translation[k]) @ _hat(fb)
+                Om[0:3] = hat(fb)
+                Om[3:6] = hat(nb_) + hat(res.w_translation[k]) @ hat(fb)
                 A[nv:, :nv] += Minv @ (J.T @ (Om @ J[3:6]))
     f = np.concatenate([v, data.ddq])
     return LinearizationPoint(A, B, f, f[nv:], Minv.copy(), dws.C.copy())
+
+
+def _check_time_model(time_model, dt, discrete_method: str) -> str:
+    # the time model as a string, or ConfigError (also for a discrete one without dt / method)
+    tm = str(time_model.value if isinstance(time_model, TimeModel) else time_model)
+    if tm not in ('continuous', 'discrete'):
+        raise ConfigError(f"time_model must be 'continuous' or 'discrete', got {time_model!r}")
+    if tm == 'discrete':
+        if dt is None:
+            raise ConfigError('a discrete-time linearization needs dt')
+        if discrete_method not in DISCRETE_METHODS:
+            raise ConfigError(f'discrete_method must be one of {DISCRETE_METHODS}, '
+                              f'got {discrete_method!r}')
+    return tm
+
+
+def _apply_time_model(model, pt: LinearizationPoint, q, v, rep: str, tm: str, dt,
+                      discrete_method: str, scheme: str):
+    # (A, B, f, dt) of the body-representation continuous point in (rep, tm)
+    nv = model.nv
+    A, B, f = pt.A, pt.B, pt.f
+    if tm == 'continuous':
+        return (*transform_continuous(A, B, f, q, v, pt.ddq, rep, nv), 0.0)
+    if discrete_method == 'zoh':
+        A, B, f = transform_continuous(A, B, f, q, v, pt.ddq, rep, nv)
+        return (*zero_order_hold(A, B, f, dt), float(dt))
+    A, B, f, q1, v1 = lie_euler(A, B, q, v, pt.ddq, dt, nv, model.floating_base,
+                                lambda q0, dq: integrate(model, q0, dq), scheme)
+    if rep != 'body':
+        A, B = transform_discrete(A, B, q, v, q1, v1, rep, nv)
+        f = np.array(f)
+        f[nv : nv + 6] = (base_twist_from_body(q1, v1[0:6], rep)
+                          - base_twist_from_body(q, v[0:6], rep))
+    return A, B, f, float(dt)
 
 
 def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
@@ -262,47 +290,30 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
     at the point (continuous: the left-trivialized vector field; discrete: the step, with
     ``x+ = x (+) f``). Returns a frozen ``Linearization``.
 
+    Leaves in ``data`` (valid until the next call with it), for a caller at the same (q, v)
+    that needs them too: ``data.C``, the Coriolis matrix C(q, v) (``C v = h - g``, base block
+    in the BODY representation whatever ``representation`` is; equal to
+    ``compute_coriolis_matrix`` to round-off: it is the by-product of the derivative pass);
+    ``data.Minv``, M^-1(q) (the recursive algorithm, as ``compute_minverse``); ``data.ddq``,
+    the forward dynamics at (q, v, u). (``compute_all_terms`` leaves ``data.C`` untouched:
+    M, M^-1, g, h from it plus this C are the dynamics terms at (q, v).)
+
     Reference: seeds 000/001 Prop. 3.1-3.3, Def. 3.1 (errata 1, 2 of the notes); notes §4.7.
     """
     t0 = time.perf_counter()
     rep = check_representation(representation)
-    tm = str(time_model.value if isinstance(time_model, TimeModel) else time_model)
-    if tm not in ('continuous', 'discrete'):
-        raise ConfigError(f"time_model must be 'continuous' or 'discrete', got {time_model!r}")
-    if tm == 'discrete':
-        if dt is None:
-            raise ConfigError('a discrete-time linearization needs dt')
-        if discrete_method not in DISCRETE_METHODS:
-            raise ConfigError(f'discrete_method must be one of {DISCRETE_METHODS}, '
-                              f'got {discrete_method!r}')
+    tm = _check_time_model(time_model, dt, discrete_method)
     if not model.floating_base:
         rep = 'body'
     check_data(model, data)
-    res = resolve_inputs(model, inputs)
+    res = resolve_inputs(model, inputs, data)
     q = as_vector(q, model.nq, 'q')
     v = as_vector(v, model.nv, 'v')
     u = np.zeros(res.nu) if u is None else as_vector(u, res.nu, 'u')
     if not np.isfinite(u).all():
         raise StateError('u contains NaN or inf')
     pt = _linearize_body(model, data, q, v, u, res)
-    nv = model.nv
-    A, B, f = pt.A, pt.B, pt.f
-    dt_out = 0.0
-    if tm == 'continuous':
-        A, B, f = transform_continuous(A, B, f, q, v, pt.ddq, rep, nv)
-    elif discrete_method == 'zoh':
-        A, B, f = transform_continuous(A, B, f, q, v, pt.ddq, rep, nv)
-        A, B, f = zero_order_hold(A, B, f, dt)
-        dt_out = float(dt)
-    else:
-        A, B, f, q1, v1 = lie_euler(A, B, q, v, pt.ddq, dt, nv, model.floating_base,
-                                    lambda q0, dq: integrate(model, q0, dq), scheme)
-        if rep != 'body':
-            A, B = transform_discrete(A, B, q, v, q1, v1, rep, nv)
-            f = np.array(f)
-            f[nv : nv + 6] = (base_twist_from_body(q1, v1[0:6], rep)
-                              - base_twist_from_body(q, v[0:6], rep))
-        dt_out = float(dt)
+    A, B, f, dt_out = _apply_time_model(model, pt, q, v, rep, tm, dt, discrete_method, scheme)
     if model.floating_base:
         twist = v[0:6] if rep == 'body' else base_twist_from_body(q, v[0:6], rep)
         base = dict(base_position=q[0:3], base_quaternion=q[3:7], base_twist=twist,

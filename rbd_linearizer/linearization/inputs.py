@@ -19,12 +19,11 @@ Jacobian (body frame), the generalized force is ``J_b^T F_b`` (notes §4.4 last 
 from __future__ import annotations
 
 from dataclasses import dataclass
-import weakref
 
 import numpy as np
 
 from rbd_linearizer._jit import jit
-from rbd_linearizer.algorithm._joints import (
+from rbd_linearizer.algorithm.kernels import (
     W_LIP,
     W_LIR,
     model_views,
@@ -34,6 +33,7 @@ from rbd_linearizer.algorithm._joints import (
 )
 from rbd_linearizer.errors import ConfigError
 from rbd_linearizer.spatial.kernels import motion_act_inv
+from rbd_linearizer.spatial.so3 import hat
 
 __all__ = ['InputSelection', 'ResolvedInputs', 'WrenchInput', 'resolve_inputs']
 
@@ -123,19 +123,29 @@ class ResolvedInputs:
         return bool(self.w_world.any())
 
 
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+def resolve_inputs(model, selection: InputSelection | None, data=None) -> ResolvedInputs:
+    """Bind ``selection`` (None = all joint torques) to ``model``.
 
-
-def resolve_inputs(model, selection: InputSelection | None) -> ResolvedInputs:
-    """Bind ``selection`` (None = all joint torques) to ``model``; cached per model."""
+    With ``data`` (a Data of ``model``), the result is cached in ``data.resolved_inputs``, so
+    that a control loop resolves each selection once (``linearize`` does this); without, it
+    is resolved anew (no module-level cache).
+    """
     if selection is None:
         selection = InputSelection()
     if not isinstance(selection, InputSelection):
         raise ConfigError(f'inputs must be an InputSelection, got {type(selection).__name__}')
-    per_model = _CACHE.setdefault(model, {})
-    got = per_model.get(selection)
-    if got is not None:
-        return got
+    if data is not None:
+        got = data.resolved_inputs.get(selection)
+        if got is not None:
+            return got
+    resolved = _resolve(model, selection)
+    if data is not None:
+        data.resolved_inputs[selection] = resolved
+    return resolved
+
+
+def _resolve(model, selection: InputSelection) -> ResolvedInputs:
+    # resolve_inputs without the cache
     base = 6 if model.floating_base else 0
     joints = model.joint_names if selection.joints is None else selection.joints
     index = {name: k for k, name in enumerate(model.joint_names)}
@@ -172,10 +182,8 @@ def resolve_inputs(model, selection: InputSelection | None) -> ResolvedInputs:
         names.extend(w.names())
     if len(set(names)) != len(names):
         raise ConfigError('two inputs have the same column name (a frame listed twice?)')
-    resolved = ResolvedInputs(tuple(names), col, np.array(dofs, dtype=np.int64), len(dofs),
-                              w_body, w_rot, w_tr, w_world, w_size, w_off)
-    per_model[selection] = resolved
-    return resolved
+    return ResolvedInputs(tuple(names), col, np.array(dofs, dtype=np.int64), len(dofs),
+                          w_body, w_rot, w_tr, w_world, w_size, w_off)
 
 
 @jit
@@ -219,10 +227,6 @@ def body_jacobian(mi, mf, ws, b, out, sc):
         j = parents[j]
 
 
-def _hat(a: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
-
-
 def wrench_map(resolved: ResolvedInputs, k: int, oR_body: np.ndarray) -> np.ndarray:
     """Matrix G (6, size) mapping the components of wrench input k to the body-frame wrench.
 
@@ -231,7 +235,7 @@ def wrench_map(resolved: ResolvedInputs, k: int, oR_body: np.ndarray) -> np.ndar
     (local) or the world axes (``oR_body^T``) expressed in the body frame.
     """
     R = oR_body.T if resolved.w_world[k] else resolved.w_rotation[k]
-    P = _hat(resolved.w_translation[k])
+    P = hat(resolved.w_translation[k])
     size = int(resolved.w_size[k])
     G = np.zeros((6, size))
     G[0:3, 0:3] = R

@@ -23,6 +23,7 @@ import numpy as np
 
 from rbd_linearizer.conventions import VelocityRepresentation
 from rbd_linearizer.errors import ConfigError
+from rbd_linearizer.spatial.so3 import hat
 
 __all__ = [
     'base_twist_from_body',
@@ -46,16 +47,12 @@ def check_representation(representation) -> str:
     return rep
 
 
-def _hat(a) -> np.ndarray:
-    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
-
-
 def _ad(xi) -> np.ndarray:
     # motion cross-product matrix, linear first: [[w^, v^], [0, w^]]
     out = np.zeros((6, 6))
-    W = _hat(xi[3:6])
+    W = hat(xi[3:6])
     out[0:3, 0:3] = W
-    out[0:3, 3:6] = _hat(xi[0:3])
+    out[0:3, 3:6] = hat(xi[0:3])
     out[3:6, 3:6] = W
     return out
 
@@ -73,7 +70,7 @@ def _pose(q) -> tuple[np.ndarray, np.ndarray]:
 def _Ad(R, p) -> np.ndarray:
     out = np.zeros((6, 6))
     out[0:3, 0:3] = R
-    out[0:3, 3:6] = _hat(p) @ R
+    out[0:3, 3:6] = hat(p) @ R
     out[3:6, 3:6] = R
     return out
 
@@ -110,8 +107,8 @@ def _blocks(q, vb, rep):
         T[0:3, 0:3] = R
         T[3:6, 3:6] = R
         N = np.zeros((6, 6))
-        N[0:3, 3:6] = -R @ _hat(vb[0:3])
-        N[3:6, 3:6] = -R @ _hat(vb[3:6])
+        N[0:3, 3:6] = -R @ hat(vb[0:3])
+        N[3:6, 3:6] = -R @ hat(vb[3:6])
         return T, N
     Ad = _Ad(R, p)
     return Ad, -Ad @ _ad(vb)
@@ -121,13 +118,13 @@ def _block_rates(q, vb, ab, rep):
     # dT/dt, dN/dt along H_dot = H vb^, vb_dot = ab
     R, p = _pose(q)
     if rep == 'mixed':
-        Rd = R @ _hat(vb[3:6])
+        Rd = R @ hat(vb[3:6])
         Td = np.zeros((6, 6))
         Td[0:3, 0:3] = Rd
         Td[3:6, 3:6] = Rd
         Nd = np.zeros((6, 6))
-        Nd[0:3, 3:6] = -Rd @ _hat(vb[0:3]) - R @ _hat(ab[0:3])
-        Nd[3:6, 3:6] = -Rd @ _hat(vb[3:6]) - R @ _hat(ab[3:6])
+        Nd[0:3, 3:6] = -Rd @ hat(vb[0:3]) - R @ hat(ab[0:3])
+        Nd[3:6, 3:6] = -Rd @ hat(vb[3:6]) - R @ hat(ab[3:6])
         return Td, Nd
     Ad = _Ad(R, p)
     adv = _ad(vb)

@@ -11,6 +11,26 @@ arguments (few arguments = cheap numba dispatch):
 
 Frames: ``*_body`` quantities are in the body (joint) frame, ``o*`` quantities in the world
 frame. Spatial vectors are linear first. Outputs are overwritten by every call with this Data.
+
+A Data is the one home of the algorithms' working memory (no module keeps a cache keyed by a
+Data or a Model):
+
+- the packed buffers above, allocated up front (O(nb nv + nv^2) floats), with the Coriolis
+  matrix ``C`` among them: every algorithm that yields C writes it there (Pinocchio's
+  ``data.C``): ``compute_coriolis_matrix`` (without an explicit workspace), the RNEA / ABA
+  derivatives and ``linearize`` / ``linearize_body``;
+- ``data.coriolis`` (``CoriolisWorkspace``: Coriolis, Christoffel and rotor algorithms) and
+  ``data.derivatives`` (``DerivativeWorkspace``: RNEA / ABA derivatives, linearization),
+  allocated on first use: most Data serve only some of the algorithms, and the derivative
+  workspace holds 4 nv^2 + 6 (15 nb + 10 nv) floats; the Christoffel symbols (nv^3 floats) are
+  allocated only by the first ``compute_christoffel``;
+- ``data.batch_workspaces(nchunk)``: the per-thread copies of the parallel batch
+  linearization, allocated on first use for that number of chunks;
+- ``data.resolved_inputs``: the linearization's input selections bound to this model
+  (``linearization.inputs.resolve_inputs`` fills it).
+
+Everything is freed with the Data. The kernels receive ``data.kernel_buffers`` =
+``(mi, mf, ws)`` (the documented kernel API: ``rbd_linearizer.algorithm.kernels``).
 """
 
 from __future__ import annotations
@@ -20,7 +40,14 @@ import numpy as np
 from rbd_linearizer.errors import StateError
 from rbd_linearizer.model.model import Model
 
-__all__ = ['Data', 'create_data', 'check_data']
+__all__ = [
+    'BatchWorkspaces',
+    'CoriolisWorkspace',
+    'Data',
+    'DerivativeWorkspace',
+    'check_data',
+    'create_data',
+]
 
 # Header of Data._mi: these indices are read by the kernels (algorithm/_joints.py).
 H_NB, H_NV, H_NQ = 0, 1, 2
@@ -56,6 +83,7 @@ WS_FIELDS = (
     ('Fcrb', lambda nb, nv: (nv, 6)),  # Minv backward pass accumulator (world frame)
     ('Fa', lambda nb, nv: (nb, nv, 6)),  # Minv forward pass accelerations (world frame)
     ('tmp', lambda nb, nv: (256,)),  # scratch for the kernels
+    ('C', lambda nb, nv: (nv, nv)),  # Coriolis matrix C(q, v) (C v = h - g)
 )
 H_WS = 15
 H_SIZE = H_WS + len(WS_FIELDS)
@@ -72,7 +100,16 @@ class Data:
         v_body (nb, 6): body twists in body frames (linear first).
         a_body (nb, 6): body accelerations in body frames; after rnea they include the
         gravity offset (a - g, Pinocchio's ``a_gf``). f_body (nb, 6): joint wrenches (rnea).
+        C (nv, nv): Coriolis matrix at the last (q, v) of compute_coriolis_matrix (without
+        an explicit workspace), compute_rnea_derivatives, compute_aba_derivatives, linearize,
+        linearize_body or the serial linearize_batch (its last state): so after
+        ``linearize(model, data, q, v, ...)`` a caller at the same (q, v) reads C here
+        instead of recomputing it (equal to compute_coriolis_matrix to round-off).
         And ABA / CRBA intermediates (IA, pA, U, Dinv, u, IC, J, Fcrb, Fa).
+
+    Workspaces owned by this Data (see the module docstring): ``coriolis``, ``derivatives``
+    (allocated on first use), ``batch_workspaces(nchunk)``, ``resolved_inputs`` (a dict);
+    ``kernel_buffers``: the ``(mi, mf, ws)`` buffers the compiled kernels take.
     """
 
     model: Model
@@ -143,9 +180,187 @@ class Data:
             setattr(self, name, self._ws[o : o + n].reshape(shape))
         self.Minv[:] = 0.0
         self.M[:] = 0.0
+        #: (mi, mf, ws): the packed int, model-float and workspace buffers, as the kernels take
+        #: them (kernel API: rbd_linearizer.algorithm.kernels).
+        self.kernel_buffers = (mi, self._mf, self._ws)
+        #: InputSelection -> ResolvedInputs for this model (linearization.inputs.resolve_inputs)
+        self.resolved_inputs: dict = {}
+        self._coriolis: CoriolisWorkspace | None = None
+        self._derivatives: DerivativeWorkspace | None = None
+        self._batch: dict[int, BatchWorkspaces] = {}
+
+    @property
+    def coriolis(self) -> CoriolisWorkspace:
+        """The Coriolis / Christoffel / rotor workspace of this Data (allocated on first use).
+
+        Its ``C`` is ``data.C`` (one home for the Coriolis matrix); its ``M``, ``Minv``, ``tau``
+        and ``qdd`` are the rotor algorithms' own outputs.
+        """
+        ws = self._coriolis
+        if ws is None:
+            ws = self._coriolis = CoriolisWorkspace(self.model, C=self.C)
+        return ws
+
+    @property
+    def derivatives(self) -> DerivativeWorkspace:
+        """The RNEA / ABA derivative workspace of this Data (allocated on first use).
+
+        Its ``C`` is ``data.C``; ``minv_offset`` / ``ddq_offset`` locate ``data.Minv`` and
+        ``data.ddq`` in the packed workspace ``data.kernel_buffers[2]``.
+        """
+        ws = self._derivatives
+        if ws is None:
+            nb, nv = int(self.model.nb), int(self.model.nv)
+            ws = DerivativeWorkspace(nb, nv, C=self.C)
+            ws.minv_offset = self._offset(self.Minv)
+            ws.ddq_offset = self._offset(self.ddq)
+            self._derivatives = ws
+        return ws
+
+    def batch_workspaces(self, nchunk: int) -> BatchWorkspaces:
+        """Per-thread workspace copies of the parallel batch linearization (``nchunk`` chunks).
+
+        Allocated on first use for each ``nchunk`` (numba's thread count) and kept with this
+        Data: about ``nchunk`` times the packed workspace plus the derivative workspace.
+        """
+        pw = self._batch.get(nchunk)
+        if pw is None:
+            pw = self._batch[nchunk] = BatchWorkspaces(self, nchunk)
+        return pw
+
+    def _offset(self, view: np.ndarray) -> int:
+        # offset (float64 entries) of a field view in the packed workspace
+        base = self._ws.__array_interface__['data'][0]
+        return (view.__array_interface__['data'][0] - base) // 8
 
     def __repr__(self) -> str:
         return f'Data(model={self.model.name!r}, nv={self.model.nv}, nb={self.model.nb})'
+
+
+class CoriolisWorkspace:
+    """Buffers and outputs of the Coriolis, Christoffel and rotor algorithms for one Model.
+
+    A Data owns one (``data.coriolis``, its ``C`` is ``data.C``); the algorithms use it unless
+    given another (``algorithm.coriolis.create_coriolis_workspace(model)``, kept for callers
+    that want their own buffers).
+
+    Outputs (views, overwritten by each call that fills them):
+        C (nv, nv): Coriolis matrix. Mdot (nv, nv): dM/dt along v. M (nv, nv): mass matrix
+        (with rotors after the rotor variants). Gamma (nv, nv, nv): Christoffel symbols
+        (allocated by the first ``compute_christoffel``: nv^3 floats).
+        qdd (nv,), tau (nv,): rotor ABA / rotor RNEA outputs. Minv (nv, nv): rotor M^-1.
+    Intermediates (body frames unless noted, linear first): R, p (nb, 3, 3), (nb, 3) pose of
+    body i in its parent; vel (nb, 6); S, Sd (nb, 6, 6) motion subspace columns and
+    (v x) S, stored as rows (S[i, c] is column c); IC, BC (nb, 6, 6) composite inertia and
+    composite B; F (3, 6, 6) Alg. 4 auxiliaries; oR, op world poses (positions relative to
+    the floating base), Sw (nv, 6) world-frame subspace columns (Christoffel); rotor-ABA
+    buffers IA, pA, cb, Ut, D, Dinv, vR, cR, pR, a; rotor-RNEA forces f, fR.
+    """
+
+    def __init__(self, model: Model, C: np.ndarray | None = None):
+        nb, nv = int(model.nb), int(model.nv)
+        self.model = model
+        self.R = np.zeros((nb, 3, 3))
+        self.p = np.zeros((nb, 3))
+        self.oR = np.zeros((nb, 3, 3))
+        self.op = np.zeros((nb, 3))
+        self.vel = np.zeros((nb, 6))
+        self.S = np.zeros((nb, 6, 6))
+        self.Sd = np.zeros((nb, 6, 6))
+        self.IC = np.zeros((nb, 6, 6))
+        self.BC = np.zeros((nb, 6, 6))
+        self.F = np.zeros((3, 6, 6))
+        self.Sw = np.zeros((nv, 6))
+        self.m66 = np.zeros((4, 6, 6))  # 6x6 scratch matrices
+        self.v6 = np.zeros((8, 6))  # 6-vector scratch
+        self.R3 = np.zeros((3, 3))
+        self.p3 = np.zeros(3)
+        # rotor ABA
+        self.IA = np.zeros((nb, 6, 6))
+        self.pA = np.zeros((nb, 6))
+        self.cb = np.zeros((nb, 6))
+        self.Ut = np.zeros((nb, 6, 6))
+        self.D = np.zeros((nb, 6, 6))
+        self.Dinv = np.zeros((nb, 6, 6))
+        self.u = np.zeros(nv)
+        self.vR = np.zeros((nb, 6))
+        self.cR = np.zeros((nb, 6))
+        self.pR = np.zeros((nb, 6))
+        self.a = np.zeros((nb, 6))
+        # rotor RNEA
+        self.f = np.zeros((nb, 6))
+        self.fR = np.zeros((nb, 6))
+        self.zero_v = np.zeros(nv)  # stays zero (v = 0 inputs)
+        self.e = np.zeros(nv)
+        # outputs
+        self.M = np.zeros((nv, nv))
+        self.Mdot = np.zeros((nv, nv))
+        self.C = np.zeros((nv, nv)) if C is None else C
+        self._Gamma: np.ndarray | None = None
+        self.Minv = np.zeros((nv, nv))
+        self.qdd = np.zeros(nv)
+        self.tau = np.zeros(nv)
+
+    @property
+    def Gamma(self) -> np.ndarray:
+        """Christoffel symbols (nv, nv, nv), allocated on first access."""
+        if self._Gamma is None:
+            nv = int(self.model.nv)
+            self._Gamma = np.zeros((nv, nv, nv))
+        return self._Gamma
+
+    def __repr__(self) -> str:
+        return f'CoriolisWorkspace(model={self.model.name!r}, nv={self.model.nv})'
+
+
+class DerivativeWorkspace:
+    """Buffers of the derivative algorithms for one Data (``data.derivatives``).
+
+    Attributes:
+        dW (15 nb + 10 nv, 6): world-frame 6-vectors and 6x6 blocks of the derivative passes
+            (layout in ``algorithm.rnea_derivatives.rnea_derivatives_passes``).
+        dtau (nv, 2 nv): ``[dtau_dq | dtau_dv]``; ``dtau_dq``, ``dtau_dv`` are views of it.
+        C (nv, nv): the Coriolis matrix at (q, v), a by-product (``C v = h - g``; equal to
+            ``compute_coriolis_matrix`` / Pinocchio's ``computeCoriolisMatrix``); for the
+            workspace of a Data, ``data.C`` itself.
+        tau (nv,): the inverse dynamics at the point. scratch (64,).
+        ddq_dx (nv, 2 nv): ``[ddq_dq | ddq_dv]`` (aba_derivatives); ``ddq_dq``, ``ddq_dv`` views.
+        minv_offset, ddq_offset: where ``data.Minv`` and ``data.ddq`` start in the packed
+            workspace (``data.kernel_buffers[2]``).
+    """
+
+    minv_offset = 0
+    ddq_offset = 0
+
+    def __init__(self, nb: int, nv: int, C: np.ndarray | None = None):
+        self.dW = np.zeros((15 * nb + 10 * nv, 6))
+        self.dtau = np.zeros((nv, 2 * nv))
+        self.dtau_dq = self.dtau[:, :nv]
+        self.dtau_dv = self.dtau[:, nv:]
+        self.C = np.zeros((nv, nv)) if C is None else C
+        self.tau = np.zeros(nv)
+        self.scratch = np.zeros(64)
+        self.ddq_dx = np.zeros((nv, 2 * nv))
+        self.ddq_dq = self.ddq_dx[:, :nv]
+        self.ddq_dv = self.ddq_dx[:, nv:]
+
+
+class BatchWorkspaces:
+    """One copy per chunk of the packed and derivative workspaces (parallel batch).
+
+    ``WS`` (nchunk, len(ws)), ``DW`` (nchunk, 15 nb + 10 nv, 6), ``DTAU`` (nchunk, nv, 2 nv),
+    ``CM`` (nchunk, nv, nv), ``TAUID`` (nchunk, nv), ``SC`` (nchunk, 64).
+    """
+
+    def __init__(self, data: Data, nchunk: int):
+        nb, nv = int(data.model.nb), int(data.model.nv)
+        self.nchunk = nchunk
+        self.WS = np.repeat(data._ws[None, :], nchunk, axis=0)
+        self.DW = np.zeros((nchunk, 15 * nb + 10 * nv, 6))
+        self.DTAU = np.zeros((nchunk, nv, 2 * nv))
+        self.CM = np.zeros((nchunk, nv, nv))
+        self.TAUID = np.zeros((nchunk, nv))
+        self.SC = np.zeros((nchunk, 64))
 
 
 def create_data(model: Model) -> Data:

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import math
 
-from rbd_linearizer._jit import jit
+from rbd_linearizer._jit import jit, jit_inline
 from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE
 
 __all__ = [
+    'dot6',
     'force_act',
     'force_act_inv',
     'force_cross',
@@ -33,6 +34,9 @@ __all__ = [
     'inertia6_act_inv',
     'joint_motion_subspace',
     'joint_transform',
+    'matvec6',
+    'matvec6_add',
+    'matvec6_t',
     'motion_act',
     'motion_act_inv',
     'motion_cross',
@@ -42,6 +46,45 @@ __all__ = [
     'rigid_inertia_to_matrix',
     'se3_compose',
 ]
+
+
+# --- 6-vector and 6x6 products (inlined into the callers' per-body loops) --------------------
+
+
+@jit_inline
+def dot6(a, b):
+    """Return a . b for 6-vectors, (6,) (6,) -> float."""
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+
+
+@jit_inline
+def matvec6(A, x, out):
+    """Write out = A x, (6, 6) (6,) -> (6,)."""
+    for r in range(6):
+        s = 0.0
+        for k in range(6):
+            s += A[r, k] * x[k]
+        out[r] = s
+
+
+@jit_inline
+def matvec6_t(A, x, out):
+    """Write out = A^T x, (6, 6) (6,) -> (6,)."""
+    for r in range(6):
+        s = 0.0
+        for k in range(6):
+            s += A[k, r] * x[k]
+        out[r] = s
+
+
+@jit_inline
+def matvec6_add(A, x, out):
+    """Add A x to out, (6, 6) (6,) -> (6,)."""
+    for r in range(6):
+        s = 0.0
+        for k in range(6):
+            s += A[r, k] * x[k]
+        out[r] += s
 
 
 # --- cross products ------------------------------------------------------------------------
