@@ -9,12 +9,12 @@ error.
 
 Here every kernel of the package is cached under one directory per **content hash** of all the
 package sources a kernel can be compiled from (every ``.py`` file of the package outside
-``ros/``, ``tools/``, ``demo/`` and ``precompile.py``, which no kernel module imports: checked by
-``test/test_kernel_cache.py``) and of the versions of Python, numba, llvmlite and NumPy. The
-hash is computed once, when ``rbd_linearizer._jit`` is imported (before any kernel is defined).
-Any change to any of those sources gives a new directory, so nothing compiled from other
-sources is ever loaded; older directories are deleted (the newest few are kept, for other
-environments that share the cache, e.g. a Jazzy and a Kilted venv).
+``online/``, ``ros/``, ``tools/``, ``demo/`` and ``precompile.py``, which no kernel module
+imports: checked by ``test/test_kernel_cache.py``) and of the versions of Python, numba,
+llvmlite and NumPy. The hash is computed once, when ``rbd_linearizer._jit`` is imported
+(before any kernel is defined). Any change to any of those sources gives a new directory, so
+nothing compiled from other sources is ever loaded; older directories are deleted (the newest
+few are kept, for other environments that share the cache, e.g. a Jazzy and a Kilted venv).
 
 Where (``cache_info()``):
 
@@ -45,9 +45,10 @@ import tempfile
 import time
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-#: Subpackages no kernel module imports (ROS glue, command-line tools, the demo): edits there
-#: leave the kernels' cache alone. ``test/test_kernel_cache.py`` checks the premise.
-UNHASHED = ('ros', 'tools', 'demo', 'msg', 'srv', 'resources', 'precompile.py')
+#: Subpackages no kernel module imports (the serving layer, ROS glue, command-line tools, the
+#: demo): edits there leave the kernels' cache alone. ``test/test_kernel_cache.py`` checks the
+#: premise.
+UNHASHED = ('online', 'ros', 'tools', 'demo', 'msg', 'srv', 'resources', 'precompile.py')
 #: Version directories kept besides the current one (other environments sharing the cache).
 KEEP_OTHER_VERSIONS = 3
 

@@ -39,8 +39,39 @@ class VelocityRepresentation(enum.StrEnum):
     INERTIAL = 'inertial'
 
 
+#: The velocity representations' names, in the order the CLI, the parameters and the docs list
+#: them (the one spelling: ``VelocityRepresentation``).
+REPRESENTATIONS: tuple[str, ...] = tuple(r.value for r in VelocityRepresentation)
+
+
 class TimeModel(enum.StrEnum):
     """Continuous-time or discrete-time linearization."""
 
     CONTINUOUS = 'continuous'
     DISCRETE = 'discrete'
+
+
+def configuration(position, quaternion, joint_positions) -> np.ndarray:
+    """Return ``q = [position, quaternion (x, y, z, w), joint_positions]``, float64.
+
+    The one place q is put together from its parts (docs/conventions.md). A fixed base
+    (``position`` and ``quaternion`` None) gives ``q = joint_positions``. No check, no
+    normalization: callers validate their inputs (``model.state.make_q`` does).
+    """
+    if position is None and quaternion is None:
+        return np.asarray(joint_positions, dtype=np.float64)
+    return np.concatenate([np.asarray(position, dtype=np.float64),
+                           np.asarray(quaternion, dtype=np.float64),
+                           np.asarray(joint_positions, dtype=np.float64)])
+
+
+def velocity(base_twist, joint_velocities) -> np.ndarray:
+    """Return ``v = [base_twist (linear, angular), joint_velocities]``, float64.
+
+    The base twist in the body frame for the package's own ``v`` (in another representation for
+    the results' fields). A fixed base (``base_twist`` None) gives ``v = joint_velocities``.
+    """
+    if base_twist is None:
+        return np.asarray(joint_velocities, dtype=np.float64)
+    return np.concatenate([np.asarray(base_twist, dtype=np.float64),
+                           np.asarray(joint_velocities, dtype=np.float64)])

@@ -18,10 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from rbd_linearizer.conventions import TimeModel, VelocityRepresentation
+from rbd_linearizer.conventions import (
+    REPRESENTATIONS,
+    TimeModel,
+    VelocityRepresentation,
+    configuration,
+    velocity,
+)
 from rbd_linearizer.errors import StateError
 
-_VELOCITY_REPRESENTATIONS = frozenset(v.value for v in VelocityRepresentation)
+_VELOCITY_REPRESENTATIONS = frozenset(REPRESENTATIONS)
 _TIME_MODELS = frozenset(t.value for t in TimeModel)
 
 
@@ -87,13 +93,13 @@ class MultibodyState:
         """Return the configuration ``[p, quat (xyzw), s]`` (floating) or ``s`` (fixed)."""
         if not floating_base:
             return self.joint_positions.copy()
-        return np.concatenate([self.base_position, self.base_quaternion, self.joint_positions])
+        return configuration(self.base_position, self.base_quaternion, self.joint_positions)
 
     def v(self, floating_base: bool = True) -> np.ndarray:
         """Return the velocity ``[twist (6), sdot]`` (floating) or ``sdot`` (fixed)."""
         if not floating_base:
             return self.joint_velocities.copy()
-        return np.concatenate([self.base_twist, self.joint_velocities])
+        return velocity(self.base_twist, self.joint_velocities)
 
     @classmethod
     def from_qv(cls, q, v, floating_base: bool = True) -> MultibodyState:

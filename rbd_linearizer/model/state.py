@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rbd_linearizer.conventions import BASE_NQ, BASE_NV
+from rbd_linearizer.conventions import BASE_NQ, BASE_NV, configuration, velocity
 from rbd_linearizer.errors import StateError
 from rbd_linearizer.model.model import Model
 
@@ -141,7 +141,7 @@ def make_q(model: Model, position=None, quaternion_xyzw=None, s=None) -> np.ndar
         raise StateError(f'model {model.name!r} has a floating base: position and quaternion '
                          'are required')
     p = _vector(position, 3, 'base position')
-    return np.concatenate([p, normalize_quaternion(quaternion_xyzw), s_arr])
+    return configuration(p, normalize_quaternion(quaternion_xyzw), s_arr)
 
 
 def make_v(model: Model, linear=None, angular=None, sdot=None) -> np.ndarray:
@@ -158,8 +158,9 @@ def make_v(model: Model, linear=None, angular=None, sdot=None) -> np.ndarray:
     if linear is None or angular is None:
         raise StateError(f'model {model.name!r} has a floating base: linear and angular '
                          'velocities are required')
-    return np.concatenate([_vector(linear, 3, 'base linear velocity'),
-                           _vector(angular, 3, 'base angular velocity'), sdot_arr])
+    twist = np.concatenate([_vector(linear, 3, 'base linear velocity'),
+                            _vector(angular, 3, 'base angular velocity')])
+    return velocity(twist, sdot_arr)
 
 
 def split_q(model: Model, q) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:

@@ -20,6 +20,7 @@ import math
 from builtin_interfaces.msg import Time
 import numpy as np
 
+from rbd_linearizer.conventions import configuration
 from rbd_linearizer.errors import RbdError, StateError
 from rbd_linearizer.linearization.representation import base_twist_to_body
 from rbd_linearizer.model.state import normalize_quaternion
@@ -28,8 +29,8 @@ from rbd_linearizer.msg import DynamicsTerms as DynamicsTermsMsg
 from rbd_linearizer.msg import Linearization as LinearizationMsg
 from rbd_linearizer.msg import Matrix
 from rbd_linearizer.msg import MultibodyState as MultibodyStateMsg
+from rbd_linearizer.online.terms import DynamicsDerivatives
 from rbd_linearizer.results import DynamicsTerms, Linearization, MultibodyState
-from rbd_linearizer.ros.terms import DynamicsDerivatives
 
 _NS = 1_000_000_000
 _UINT32_MAX = 2**32 - 1
@@ -256,7 +257,7 @@ def dynamics_derivatives_to_msg(der: DynamicsDerivatives,
 
 
 def dynamics_derivatives_from_msg(msg: DynamicsDerivativesMsg) -> DynamicsDerivatives:
-    """:class:`rbd_linearizer.ros.terms.DynamicsDerivatives` from a message (validated)."""
+    """:class:`rbd_linearizer.online.terms.DynamicsDerivatives` from a message (validated)."""
     acc = matrix_from_msg(msg.acceleration_derivatives)
     tau = matrix_from_msg(msg.tau_derivatives)
     shape = (int(msg.order) + 1, int(msg.nv))
@@ -424,9 +425,40 @@ def check_base_state(stamp: int, frame: str, position: np.ndarray, quaternion: n
     quaternion = normalize_quaternion(quaternion)
     if twist_frame == 'world':
         with np.errstate(over='ignore', invalid='ignore'):
-            twist = base_twist_to_body(np.concatenate([position, quaternion]), twist, 'mixed')
+            twist = base_twist_to_body(configuration(position, quaternion, ()), twist, 'mixed')
         if not np.all(np.isfinite(twist)):
             raise StateError('base twist overflows when rotated into the body frame')
     elif twist_frame != 'child':
         raise StateError(f"twist_frame must be 'child' or 'world', not {twist_frame!r}")
     return stamp, position, quaternion, twist
+
+
+def joint_state_input(msg) -> tuple[int, list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """``joint_state_arrays`` of a JointState, or ``cdr.joint_state_fields`` of its bytes."""
+    from rbd_linearizer.ros.cdr import joint_state_fields
+
+    return joint_state_fields(msg) if isinstance(msg, bytes) else joint_state_arrays(msg)
+
+
+def base_state_input(msg, world_frame: str, twist_frame: str = 'child'):
+    """``base_state_from_odometry`` of an Odometry or of its bytes (``cdr.odometry_fields``)."""
+    from rbd_linearizer.ros.cdr import odometry_fields
+
+    if isinstance(msg, bytes):
+        return check_base_state(*odometry_fields(msg), world_frame, twist_frame)
+    return base_state_from_odometry(msg, world_frame, twist_frame)
+
+
+def linearize_request_fields(request) -> dict:
+    """Return a ``Linearize`` request's fields as ``online.state.request_point`` takes them."""
+    st = request.state
+    p, o, tw = st.base_pose.position, st.base_pose.orientation, st.base_twist
+    return dict(representation=request.velocity_representation,
+                time_model=request.time_model, dt=request.dt,
+                joint_names=list(request.joint_names),
+                joint_positions=np.asarray(st.joint_positions, dtype=float),
+                joint_velocities=np.asarray(st.joint_velocities, dtype=float),
+                base_position=[p.x, p.y, p.z], base_quaternion=[o.x, o.y, o.z, o.w],
+                base_twist=[tw.linear.x, tw.linear.y, tw.linear.z,
+                            tw.angular.x, tw.angular.y, tw.angular.z],
+                inputs=np.asarray(request.input, dtype=float))

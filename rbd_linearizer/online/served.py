@@ -1,0 +1,286 @@
+"""The served model: everything one URDF needs per tick, built off the tick path, swapped whole.
+
+``build_served(urdf, cfg)`` parses the URDF with the configuration's parser options, resolves
+the inputs and warms up the kernel families the configuration uses; ``Served.linearize``,
+``Served.dynamics`` and ``Served.dynamics_derivatives`` are the core calls of a tick and of the
+``~/linearize`` service. No rclpy: the node (``ros/node.py``) holds a ``Served`` and
+replaces it with one assignment when a new description arrives; ``initial_description`` and
+``DescriptionQueue`` say where the URDF comes from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from rbd_linearizer import precompile
+from rbd_linearizer.algorithm.compute_all_terms import compute_all_terms
+from rbd_linearizer.algorithm.coriolis import compute_coriolis_matrix, create_coriolis_workspace
+from rbd_linearizer.algorithm.joint_configuration import neutral
+from rbd_linearizer.errors import ConfigError, RbdError
+from rbd_linearizer.linearization import linearize
+from rbd_linearizer.linearization.inputs import InputSelection, resolve_inputs
+from rbd_linearizer.model import Model, build_model
+from rbd_linearizer.model.data import create_data
+from rbd_linearizer.model.robots import default_robot_urdf
+from rbd_linearizer.model.state import joint_index_map
+from rbd_linearizer.model.urdf import ParseLimits, TriangleInequalityError
+from rbd_linearizer.online.builtin_source import BuiltinStateSource
+from rbd_linearizer.online.params import input_selection
+from rbd_linearizer.online.terms import (
+    DynamicsDerivatives,
+    dynamics_derivatives,
+    dynamics_in_representation,
+)
+from rbd_linearizer.results import DynamicsTerms, Linearization, MultibodyState
+
+__all__ = ['DescriptionQueue', 'Served', 'build_served', 'has_description_source',
+           'initial_description', 'model_error_hint', 'try_build_served']
+
+
+class Served:
+    """Everything one model needs per tick, swapped as one object (atomic assignment).
+
+    Built (and its kernels compiled or loaded from cache) off the tick path by
+    ``build_served``; the tick only calls ``linearize`` / ``dynamics``.
+    """
+
+    def __init__(self, model: Model, inputs: InputSelection):
+        """Bind ``model`` and ``inputs`` (ConfigError if the inputs do not fit the model)."""
+        self.model = model
+        self.inputs = inputs
+        self.resolved = resolve_inputs(model, inputs)  # ConfigError: unknown joint / frame
+        self.data = create_data(model)
+        self.coriolis = create_coriolis_workspace(model)
+        self.source = BuiltinStateSource(model)
+        base = 6 if model.floating_base else 0
+        self.tau_joints = self.resolved.tau_dofs[: self.resolved.n_tau] - base
+        self.input_columns = {name: k for k, name in enumerate(self.resolved.names)}
+        self._index_for: tuple[list[str], bool, np.ndarray] | None = None
+        self._warm: set[str] = set()  # kernel families warmed up (precompile.FAMILIES)
+
+    def joint_index(self, names: list[str], allow_extra: bool) -> np.ndarray:
+        """``joint_index_map`` for ``names``, remembered for the next message with equal names.
+
+        StateError as ``joint_index_map`` (a rejected name list is not remembered).
+        """
+        last = self._index_for
+        if last is not None and last[1] == allow_extra and last[0] == names:
+            return last[2]
+        idx = joint_index_map(self.model, names, allow_extra=allow_extra)
+        self._index_for = (names, allow_extra, idx)
+        return idx
+
+    def summary(self) -> str:
+        """One line naming the model: name, hash, joints, base type, number of inputs."""
+        m = self.model
+        return (f"'{m.name}' (hash {m.urdf_hash[:12]}, {m.n_joints} joints, "
+                f"{'floating' if m.floating_base else 'fixed'} base, inputs {self.resolved.nu})")
+
+    def with_inputs(self, inputs: InputSelection) -> Served:
+        """Return a Served of the same model with another input selection."""
+        return Served(self.model, inputs)
+
+    def reconfigured(self, cfg: dict[str, Any],
+                     report: Callable[[str], None] | None = None) -> Served:
+        """Return this Served, or one with ``cfg``'s inputs, warmed up for what ``cfg`` uses.
+
+        The run-time parameter change: a new input selection (e.g. a first wrench input) gives
+        a new Served of the same model; an output turned on (e.g. ``publish_dynamics``) warms
+        up its kernels. ``report`` as ``warm_up``.
+        """
+        selection = input_selection(cfg)
+        if selection != self.inputs:
+            new = self.with_inputs(selection)
+            new.warm_up(cfg, report)
+            return new
+        if self.cold_families(cfg):
+            self.warm_up(cfg, report)
+        return self
+
+    def cold_families(self, cfg: dict[str, Any]) -> list[str]:
+        """Return the kernel families ``cfg`` uses not warmed up yet (``precompile``)."""
+        r = self.resolved
+        return [f for f in precompile.node_families(cfg, r.has_wrenches, r.has_world_wrenches)
+                if f not in self._warm]
+
+    def warm_up(self, cfg: dict[str, Any], report: Callable[[str], None] | None = None) -> None:
+        """Compile / load the kernels ``cfg`` uses; run each of its output paths once.
+
+        Never inside a tick. Only what the configuration enables: the linearization (always:
+        ``~/linearize`` serves it), the dynamics terms with ``publish_dynamics``, the
+        derivatives with ``higher_order_derivatives``; a later call warms up what a parameter
+        change enabled since. ``report``: when a kernel is not in the cache, called with a line
+        saying what compiles and for about how long, then with progress every
+        ``precompile.PROGRESS_PERIOD_S`` (the compilation runs in a worker thread meanwhile).
+        """
+        families = self.cold_families(cfg)
+        cold = precompile.missing(families) if report is not None else []
+        if cold:
+            precompile.run_reporting(lambda: self._warm_up(cfg, families), report,
+                                     precompile.describe(cold), precompile.estimate_s(cold))
+        else:
+            self._warm_up(cfg, families)
+
+    def _warm_up(self, cfg: dict[str, Any], families: list[str]) -> None:
+        q = neutral(self.model)
+        v = np.zeros(self.model.nv)
+        rep = cfg['velocity_representation']
+        for fam in families:
+            if fam.startswith('linearization'):  # (through other kernels with wrench inputs)
+                for tm in ('continuous', 'discrete'):
+                    self.linearize(q, v, None, cfg, time_model=tm)
+            elif fam == 'dynamics':
+                self.dynamics(q, v, 0, rep)
+            elif fam == 'derivatives':
+                self.dynamics_derivatives(q, v, None, 2, 0, rep)
+            self._warm.add(fam)
+
+    def linearize(self, q, v, u, cfg: dict[str, Any], stamp_ns: int = 0,
+                  representation: str | None = None, time_model: str | None = None,
+                  dt: float | None = None) -> Linearization:
+        """Linearization at (q, v, u) with the configuration's representation and time model."""
+        tm = time_model or cfg['time_model']
+        return linearize(self.model, self.data, q, v, u, self.inputs,
+                         representation=representation or cfg['velocity_representation'],
+                         time_model=tm, dt=(dt or cfg['dt']) if tm == 'discrete' else None,
+                         discrete_method=cfg['discrete_method'], stamp=int(stamp_ns))
+
+    def outputs(self, q, v, u, cfg: dict[str, Any], stamp_ns: int):
+        """``(linearization, dynamics, derivatives)`` of one tick; None where ``cfg`` is off."""
+        rep = cfg['velocity_representation']
+        lin = self.linearize(q, v, u, cfg, stamp_ns) if cfg['publish_linearization'] else None
+        dyn = self.dynamics(q, v, stamp_ns, rep) if cfg['publish_dynamics'] else None
+        order = cfg['higher_order_derivatives']  # 0 = off: no cost
+        der = self.dynamics_derivatives(q, v, u, order, stamp_ns, rep) if order > 0 else None
+        return lin, dyn, der
+
+    def dynamics(self, q, v, stamp_ns: int, representation: str = 'body') -> DynamicsTerms:
+        """M, M^-1, C, g, h at (q, v) in ``representation`` (``online.terms``; fixed base: body).
+
+        C is computed by a second pass (``compute_coriolis_matrix``) after the fused M, M^-1,
+        g, h pass; the linearization computes C too, but returns none of it.
+        """
+        m, d = self.model, self.data
+        start = time.perf_counter()
+        # One fused pass (shared kinematics) for M, M^-1, g, h; then C.
+        M, Minv, g, h = (arr.copy() for arr in compute_all_terms(m, d, q, v))
+        C = compute_coriolis_matrix(m, d, q, v, self.coriolis).copy()
+        x = MultibodyState.from_qv(q, v, m.floating_base)
+        twist = x.base_twist
+        rep = representation if m.floating_base else 'body'
+        if rep != 'body':
+            M, Minv, C, g, h, twist = dynamics_in_representation(M, Minv, C, g, h, q, v, rep)
+        elapsed = time.perf_counter() - start
+        return DynamicsTerms(
+            M=M, Minv=Minv, C=C, g=g, h=h, base_position=x.base_position,
+            base_quaternion=x.base_quaternion, base_twist=twist,
+            joint_positions=x.joint_positions, joint_velocities=x.joint_velocities,
+            joint_names=m.joint_names, model_name=m.name, model_hash=m.urdf_hash,
+            floating_base=m.floating_base, velocity_representation=rep,
+            compute_time=elapsed, stamp=int(stamp_ns))
+
+    def dynamics_derivatives(self, q, v, u, order: int, stamp_ns: int = 0,
+                             representation: str = 'body') -> DynamicsDerivatives:
+        """d^(r+1)v/dt^(r+1), r = 0..order, at (q, v), ``u`` held constant (``online.terms``)."""
+        return dynamics_derivatives(self.model, self.resolved, q, v, u, order, stamp_ns,
+                                    representation)
+
+
+def build_served(urdf: str, cfg: dict[str, Any],
+                 report: Callable[[str], None] | None = None) -> Served:
+    """Parse ``urdf`` with the configuration's parser options and warm it up (RbdError).
+
+    ``report``: progress lines while kernels compile (``Served.warm_up``).
+    """
+    base = cfg['base']
+    limits = ParseLimits(max_bytes=cfg['max_urdf_bytes'], max_links=cfg['max_links'],
+                         max_joints=cfg['max_joints'], max_depth=cfg['max_depth'])
+    model = build_model(urdf, floating_base=None if base == 'auto' else base == 'floating',
+                        limits=limits, mimic=cfg['mimic'],
+                        check_triangle_inequality=cfg['check_triangle_inequality'])
+    served = Served(model, input_selection(cfg))
+    served.warm_up(cfg, report)
+    return served
+
+
+def initial_description(cfg: dict[str, Any]) -> str | None:
+    """Return the URDF of the parameters: the string, else the file, else the default robot.
+
+    None when none is given (the node then waits for a ``robot_description`` message);
+    ConfigError when ``robot_description_file`` cannot be read.
+    """
+    if cfg['robot_description']:
+        return cfg['robot_description']
+    if cfg['robot_description_file']:
+        try:
+            with open(cfg['robot_description_file'], encoding='utf-8') as f:
+                return f.read()
+        except OSError as e:
+            raise ConfigError(f'cannot read robot_description_file: {e}') from None
+    return default_robot_urdf() if cfg['use_default_robot'] else None
+
+
+def try_build_served(urdf: str, cfg: dict[str, Any],
+                     report: Callable[[str], None] | None = None) -> tuple[Served | None, str]:
+    """Return ``(build_served(...), '')``, or ``(None, ': reason')`` for any failure.
+
+    The reason starts with the parameter that accepts the URDF, where one does
+    (``model_error_hint``); a failure that is not an RbdError is named by its type.
+    """
+    try:
+        return build_served(urdf, cfg, report), ''
+    except Exception as e:  # noqa: BLE001 - any failure keeps the last good model
+        reason = e if isinstance(e, RbdError) else f'{type(e).__name__}: {e}'
+        return None, f'{model_error_hint(e)}: {reason}'
+
+
+def has_description_source(cfg: dict[str, Any]) -> bool:
+    """Return whether ``cfg`` names a URDF (string, file, default robot) or a topic."""
+    return bool(cfg['robot_description'] or cfg['robot_description_file']
+                or cfg['use_default_robot'] or cfg['robot_description_topic'])
+
+
+def model_error_hint(error) -> str:
+    """Return the parameter that accepts a rejected URDF, where one does (said first)."""
+    if isinstance(error, TriangleInequalityError):
+        return (' (link inertias violate the triangle inequality; the parameter '
+                'check_triangle_inequality:=false accepts them)')
+    return ''
+
+
+class DescriptionQueue:
+    """Build models off the caller's thread: ``submit`` keeps only the newest pending URDF.
+
+    ``install(urdf)`` runs in one worker thread at a time, for the newest description submitted
+    while it was busy (the ones in between are never built).
+    """
+
+    def __init__(self, install: Callable[[str], Any]):
+        """Remember ``install``; no thread runs before the first ``submit``."""
+        self._install = install
+        self._pending: str | None = None
+        self._lock = threading.Lock()
+        self._worker: threading.Thread | None = None
+
+    def submit(self, urdf: str) -> None:
+        """Queue ``urdf`` (replacing a pending one); start the worker if it is not running."""
+        with self._lock:
+            self._pending = urdf
+            if self._worker is not None and self._worker.is_alive():
+                return
+            self._worker = threading.Thread(target=self._drain, daemon=True)
+            self._worker.start()
+
+    def _drain(self) -> None:
+        while True:
+            with self._lock:
+                urdf, self._pending = self._pending, None
+                if urdf is None:
+                    self._worker = None  # a submit from now on starts a new worker
+                    return
+            self._install(urdf)

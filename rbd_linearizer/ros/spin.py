@@ -1,0 +1,131 @@
+"""How the node's process runs: its command-line options, stop signals, executor and spin loop.
+
+Used by ``ros/node.py``'s entry points (``linearizer_node``, ``linearizer_lifecycle_node``):
+``_init`` installs the stop-signal handlers before ``rclpy.init``, ``_spin`` builds the node,
+spins it with the chosen executor and shuts everything down cleanly on a stop signal.
+"""
+
+from __future__ import annotations
+
+import gc
+import signal
+import sys
+
+import rclpy
+
+from rbd_linearizer.ros.executor import DirectExecutor, DirectExecutorUnsupported
+
+
+def _pop_option(argv: list[str], name: str, default: str | None) -> str | None:
+    # Options of ours come before --ros-args: '--name value', '--name=value' or a bare flag.
+    end = argv.index('--ros-args') if '--ros-args' in argv else len(argv)
+    for k in range(end):
+        if argv[k] == f'--{name}':
+            if default is None:
+                del argv[k]
+                return 'true'
+            value = argv[k + 1]
+            del argv[k:k + 2]
+            return value
+        if argv[k].startswith(f'--{name}='):
+            return argv.pop(k).split('=', 1)[1]
+    return default
+
+
+class _StopSignal:
+    """SIGINT and SIGTERM handler (Python level) of the entry points, set before ``rclpy.init``.
+
+    rclpy's own handlers (installed by ``rclpy.init``) call this one, then have a thread of
+    theirs shut the context down. Before spinning (construction, warm-up, a kernel compile in
+    its worker thread) it raises KeyboardInterrupt in the main thread to cut them short
+    (without it, a SIGTERM only shut the context down, and the construction went on to its
+    end, a cold compile included: test/ros/test_node_stop.py). While spinning it does
+    nothing: the executor stops on the shut-down context, and a KeyboardInterrupt raised at
+    an arbitrary point inside rclpy's executor can leave half-built objects behind (a Task
+    whose ``__del__`` then prints a traceback at exit).
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    spinning = False
+
+    @classmethod
+    def handler(cls, signum, frame) -> None:
+        if not cls.spinning:
+            raise KeyboardInterrupt
+
+
+def _init(args: list[str] | None) -> None:
+    # rclpy.init after our handlers, so that rclpy's handlers chain to them (see _StopSignal)
+    _StopSignal.spinning = False
+    for sig in _StopSignal.SIGNALS:
+        signal.signal(sig, _StopSignal.handler)
+    rclpy.init(args=args)
+
+
+_EXECUTORS = ('direct', 'rclpy')
+
+
+def _check_executor(name: str) -> str:
+    if name not in _EXECUTORS:
+        raise SystemExit(f"linearizer_node: --executor must be 'direct' or 'rclpy', not {name!r}")
+    return name
+
+
+def _executor(name: str, context=None):
+    # 'direct' (default): DirectExecutor, rclpy's single-threaded semantics without its
+    # per-callback task machinery (ros/executor.py); 'rclpy': the stock SingleThreadedExecutor.
+    # Where this rclpy lacks an internal DirectExecutor builds on (feature detection), the
+    # stock executor serves instead, and the fall-back is logged.
+    if name == 'rclpy':
+        return rclpy.executors.SingleThreadedExecutor(context=context)
+    try:
+        return DirectExecutor(context=context)
+    except DirectExecutorUnsupported as e:
+        rclpy.logging.get_logger('linearizer_node').warning(
+            f"{e}; falling back to rclpy's SingleThreadedExecutor (--executor rclpy)")
+        return rclpy.executors.SingleThreadedExecutor(context=context)
+
+
+def _spin(make_node, executor_name: str = 'direct') -> None:
+    # A stop signal (rclpy's SIGINT / SIGTERM handlers shut the context down) may arrive at
+    # any point: during the construction and warm-up, or while a callback runs (whose next
+    # rcl call then fails on the invalid context). Both are a clean stop: exit code 0, no
+    # traceback. An exception while the context is still valid is a real error: re-raised.
+    executor = _executor(executor_name)
+    node = None
+    try:
+        node = make_node()
+        # Everything built so far (modules, numba's compiled kernels, the model) lives for the
+        # whole run: out of the collector's sight, so that a full collection during a tick
+        # scans only what the ticks allocate (a few ms less of worst-case latency).
+        gc.collect()
+        gc.freeze()
+        executor.add_node(node)
+        _StopSignal.spinning = True
+        executor.spin()
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        pass
+    except Exception:
+        if rclpy.ok():
+            raise
+    finally:
+        executor.shutdown()
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+def run(make_node, args: list[str] | None, make_lifecycle_node=None) -> None:
+    """Run an entry point: parse our options, ``_init``, then ``_spin`` the chosen node class.
+
+    ``[--lifecycle] [--executor direct|rclpy] [--ros-args ...]``: ``--lifecycle`` (taken only
+    when ``make_lifecycle_node`` is given) starts that variant instead of ``make_node``;
+    ``--executor rclpy`` spins with rclpy's SingleThreadedExecutor instead of
+    ``DirectExecutor`` (ros/executor.py).
+    """
+    argv = list(sys.argv if args is None else args)
+    lifecycle = _pop_option(argv, 'lifecycle', None) if make_lifecycle_node else None
+    executor = _check_executor(_pop_option(argv, 'executor', 'direct'))
+    _init(argv)
+    _spin(make_lifecycle_node if lifecycle else make_node, executor)
