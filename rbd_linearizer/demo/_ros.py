@@ -1,4 +1,4 @@
-"""ROS helpers shared by the demo nodes: state pairing and the command message."""
+"""ROS helpers shared by the demo nodes: state pairing (the node's) and the command message."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import numpy as np
 from sensor_msgs.msg import JointState
 
 from rbd_linearizer.demo.hexarotor import command_names
+from rbd_linearizer.online.state import BaseSample, JointSample, StateSync, SyncedState, state_qv
 
 
 def stamp_ns(stamp) -> int:
@@ -13,49 +14,58 @@ def stamp_ns(stamp) -> int:
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
-def state_from_msgs(odom, js, joint_names) -> tuple[np.ndarray, np.ndarray]:
-    """Return (q, v) of the package from nav_msgs/Odometry (body twist) + JointState."""
-    p = odom.pose.pose.position
-    o = odom.pose.pose.orientation
+def _base_sample(odom) -> BaseSample:
+    p, o = odom.pose.pose.position, odom.pose.pose.orientation
     lin, ang = odom.twist.twist.linear, odom.twist.twist.angular
+    return BaseSample(stamp_ns(odom.header.stamp), np.array([p.x, p.y, p.z]),
+                      np.array([o.x, o.y, o.z, o.w]),
+                      np.array([lin.x, lin.y, lin.z, ang.x, ang.y, ang.z]))
+
+
+def _joint_sample(js, joint_names) -> JointSample:
     index = {n: k for k, n in enumerate(js.name)}
     order = [index[n] for n in joint_names]
-    pos = np.asarray(js.position)[order]
-    vel = np.asarray(js.velocity)[order]
-    q = np.concatenate([[p.x, p.y, p.z], [o.x, o.y, o.z, o.w], pos])
-    v = np.concatenate([[lin.x, lin.y, lin.z], [ang.x, ang.y, ang.z], vel])
-    return q, v
+    return JointSample(stamp_ns(js.header.stamp), np.asarray(js.position, dtype=float)[order],
+                       np.asarray(js.velocity, dtype=float)[order], None)
+
+
+def state_from_msgs(odom, js, joint_names) -> tuple[np.ndarray, np.ndarray]:
+    """Return (q, v) of the package from nav_msgs/Odometry (body twist) + JointState."""
+    joints, base = _joint_sample(js, joint_names), _base_sample(odom)
+    return state_qv(SyncedState(max(joints.stamp_ns, base.stamp_ns), joints, base))
 
 
 class StatePairer:
-    """Pair /odom and /joint_states messages with equal stamps; call back with (ns, q, v)."""
+    """Pair /odom and /joint_states messages with equal stamps; call back with (ns, q, v).
+
+    A thin adapter for the demo's messages over the node's pairing and assembly
+    (``online.state.StateSync`` with zero skew and no age limit, ``state_qv``): each state is
+    called back once, when its second message arrives; an older one after it is dropped.
+    """
 
     def __init__(self, joint_names, callback):
         """Store the joint order and the callback ``callback(stamp_ns, q, v)``."""
         self.joint_names = tuple(joint_names)
         self.callback = callback
-        self.odom = {}
-        self.js = {}
+        self.sync = StateSync(True, max_skew_ns=0, max_age_ns=2**62)
 
     def on_odom(self, msg) -> None:
         """Feed an Odometry message."""
-        self._add(self.odom, self.js, msg, first=True)
+        base = _base_sample(msg)
+        self.sync.add_base(base)
+        self._emit(base.stamp_ns)
 
     def on_joint_state(self, msg) -> None:
         """Feed a JointState message."""
-        self._add(self.js, self.odom, msg, first=False)
+        joints = _joint_sample(msg, self.joint_names)
+        self.sync.add_joints(joints)
+        self._emit(joints.stamp_ns)
 
-    def _add(self, mine, other, msg, first) -> None:
-        ns = stamp_ns(msg.header.stamp)
-        match = other.pop(ns, None)
-        if match is None:
-            mine[ns] = msg
-            for old in [k for k in mine if k < ns - 1_000_000_000]:
-                del mine[old]
-            return
-        od, js = (msg, match) if first else (match, msg)
-        q, v = state_from_msgs(od, js, self.joint_names)
-        self.callback(ns, q, v)
+    def _emit(self, now_ns: int) -> None:
+        got = self.sync.take(now_ns)
+        if got.status == 'ok':
+            q, v = state_qv(got.state)
+            self.callback(got.state.stamp_ns, q, v)
 
 
 def command_msg(stamp, u) -> JointState:

@@ -152,7 +152,7 @@ def _node_classes():
         def _moved(self, lin, t) -> bool:
             if self.last_point is None:
                 return True
-            qp = np.concatenate([lin.base_position, lin.base_quaternion, lin.joint_positions])
+            qp = lin.state.q()  # [p, quat, s] (conventions.configuration)
             lq = self.last_point
             moved = max(np.abs(qp[7:] - lq[7:]).max(initial=0.0), attitude_error(qp, lq))
             return moved > self.threshold or t - self.last_time > self.period
@@ -174,8 +174,7 @@ def _node_classes():
                 return
             rho = float(np.abs(np.linalg.eigvals(A - B @ K)).max())
             self.history.append((t, rho))
-            self.last_point = np.concatenate(
-                [lin.base_position, lin.base_quaternion, lin.joint_positions])
+            self.last_point = lin.state.q()
             self.last_time = t
             self.pub.publish(matrix_to_msg(K))
             if len(self.history) == 1:

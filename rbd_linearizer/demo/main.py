@@ -31,6 +31,8 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
+from rbd_linearizer.conventions import configuration  # noqa: E402
+
 DEFAULT_OUT = 'demo_report'
 
 
@@ -62,9 +64,9 @@ def scenario_from_config(cfg: dict) -> dict:
     mpc = cfg['mpc']
     n = len(cfg['robot']['joints'])
     p0 = np.asarray(sim['initial_position'], dtype=float)
-    q_lqr = np.concatenate([p0, [0.0, 0.0, 0.0, 1.0], np.zeros(n)])
-    q_mpc = np.concatenate([p0 + np.asarray(mpc['setpoint_offset'], dtype=float),
-                            [0.0, 0.0, 0.0, 1.0], np.asarray(mpc['setpoint_joints'], float)])
+    q_lqr = configuration(p0, [0.0, 0.0, 0.0, 1.0], np.zeros(n))
+    q_mpc = configuration(p0 + np.asarray(mpc['setpoint_offset'], dtype=float),
+                          [0.0, 0.0, 0.0, 1.0], np.asarray(mpc['setpoint_joints'], float))
     return {'q_ref_lqr': q_lqr, 'q_ref_mpc': q_mpc, 'mpc_start_s': float(mpc['start_time_s']),
             'min_state_subscribers': int(sim.get('min_state_subscribers', 0)),
             'push_time_s': float(sim['push_time_s']), 'push_force': sim['push_force'],

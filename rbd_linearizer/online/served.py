@@ -154,22 +154,27 @@ class Served:
         """``(linearization, dynamics, derivatives)`` of one tick; None where ``cfg`` is off."""
         rep = cfg['velocity_representation']
         lin = self.linearize(q, v, u, cfg, stamp_ns) if cfg['publish_linearization'] else None
-        dyn = self.dynamics(q, v, stamp_ns, rep) if cfg['publish_dynamics'] else None
+        # the linearization leaves C(q, v) (body representation) in data.C: reused, no 2nd pass
+        C = self.data.C.copy() if lin is not None else None
+        dyn = self.dynamics(q, v, stamp_ns, rep, C) if cfg['publish_dynamics'] else None
         order = cfg['higher_order_derivatives']  # 0 = off: no cost
         der = self.dynamics_derivatives(q, v, u, order, stamp_ns, rep) if order > 0 else None
         return lin, dyn, der
 
-    def dynamics(self, q, v, stamp_ns: int, representation: str = 'body') -> DynamicsTerms:
+    def dynamics(self, q, v, stamp_ns: int, representation: str = 'body',
+                 C: np.ndarray | None = None) -> DynamicsTerms:
         """M, M^-1, C, g, h at (q, v) in ``representation`` (``online.terms``; fixed base: body).
 
-        C is computed by a second pass (``compute_coriolis_matrix``) after the fused M, M^-1,
-        g, h pass; the linearization computes C too, but returns none of it.
+        ``C``: the Coriolis matrix at (q, v) in the body representation when the caller has it
+        (``outputs``: ``data.C`` after ``linearize`` at the same state), else computed here by
+        ``compute_coriolis_matrix`` after the fused M, M^-1, g, h pass.
         """
         m, d = self.model, self.data
         start = time.perf_counter()
         # One fused pass (shared kinematics) for M, M^-1, g, h; then C.
         M, Minv, g, h = (arr.copy() for arr in compute_all_terms(m, d, q, v))
-        C = compute_coriolis_matrix(m, d, q, v, self.coriolis).copy()
+        if C is None:
+            C = compute_coriolis_matrix(m, d, q, v, self.coriolis).copy()
         x = MultibodyState.from_qv(q, v, m.floating_base)
         twist = x.base_twist
         rep = representation if m.floating_base else 'body'

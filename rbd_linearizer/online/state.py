@@ -50,7 +50,7 @@ from rbd_linearizer.online.params import REPRESENTATIONS, TIME_MODELS
 __all__ = ['Applied', 'BaseSample', 'JointSample', 'StampRules', 'SyncedState', 'StateSync',
            'TakeResult',
            'applied_input', 'assemble', 'fresh_applied', 'joints_in_model_order', 'pair_index',
-           'request_point']
+           'request_point', 'state_qv']
 
 
 def pair_index(base_stamps: Sequence[int], joint_stamp_ns: int, max_skew_ns: int) -> int | None:
@@ -332,6 +332,14 @@ def fresh_applied(applied: Applied | None, now_ns: int, max_age_ns: int) -> Appl
     return applied
 
 
+def state_qv(state: SyncedState) -> tuple[np.ndarray, np.ndarray]:
+    """``(q, v)`` of a paired state: ``[p, quat, s]``, ``[body twist, sdot]`` (fixed: s, sdot)."""
+    j, b = state.joints, state.base
+    if b is None:
+        return configuration(None, None, j.s), velocity(None, j.sdot)
+    return configuration(b.position, b.quaternion, j.s), velocity(b.twist_body, j.sdot)
+
+
 def assemble(state: SyncedState, resolved, tau_joints: np.ndarray, use_measured_efforts: bool,
              applied: Applied | None = None, owner: Any = None):
     """``(q, v, u)`` of a paired state: the one assembly of the node, verify and the demo.
@@ -341,12 +349,8 @@ def assemble(state: SyncedState, resolved, tau_joints: np.ndarray, use_measured_
     indices) if ``use_measured_efforts``, else zero, then the columns of ``applied`` (already
     through ``fresh_applied``) when it belongs to ``owner``; wrench inputs are zero otherwise.
     """
-    j, b = state.joints, state.base
-    if b is not None:
-        q = configuration(b.position, b.quaternion, j.s)
-        v = velocity(b.twist_body, j.sdot)
-    else:
-        q, v = configuration(None, None, j.s), velocity(None, j.sdot)
+    j = state.joints
+    q, v = state_qv(state)
     u = np.zeros(resolved.nu)
     if use_measured_efforts and j.tau is not None:
         u[: resolved.n_tau] = j.tau[tau_joints]

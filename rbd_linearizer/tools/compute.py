@@ -58,6 +58,7 @@ import pathlib
 
 import numpy as np
 
+from rbd_linearizer.conventions import REPRESENTATIONS
 from rbd_linearizer.errors import RbdError
 
 #: Keys accepted in STATE.yaml, its ``base`` mapping, a joint entry and a rotor entry.
@@ -87,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='rotor inertias and gear ratios {joint: {inertia: J, '
                              'gear_ratio: n}}; uses the rotor-aware algorithms')
     parser.add_argument('--velocity-representation', default='body',
-                        choices=('body', 'mixed', 'inertial'),
+                        choices=REPRESENTATIONS,
                         help='base-twist coordinates of the linearization A, B (default body)')
     parser.add_argument('--discrete', type=float, default=None, metavar='DT',
                         help='discrete-time linearization with step DT [s] (Lie-Euler)')

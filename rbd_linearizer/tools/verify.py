@@ -1,8 +1,8 @@
 """Verify a linearizer offline on a recorded bag: agreement, prediction error, compute time.
 
 ``rbd-linearizer verify BAG [--urdf FILE] [--report DIR] [--inputs INPUTS.yaml] [--fixed-base]
-[--horizon K] [--max-agreement-error E] [--max-prediction-ratio R] [--ratio-statistic rms|median]
-[--max-compute-time S]``
+[--sync-tolerance S] [--max-state-age S] [--horizon K] [--max-agreement-error E]
+[--max-prediction-ratio R] [--ratio-statistic rms|median] [--max-compute-time S]``
 
 Reads the bag directly (rosbags; no ROS graph, no rclpy), rebuilds the model from ``--urdf``
 or from the bag's ``robot_description`` (a new description mid-bag starts a new segment),
@@ -21,8 +21,11 @@ pairs ``joint_states`` with ``odom`` by stamp, recomputes the continuous-time li
 Output: a text summary on stdout; with ``--report DIR`` also ``DIR/report.json`` (all figures)
 and PNG plots. Inputs (columns of B): every joint's torque from ``JointState.effort`` unless
 ``--inputs INPUTS.yaml`` (the ``inputs`` block of ``compute``'s STATE.yaml: ``actuated`` and
-``wrenches``) names them; values from ``--inputs-topic`` (JointState, efforts by column name,
-e.g. the demo's ``/sim_driver/applied_inputs``) when recorded, else 0 for wrench columns.
+``wrenches``) names them. Values as the node takes them (``rbd_linearizer.online.state``, the
+same code): the torque inputs' measured efforts, overlaid by the newest ``--inputs-topic``
+message (JointState, efforts by column name, e.g. the demo's ``/sim_driver/applied_inputs``)
+while it is at most ``--max-state-age`` older than the state (the node's ``max_state_age_s``),
+else 0 for wrench columns. Joint states pair with ``odom`` by the node's rule too.
 
 Robot-data surprises are handled and counted, never a crash: no base state (fixed base only
 with ``--fixed-base``), joint sets that change, duplicated or out-of-order stamps, NaN,
@@ -43,10 +46,13 @@ import time
 import numpy as np
 
 from rbd_linearizer.errors import RbdError
+from rbd_linearizer.online.params import defaults as _node_defaults
 
 BLOCKS = ('position', 'attitude', 'joints', 'linear_velocity', 'angular_velocity',
           'joint_velocity')
 LINEARIZATION_TYPE = 'rbd_linearizer/msg/Linearization'
+#: The node's parameter defaults (the shared table): pairing tolerance, age of applied inputs.
+_NODE = _node_defaults()
 
 
 class VerifyError(RbdError):
@@ -69,8 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--description-topic', default='/robot_description')
     parser.add_argument('--inputs-topic', default=None,
                         help='JointState topic with the applied inputs (efforts by column name)')
-    parser.add_argument('--sync-tolerance', type=float, default=1e-3, metavar='S',
-                        help='max stamp difference joint_states <-> odom [s] (default 1e-3)')
+    parser.add_argument('--sync-tolerance', type=float, default=_NODE['max_state_skew_s'],
+                        metavar='S', help='max stamp difference joint_states <-> odom [s] '
+                        "(default: the node's max_state_skew_s, %(default)g)")
+    parser.add_argument('--max-state-age', type=float, default=_NODE['max_state_age_s'],
+                        metavar='S', help='an applied input older than this at a state is not '
+                        'used: u0 from the measured efforts, as in the node (default: its '
+                        'max_state_age_s, %(default)g)')
     parser.add_argument('--horizon', type=int, default=10, metavar='K',
                         help='k-step prediction horizon in recorded steps (default 10)')
     parser.add_argument('--max-agreement-error', type=float, default=None, metavar='E',
@@ -238,9 +249,27 @@ def _collect(args, contents, report):
 
 
 def _samples(args, segments, js, odom, inputs, report):
-    """Return the recorded states as dicts (t, seg, q, v, u), in stamp order."""
+    """Return the recorded states as dicts (t, seg, q, v, u), in stamp order.
+
+    The node's own rules and code (``online.state``): a joint state pairs with the base sample
+    ``pair_index`` picks (``--sync-tolerance``, the node's ``max_state_skew_s``); ``assemble``
+    makes q, v and u0: the measured efforts of the torque inputs, overlaid by the newest
+    accepted applied input (``applied_input``) at or before the stamp while ``fresh_applied``
+    at the state's stamp (``--max-state-age``, the node's ``max_state_age_s``): a stale one
+    falls back to the measured efforts, as in the node.
+    """
     from rbd_linearizer.errors import StateError
+    from rbd_linearizer.linearization.inputs import resolve_inputs
     from rbd_linearizer.model.state import joint_state_to_model_order, normalize_quaternion
+    from rbd_linearizer.online.state import (
+        BaseSample,
+        JointSample,
+        SyncedState,
+        applied_input,
+        assemble,
+        fresh_applied,
+        pair_index,
+    )
 
     issues = report['issues']
     js = _dedup_sorted(js, 'joint_states', issues)
@@ -249,11 +278,31 @@ def _samples(args, segments, js, odom, inputs, report):
     odom_t = [o[0] for o in odom]
     in_t = [i[0] for i in inputs]
     tol = int(round(args.sync_tolerance * 1e9))
+    max_age = int(round(args.max_state_age * 1e9))
     name_sets = []
     skipped: dict[str, int] = {}
+    per_segment: dict[int, tuple] = {}
 
     def skip(reason):
         skipped[reason] = skipped.get(reason, 0) + 1
+
+    def inputs_of(k: int, model, selection) -> tuple:
+        # (resolved inputs, torque joints, [newest accepted applied input at index j])
+        if k not in per_segment:
+            res = resolve_inputs(model, selection)
+            columns = {n: c for c, n in enumerate(res.names)}
+            newest, accepted, rejected = None, [], 0
+            for stamp, names, values in inputs:
+                try:
+                    newest = applied_input(k, columns, stamp, names, values)
+                except StateError:
+                    rejected += 1  # not used, as the node rejects it (rejected_inputs)
+                accepted.append(newest)
+            if rejected:
+                issues['inputs_rejected'] = issues.get('inputs_rejected', 0) + rejected
+            base = 6 if model.floating_base else 0
+            per_segment[k] = (res, res.tau_dofs[: res.n_tau] - base, accepted)
+        return per_segment[k]
 
     floating = any(s.model is not None and s.model.floating_base for s in segments)
     if floating and not odom:
@@ -280,13 +329,12 @@ def _samples(args, segments, js, odom, inputs, report):
         if sdot is None:
             skip('no joint velocities')
             continue
+        base = None
         if model.floating_base:
-            i = bisect.bisect_left(odom_t, stamp - tol)
-            if i >= len(odom) or abs(odom[i][0] - stamp) > tol:
+            i = pair_index(odom_t, stamp, tol)
+            if i is None:
                 skip('no odom within the sync tolerance')
                 continue
-            if i + 1 < len(odom) and abs(odom[i + 1][0] - stamp) < abs(odom[i][0] - stamp):
-                i += 1
             _, p, quat, twist = odom[i]
             if not (np.isfinite(p).all() and np.isfinite(twist).all()
                     and np.isfinite(quat).all()):
@@ -297,25 +345,13 @@ def _samples(args, segments, js, odom, inputs, report):
             except StateError:
                 skip('bad base quaternion')
                 continue
-            q = np.concatenate([p, quat, s])
-            v = np.concatenate([twist, sdot])
-        else:
-            q, v = s, sdot
-        # inputs: the latest recorded input at or before the stamp, else efforts
-        from rbd_linearizer.linearization.inputs import resolve_inputs
-
-        res = resolve_inputs(model, seg.selection)
-        u = np.zeros(res.nu)
+            base = BaseSample(odom_t[i], p, quat, twist)
+        state = SyncedState(max(stamp, base.stamp_ns) if base else stamp,
+                            JointSample(stamp, s, sdot, tau), base)
+        res, tau_joints, accepted = inputs_of(k, model, seg.selection)
         j = bisect.bisect_right(in_t, stamp) - 1
-        if j >= 0:
-            col = {n: c for c, n in enumerate(res.names)}
-            for n, val in zip(inputs[j][1], inputs[j][2], strict=False):
-                if n in col and math.isfinite(val):
-                    u[col[n]] = val
-        elif tau is not None:
-            for c, n in enumerate(res.names):
-                if n.startswith('tau/'):
-                    u[c] = tau[model.joint_names.index(n[4:])]
+        applied = fresh_applied(accepted[j] if j >= 0 else None, state.stamp_ns, max_age)
+        q, v, u = assemble(state, res, tau_joints, True, applied, owner=k)
         out.append(dict(t=stamp, seg=k, q=q, v=v, u=u, names=tuple(names)))
     report['states'] = {'joint_states': len(js), 'odom': len(odom), 'used': len(out),
                         'skipped': skipped, 'joint_name_sets': len(name_sets)}
@@ -458,6 +494,7 @@ def _prediction_report(rows, horizon) -> dict:
 
 def _agreement(lins, segments, report) -> dict:
     """Recompute each recorded Linearization at its own point; max abs / rel error."""
+    from rbd_linearizer.conventions import configuration, velocity
     from rbd_linearizer.linearization import linearize
     from rbd_linearizer.linearization.inputs import resolve_inputs
     from rbd_linearizer.linearization.representation import base_twist_to_body
@@ -496,10 +533,10 @@ def _agreement(lins, segments, report) -> dict:
                        st.base_twist.angular.z])
         if model.floating_base:
             p, o = st.base_pose.position, st.base_pose.orientation
-            q = np.concatenate([[p.x, p.y, p.z, o.x, o.y, o.z, o.w], s])
-            v = np.concatenate([base_twist_to_body(q, tw, m.velocity_representation), sdot])
+            q = configuration([p.x, p.y, p.z], [o.x, o.y, o.z, o.w], s)
+            v = velocity(base_twist_to_body(q, tw, m.velocity_representation), sdot)
         else:
-            q, v = s, sdot
+            q, v = configuration(None, None, s), velocity(None, sdot)
         try:
             a_ref = _arr(m.a.data).reshape(m.a.rows, m.a.cols)
             b_ref = _arr(m.b.data).reshape(m.b.rows, m.b.cols)
