@@ -123,15 +123,16 @@ def next_order(j, r, n, L, LX, do_x, C, Vs, Ss, Ms, Xs, T):
                 adT_acc(-c, Vs, vm, Xs, xs + i, Xs, xr + i)
 
 
-@jit
-def geometry_into(parents, jtype, axis, treeR, treep, idx_q, inertia, q, recentre, Ss, Ms, Xs,
-                  L, LX, want_x, Rw, pw, R3, p3):
-    # Order-0 world geometry (Alg. 1 r = 0, Eq. 60) into slot 0 of Ss, Ms (and Xs if want_x):
-    # S_j = Ad_{C_j} S_local, M_j = Ad_{C_j^-1}^T I_j Ad_{C_j^-1}, X_j = Ad_{C_j^-1}.
-    # recentre: the inertial frame at the base origin (a FREE joint's translation taken as 0).
-    # Scratch: Rw (nb, 3, 3), pw (nb, 3) world poses; R3 (3, 3), p3 (3,) the local pose.
-    nb = parents.shape[0]
-    for j in range(nb):
+@jit_inline
+def _world_poses(parents, jtype, axis, treeR, treep, idx_q, q, recentre, Rw, pw, R3, p3):
+    """World poses ``C^0_j = F_j A^0_j`` into (Rw, pw), root first (seed 002 Alg. 1).
+
+    Per body: the pose in the parent, ``A^{p(j)}_j exp([Y_j] q_j)`` = placement (treeR, treep)
+    times the joint motion (FREE: ``(R(quat x y z w), p)``, the translation taken as 0 when
+    ``recentre``; revolute: Rodrigues; prismatic), composed with the parent's world pose.
+    R3 (3, 3), p3 (3,): scratch for the pose in the parent.
+    """
+    for j in range(parents.shape[0]):
         jt = jtype[j]
         iq = idx_q[j]
         par = parents[j]
@@ -187,9 +188,19 @@ def geometry_into(parents, jtype, axis, treeR, treep, idx_q, inertia, q, recentr
                 for b in range(3):
                     Rw[j, a, b] = R3[a, b]
                 pw[j, a] = p3[a]
+
+
+@jit_inline
+def _world_screws(jtype, axis, Rw, pw, L, Ss):
+    """Order-0 world screws ``S_j = Ad_{C_j} Y_j`` into slot 0 of Ss (seed 002 Alg. 1).
+
+    ``Ad_C [l; a] = [R l + p x R a; R a]``; the FREE base: the 6 columns of ``Ad_C`` (see
+    ``higher_order``'s module docstring, "Boundary").
+    """
+    for j in range(jtype.shape[0]):
+        jt = jtype[j]
         px, py, pz = pw[j, 0], pw[j, 1], pw[j, 2]
         s0 = (j * L) * 6
-        # screws: columns of Ad_C S_local; Ad_C [l; a] = [R l + p x R a; R a]
         if jt == 0:
             for c in range(6):
                 for e in range(6):
@@ -214,8 +225,18 @@ def geometry_into(parents, jtype, axis, treeR, treep, idx_q, inertia, q, recentr
             else:
                 Ss[s0, 0], Ss[s0, 1], Ss[s0, 2] = ux, uy, uz
                 Ss[s0, 3], Ss[s0, 4], Ss[s0, 5] = 0.0, 0.0, 0.0
-        # inertia about the world origin from the body-origin one [[m 1, -h^], [h^, Io]]
-        # (h = m c): hw = R h + m p, Iw = R Io R^T - (R h)^ p^ - p^ (R h)^ - m p^ p^
+
+
+@jit_inline
+def _world_inertias(inertia, Rw, pw, L, R3, Ms):
+    """Order-0 world inertias ``M^0_j = Ad_{C_j^-1}^T M^b_j Ad_{C_j^-1}`` (seed 002 Eq. 60).
+
+    From the body-origin inertia ``[[m 1, -h^], [h^, Io]]`` (h = m c): ``hw = R h + m p``,
+    ``Iw = R Io R^T - (R h)^ p^ - p^ (R h)^ - m p^ p^``, into slot 0 of Ms. R3 (3, 3) scratch.
+    """
+    for j in range(inertia.shape[0]):
+        px, py, pz = pw[j, 0], pw[j, 1], pw[j, 2]
+        s0 = (j * L) * 6
         m = inertia[j, 0, 0]
         hx, hy, hz = inertia[j, 5, 1], inertia[j, 3, 2], inertia[j, 4, 0]
         for a in range(3):  # R3 <- Io R^T
@@ -253,19 +274,42 @@ def geometry_into(parents, jtype, axis, treeR, treep, idx_q, inertia, q, recentr
         Ms[s0 + 3, 0], Ms[s0 + 3, 1], Ms[s0 + 3, 2] = 0.0, -wz, wy
         Ms[s0 + 4, 0], Ms[s0 + 4, 1], Ms[s0 + 4, 2] = wz, 0.0, -wx
         Ms[s0 + 5, 0], Ms[s0 + 5, 1], Ms[s0 + 5, 2] = -wy, wx, 0.0
-        if want_x:
-            # X = Ad_{C^-1} = [[R^T, -R^T p^], [0, R^T]]; (R^T p^)_{ab} = (R_{:,a} x ... ) below
-            x0 = (j * LX) * 6
-            for a in range(3):
-                ra0, ra1, ra2 = Rw[j, 0, a], Rw[j, 1, a], Rw[j, 2, a]  # column a of R
-                for b in range(3):
-                    Xs[x0 + a, b] = Rw[j, b, a]
-                    Xs[x0 + 3 + a, 3 + b] = Rw[j, b, a]
-                    Xs[x0 + 3 + a, b] = 0.0
-                # row a of R^T p^ = (R_{:,a})^T p^ = -(p x R_{:,a})^T... = (R_{:,a} x p)^T
-                Xs[x0 + a, 3] = -(ra1 * pz - ra2 * py)
-                Xs[x0 + a, 4] = -(ra2 * px - ra0 * pz)
-                Xs[x0 + a, 5] = -(ra0 * py - ra1 * px)
+
+
+@jit_inline
+def _inverse_adjoints(Rw, pw, LX, Xs):
+    """``X_j = Ad_{C_j^-1} = [[R^T, -R^T p^], [0, R^T]]`` into slot 0 of Xs (seed 002 Eq. 67)."""
+    for j in range(Rw.shape[0]):
+        px, py, pz = pw[j, 0], pw[j, 1], pw[j, 2]
+        x0 = (j * LX) * 6
+        for a in range(3):
+            ra0, ra1, ra2 = Rw[j, 0, a], Rw[j, 1, a], Rw[j, 2, a]  # column a of R
+            for b in range(3):
+                Xs[x0 + a, b] = Rw[j, b, a]
+                Xs[x0 + 3 + a, 3 + b] = Rw[j, b, a]
+                Xs[x0 + 3 + a, b] = 0.0
+            # row a of R^T p^ = (R_{:,a})^T p^ = -(p x R_{:,a})^T... = (R_{:,a} x p)^T
+            Xs[x0 + a, 3] = -(ra1 * pz - ra2 * py)
+            Xs[x0 + a, 4] = -(ra2 * px - ra0 * pz)
+            Xs[x0 + a, 5] = -(ra0 * py - ra1 * px)
+
+
+@jit
+def geometry_into(parents, jtype, axis, treeR, treep, idx_q, inertia, q, recentre, Ss, Ms, Xs,
+                  L, LX, want_x, Rw, pw, R3, p3):
+    """Order-0 world geometry (seed 002 Alg. 1 at r = 0, Eq. 60) into slot 0 of Ss, Ms (Xs).
+
+    ``S_j = Ad_{C_j} S_local``, ``M_j = Ad_{C_j^-1}^T I_j Ad_{C_j^-1}``, ``X_j = Ad_{C_j^-1}``
+    (Eq. 67, only if ``want_x``). recentre: the inertial frame at the base origin (a FREE
+    joint's translation taken as 0). Scratch: Rw (nb, 3, 3), pw (nb, 3) world poses; R3 (3, 3),
+    p3 (3,). Four passes over the bodies, each inlined (a per-body helper taking the arrays
+    would add reference counting per body: +11 % on the 101-body tree).
+    """
+    _world_poses(parents, jtype, axis, treeR, treep, idx_q, q, recentre, Rw, pw, R3, p3)
+    _world_screws(jtype, axis, Rw, pw, L, Ss)
+    _world_inertias(inertia, Rw, pw, L, R3, Ms)
+    if want_x:
+        _inverse_adjoints(Rw, pw, LX, Xs)
 
 
 @jit
@@ -393,12 +437,9 @@ def id_kernel(parents, iv, nvj, jtype, axis, treeR, treep, idx_q, inertia, gravi
     return OK
 
 
-@jit
-def hybrid_kernel(parents, iv, nvj, jtype, axis, treeR, treep, idx_q, inertia, gravity, q, v,
-                  pres, dv, tau, fb, use_f, k, quat_tol, acc_out, tau_out):
-    # H-GHYB-FBS (seed 002 Alg. 4; Alg. 3 when nothing is prescribed) for orders 0..k. Writes
-    # acc_out (k+1, nv) and tau_out (k+1, nv) (tau_out holds tau on entry). Returns OK, an input
-    # check code, or the index of a body whose pivot D_j is not positive definite.
+@jit_inline
+def _hybrid_check(jtype, q, v, dv, tau, fb, use_f, quat_tol):
+    """OK or the input check code of ``hybrid_kernel`` (finite inputs, unit base quaternion)."""
     code = check_q(q, jtype, quat_tol)
     if code != OK:
         return code
@@ -408,36 +449,17 @@ def hybrid_kernel(parents, iv, nvj, jtype, axis, treeR, treep, idx_q, inertia, g
         return BAD_DERIVS
     if use_f and not all_finite(fb):
         return BAD_FEXT
-    nb = parents.shape[0]
-    L = k + 2  # orders 0..k+1 of S, V, M
-    K = k + 1
-    LX = K if use_f else 1
-    C = binomials(L)
-    Vs = np.zeros((nb * L, 6))
-    Ss = np.zeros((nb * L * 6, 6))
-    Ms = np.zeros((nb * L * 6, 6))
-    Xs = np.zeros((nb * LX * 6, 6))
-    nus = np.zeros((nb * L, 6))  # joint velocity derivatives 0..k+1 (first nvj[j] entries)
-    MA = np.zeros((nb * 6, 6))  # articulated inertias (rows)
-    Dinv = np.zeros((nb, 6, 6))
-    WA = np.zeros((nb * K, 6))  # articulated bias wrenches W^A_j(r) (Eq. 22)
-    Wj = np.zeros((nb * K, 6))  # W_j^(r) = M^A_j V_j^(r+1) + W^A_j(r) (Lemma 2)
-    Vb = np.zeros((nb, 6))
-    accw = np.zeros((nb, 6))
-    qt = np.zeros((nb, 6))
-    U = np.zeros((6, 6))  # rows: M^A S_col
-    D = np.zeros((6, 6))
-    T = np.empty((6, 6))
-    tmp = np.zeros((2, 6))
-    x = np.zeros(6)
-    y = np.zeros(6)
-    G = np.zeros((1, 6))
-    G[0, 0], G[0, 1], G[0, 2] = gravity[0], gravity[1], gravity[2]
-    geometry_into(parents, jtype, axis, treeR, treep, idx_q, inertia, q, True, Ss, Ms, Xs, L, LX,
-                  use_f, np.empty((nb, 3, 3)), np.empty((nb, 3)), np.empty((3, 3)), np.empty(3))
-    for j in range(nb):
+    return OK
+
+
+@jit_inline
+def _hybrid_order0_pass(parents, iv, nvj, v, L, Ss, Ms, Vs, nus, MA):
+    """Order-0 twists ``V_j = V_p + S_j nu_j`` (seed 002 Alg. 1, r = 0) and ``M^A_j := M^0_j``.
+
+    Also stores ``nu_j`` in ``nus`` (slot 0); the root's parent is the world (zero twist).
+    """
+    for j in range(parents.shape[0]):
         p = parents[j]
-        n = nvj[j]
         row = j * L
         for i in range(6):
             for e in range(6):
@@ -445,11 +467,20 @@ def hybrid_kernel(parents, iv, nvj, jtype, axis, treeR, treep, idx_q, inertia, g
         if p >= 0:
             for e in range(6):
                 Vs[row, e] = Vs[p * L, e]
-        for col in range(n):
+        for col in range(nvj[j]):
             nus[row, col] = v[iv[j] + col]
             axpy6(v[iv[j] + col], Ss, row * 6 + col, Vs, row)
-    # articulated inertias once per instant (Eqs. 23-24; Alg. 4: prescribed children rigidly)
-    for j in range(nb - 1, -1, -1):
+
+
+@jit_inline
+def _articulated_inertia_pass(parents, nvj, pres, L, Ss, MA, Dinv, U, D, T):
+    """Articulated inertias and pivots, once per instant (seed 002 Eqs. 23-24, Lemma 2).
+
+    ``M^A_p += M^A_j - U D^-1 U^T`` with ``U = M^A_j S_j``, ``D = S_j^T U``; Alg. 4: a
+    prescribed child enters rigidly (``M^A_p += M^A_j``). Returns OK, or the index of a body
+    whose pivot D_j is not positive definite.
+    """
+    for j in range(parents.shape[0] - 1, -1, -1):
         p = parents[j]
         if pres[j]:
             if p >= 0:
@@ -487,101 +518,180 @@ def hybrid_kernel(parents, iv, nvj, jtype, axis, treeR, treep, idx_q, inertia, g
                         for b in range(n):
                             s -= U[a, i] * Dinv[j, a, b] * U[b, e]
                     MA[p * 6 + i, e] += s
+    return OK
+
+
+@jit_inline
+def _hybrid_next_orders(rho, nvj, L, LX, use_f, C, Vs, Ss, Ms, Xs, T, nus, Vb):
+    """Run steps (a)-(c) of seed 002 Alg. 3/4 at order rho for every body.
+
+    (a) ``S^(rho+1)`` (Alg. 1), (b) ``M^(rho+1)`` (Eq. 61), ``X^(rho+1)`` (Eq. 70) when
+    needed, (c) ``V_bias^(rho+1) = sum_{b=1}^{rho+1} C(rho+1, b) S^(b) nu^(rho+1-b)`` (Eq. 66).
+    """
+    for j in range(nvj.shape[0]):
+        n = nvj[j]
+        next_order(j, rho + 1, n, L, LX, use_f and rho + 1 < LX, C, Vs, Ss, Ms, Xs, T)
+        for e in range(6):
+            Vb[j, e] = 0.0
+        for b in range(1, rho + 2):
+            for col in range(n):
+                axpy6(C[rho + 1, b] * nus[j * L + rho + 1 - b, col], Ss,
+                      (j * L + b) * 6 + col, Vb, j)
+
+
+@jit_inline
+def _hybrid_backward_pass(rho, parents, iv, nvj, pres, L, K, LX, use_f, C, Vs, Ss, Ms, Xs, G,
+                          fb, MA, Dinv, WA, Wj, Vb, accw, qt, dv, tau, tmp, y):
+    """Step (d) of seed 002 Alg. 3/4 at order rho: backward, Eqs. 24-25 (and 65).
+
+    ``W^A_j(rho) = children terms - applied^(rho) + Pi_bias^(rho+1)``; ``qt[j]`` = the given
+    ``q^(rho+2)`` (Alg. 4, prescribed) or ``q~ = D^-1 (tau^(rho) - tau~ - S^T (M^A V_bias +
+    W^A))`` (Eq. 25) with ``tau~ = sum_{m<rho} C(rho, m) (S^(rho-m))^T W_j^(m)`` from the
+    stored ``W_j^(m) = M^A V^(m+1) + W^A(m)`` (Lemma 2); the parent gets
+    ``W^A_j + M^A_j (S q~ + V_bias)``.
+    """
+    nb = parents.shape[0]
+    for j in range(nb):
+        for e in range(6):
+            accw[j, e] = 0.0
+    for j in range(nb - 1, -1, -1):
+        n = nvj[j]
+        o = iv[j]
+        s0 = j * L * 6
+        wr = j * K + rho
+        for e in range(6):
+            WA[wr, e] = accw[j, e]
+        applied_acc(j, rho, L, LX, use_f, C, Ms, G, Xs, fb, WA, wr)
+        for m in range(rho + 1):
+            mv_acc(C[rho + 1, m], Ms, (j * L + rho + 1 - m) * 6, Vs, j * L + m, WA, wr)
+        for e in range(6):
+            qt[j, e] = 0.0
+        if pres[j]:
+            for col in range(n):
+                qt[j, col] = dv[rho, o + col]
+        else:
+            # tmp[0] = M^A V_bias + W^A; tau~ (Lemma 2) from the stored W_j^(m), m < rho
+            for e in range(6):
+                tmp[0, e] = WA[wr, e]
+            mv_acc(1.0, MA, j * 6, Vb, j, tmp, 0)
+            for col in range(n):
+                yc = tau[rho, o + col] - dot6(Ss, s0 + col, tmp, 0)
+                for m in range(rho):
+                    yc -= C[rho, m] * dot6(Ss, (j * L + rho - m) * 6 + col, Wj, j * K + m)
+                y[col] = yc
+            # q~ (Eq. 25)
+            for a in range(n):
+                s = 0.0
+                for b in range(n):
+                    s += Dinv[j, a, b] * y[b]
+                qt[j, a] = s
+        p = parents[j]
+        if p >= 0:
+            # accw[p] += W^A_j + M^A_j (S q~ + V_bias)
+            for e in range(6):
+                tmp[1, e] = Vb[j, e]
+            for col in range(n):
+                axpy6(qt[j, col], Ss, s0 + col, tmp, 1)
+            axpy6(1.0, WA, wr, accw, p)
+            mv_acc(1.0, MA, j * 6, tmp, 1, accw, p)
+
+
+@jit_inline
+def _hybrid_forward_pass(rho, parents, iv, nvj, pres, L, K, C, Vs, Ss, MA, Dinv, WA, Wj, Vb, qt,
+                         nus, tmp, x, y, acc_out, tau_out):
+    """Step (e) of seed 002 Alg. 3/4 at order rho: forward, Eq. 26, and Lemma 2.
+
+    ``q^(rho+2) = q~ - D^-1 S^T M^A V_p^(rho+1)`` (force given) or the given one,
+    ``V^(rho+1) = V_p^(rho+1) + S q^(rho+2) + V_bias``, ``W_j^(rho) = M^A_j V_j^(rho+1) +
+    W^A_j(rho)``; prescribed joints: ``tau^(rho) = sum_m C(rho, m) (S^(rho-m))^T W_j^(m)``
+    (digest §2.4). The root's parent is the world (zero twist at every order).
+    """
+    for j in range(parents.shape[0]):
+        p = parents[j]
+        n = nvj[j]
+        o = iv[j]
+        s0 = j * L * 6
+        row = j * L + rho + 1
+        wr = j * K + rho
+        for e in range(6):
+            Vs[row, e] = Vs[p * L + rho + 1, e] if p >= 0 else 0.0
+        for col in range(n):
+            x[col] = qt[j, col]
+        if not pres[j]:
+            # x -= D^-1 S^T M^A V_p^(rho+1)
+            for e in range(6):
+                tmp[0, e] = 0.0
+            mv_acc(1.0, MA, j * 6, Vs, row, tmp, 0)  # Vs[row] holds V_p^(rho+1) here
+            for a in range(n):
+                y[a] = dot6(Ss, s0 + a, tmp, 0)
+            for a in range(n):
+                s = 0.0
+                for b in range(n):
+                    s += Dinv[j, a, b] * y[b]
+                x[a] -= s
+        for col in range(n):
+            nus[row, col] = x[col]
+            acc_out[rho, o + col] = x[col]
+            axpy6(x[col], Ss, s0 + col, Vs, row)
+        axpy6(1.0, Vb, j, Vs, row)
+        for e in range(6):
+            Wj[wr, e] = WA[wr, e]
+        mv_acc(1.0, MA, j * 6, Vs, row, Wj, wr)
+        if pres[j]:
+            for col in range(n):
+                s = 0.0
+                for m in range(rho + 1):
+                    s += C[rho, m] * dot6(Ss, (j * L + rho - m) * 6 + col, Wj, j * K + m)
+                tau_out[rho, o + col] = s
+
+
+@jit
+def hybrid_kernel(parents, iv, nvj, jtype, axis, treeR, treep, idx_q, inertia, gravity, q, v,
+                  pres, dv, tau, fb, use_f, k, quat_tol, acc_out, tau_out):
+    """H-GHYB-FBS (seed 002 Alg. 4; Alg. 3 when nothing is prescribed) for orders 0..k.
+
+    Writes acc_out (k+1, nv) and tau_out (k+1, nv) (tau_out holds tau on entry). Returns OK, an
+    input check code, or the index of a body whose pivot D_j is not positive definite. Work
+    arrays are allocated once here, before the passes.
+    """
+    code = _hybrid_check(jtype, q, v, dv, tau, fb, use_f, quat_tol)
+    if code != OK:
+        return code
+    nb = parents.shape[0]
+    L = k + 2  # orders 0..k+1 of S, V, M
+    K = k + 1
+    LX = K if use_f else 1
+    C = binomials(L)
+    Vs = np.zeros((nb * L, 6))
+    Ss = np.zeros((nb * L * 6, 6))
+    Ms = np.zeros((nb * L * 6, 6))
+    Xs = np.zeros((nb * LX * 6, 6))
+    nus = np.zeros((nb * L, 6))  # joint velocity derivatives 0..k+1 (first nvj[j] entries)
+    MA = np.zeros((nb * 6, 6))  # articulated inertias (rows)
+    Dinv = np.zeros((nb, 6, 6))
+    WA = np.zeros((nb * K, 6))  # articulated bias wrenches W^A_j(r) (Eq. 22)
+    Wj = np.zeros((nb * K, 6))  # W_j^(r) = M^A_j V_j^(r+1) + W^A_j(r) (Lemma 2)
+    Vb = np.zeros((nb, 6))
+    accw = np.zeros((nb, 6))
+    qt = np.zeros((nb, 6))
+    U = np.zeros((6, 6))  # rows: M^A S_col
+    D = np.zeros((6, 6))
+    T = np.empty((6, 6))
+    tmp = np.zeros((2, 6))
+    x = np.zeros(6)
+    y = np.zeros(6)
+    G = np.zeros((1, 6))
+    G[0, 0], G[0, 1], G[0, 2] = gravity[0], gravity[1], gravity[2]
+    geometry_into(parents, jtype, axis, treeR, treep, idx_q, inertia, q, True, Ss, Ms, Xs, L, LX,
+                  use_f, np.empty((nb, 3, 3)), np.empty((nb, 3)), np.empty((3, 3)), np.empty(3))
+    _hybrid_order0_pass(parents, iv, nvj, v, L, Ss, Ms, Vs, nus, MA)
+    code = _articulated_inertia_pass(parents, nvj, pres, L, Ss, MA, Dinv, U, D, T)
+    if code != OK:
+        return code
     for rho in range(k + 1):
-        for j in range(nb):
-            n = nvj[j]
-            # (a) S^(rho+1), (b) M^(rho+1) (Eq. 61), X^(rho+1) when needed
-            next_order(j, rho + 1, n, L, LX, use_f and rho + 1 < LX, C, Vs, Ss, Ms, Xs, T)
-            # (c) V_bias^(rho+1) = sum_{b=1}^{rho+1} C(rho+1, b) S^(b) nu^(rho+1-b)   (Eq. 66)
-            for e in range(6):
-                Vb[j, e] = 0.0
-            for b in range(1, rho + 2):
-                for col in range(n):
-                    axpy6(C[rho + 1, b] * nus[j * L + rho + 1 - b, col], Ss,
-                          (j * L + b) * 6 + col, Vb, j)
-        # (d) backward, Eqs. 24-25
-        for j in range(nb):
-            for e in range(6):
-                accw[j, e] = 0.0
-        for j in range(nb - 1, -1, -1):
-            n = nvj[j]
-            o = iv[j]
-            s0 = j * L * 6
-            wr = j * K + rho
-            # W^A_j = children terms - applied^(rho) + Pi_bias^(rho+1) (Eq. 65)
-            for e in range(6):
-                WA[wr, e] = accw[j, e]
-            applied_acc(j, rho, L, LX, use_f, C, Ms, G, Xs, fb, WA, wr)
-            for m in range(rho + 1):
-                mv_acc(C[rho + 1, m], Ms, (j * L + rho + 1 - m) * 6, Vs, j * L + m, WA, wr)
-            for e in range(6):
-                qt[j, e] = 0.0
-            if pres[j]:
-                for col in range(n):
-                    qt[j, col] = dv[rho, o + col]
-            else:
-                # tmp[0] = M^A V_bias + W^A; tau~ (Lemma 2) from the stored W_j^(m), m < rho
-                for e in range(6):
-                    tmp[0, e] = WA[wr, e]
-                mv_acc(1.0, MA, j * 6, Vb, j, tmp, 0)
-                for col in range(n):
-                    yc = tau[rho, o + col] - dot6(Ss, s0 + col, tmp, 0)
-                    for m in range(rho):
-                        yc -= C[rho, m] * dot6(Ss, (j * L + rho - m) * 6 + col, Wj, j * K + m)
-                    y[col] = yc
-                # q~ (Eq. 25)
-                for a in range(n):
-                    s = 0.0
-                    for b in range(n):
-                        s += Dinv[j, a, b] * y[b]
-                    qt[j, a] = s
-            p = parents[j]
-            if p >= 0:
-                # accw[p] += W^A_j + M^A_j (S q~ + V_bias)
-                for e in range(6):
-                    tmp[1, e] = Vb[j, e]
-                for col in range(n):
-                    axpy6(qt[j, col], Ss, s0 + col, tmp, 1)
-                axpy6(1.0, WA, wr, accw, p)
-                mv_acc(1.0, MA, j * 6, tmp, 1, accw, p)
-        # (e) forward, Eq. 26 (root: parent = the world, zero twist at every order)
-        for j in range(nb):
-            p = parents[j]
-            n = nvj[j]
-            o = iv[j]
-            s0 = j * L * 6
-            row = j * L + rho + 1
-            wr = j * K + rho
-            for e in range(6):
-                Vs[row, e] = Vs[p * L + rho + 1, e] if p >= 0 else 0.0
-            for col in range(n):
-                x[col] = qt[j, col]
-            if not pres[j]:
-                # x -= D^-1 S^T M^A V_p^(rho+1)
-                for e in range(6):
-                    tmp[0, e] = 0.0
-                mv_acc(1.0, MA, j * 6, Vs, row, tmp, 0)  # Vs[row] holds V_p^(rho+1) here
-                for a in range(n):
-                    y[a] = dot6(Ss, s0 + a, tmp, 0)
-                for a in range(n):
-                    s = 0.0
-                    for b in range(n):
-                        s += Dinv[j, a, b] * y[b]
-                    x[a] -= s
-            for col in range(n):
-                nus[row, col] = x[col]
-                acc_out[rho, o + col] = x[col]
-                axpy6(x[col], Ss, s0 + col, Vs, row)
-            axpy6(1.0, Vb, j, Vs, row)
-            # Lemma 2: W_j^(rho) = M^A_j V_j^(rho+1) + W^A_j(rho)
-            for e in range(6):
-                Wj[wr, e] = WA[wr, e]
-            mv_acc(1.0, MA, j * 6, Vs, row, Wj, wr)
-            if pres[j]:
-                # tau_j^(rho) = sum_m C(rho, m) (S^(rho-m))^T W_j^(m)
-                for col in range(n):
-                    s = 0.0
-                    for m in range(rho + 1):
-                        s += C[rho, m] * dot6(Ss, (j * L + rho - m) * 6 + col, Wj, j * K + m)
-                    tau_out[rho, o + col] = s
+        _hybrid_next_orders(rho, nvj, L, LX, use_f, C, Vs, Ss, Ms, Xs, T, nus, Vb)
+        _hybrid_backward_pass(rho, parents, iv, nvj, pres, L, K, LX, use_f, C, Vs, Ss, Ms, Xs, G,
+                              fb, MA, Dinv, WA, Wj, Vb, accw, qt, dv, tau, tmp, y)
+        _hybrid_forward_pass(rho, parents, iv, nvj, pres, L, K, C, Vs, Ss, MA, Dinv, WA, Wj, Vb,
+                             qt, nus, tmp, x, y, acc_out, tau_out)
     return OK

@@ -433,16 +433,10 @@ def _as_state(v, nv):
     return v
 
 
-def _hybrid(model, q, v, k, pres, dv, tau, fext):
-    # Alg. 4 (Alg. 3 when no body is prescribed). pres (nb,) bool per joint.
-    t = _Tree(model, q)
-    t.fext = fext
+def _articulated_inertias_reference(t, pres):
+    # Seed 002 Eqs. 23-24 (Lemma 2: once per instant); Alg. 4: prescribed children rigidly.
+    # Returns M^A_j and D_j^-1 (None for prescribed joints).
     nb = t.nb
-    # Order-0 twists (Alg. 1, r = 0).
-    for j in range(nb):
-        iv, nj = t.iv[j], t.nvj[j]
-        t.V[j].append(t.parent_twist(j, 0) + t.S[j][0] @ v[iv:iv + nj])
-    # Articulated inertias, once per instant (Eqs. 23-24; Alg. 4: prescribed children rigidly).
     MA = [t.M[j][0].copy() for j in range(nb)]
     Dinv = [None] * nb
     for j in range(nb - 1, -1, -1):
@@ -461,61 +455,92 @@ def _hybrid(model, q, v, k, pres, dv, tau, fext):
         Dinv[j] = np.linalg.inv(D)
         if p >= 0:
             MA[p] += MA[j] - U @ Dinv[j] @ U.T
+    return MA, Dinv
+
+
+def _next_orders_reference(t, rho, nus):
+    # Seed 002 Alg. 3 steps (a)-(c) at order rho: S^(rho+1), M^(rho+1) (Eq. 61) and
+    # V_bias^(rho+1) = sum_{a=1}^{rho+1} C(rho+1, a) S^(a) nu^(rho+1-a) (Eq. 66), per body.
+    Vb = []
+    for j in range(t.nb):
+        iv, nj = t.iv[j], t.nvj[j]
+        t.next_screw(j)  # (a) S^(rho+1)
+        t.next_inertia(j)  # (b) M^(rho+1), Eq. 61
+        vb = np.zeros(6)
+        for a in range(1, rho + 2):
+            vb += _binom(rho + 1, a) * (t.S[j][a] @ nus[rho + 1 - a][iv:iv + nj])
+        Vb.append(vb)
+    return Vb
+
+
+def _hybrid_backward_reference(t, rho, pres, MA, Dinv, WA, Vb, dv, tau):
+    # Seed 002 Alg. 3/4 step (d), backward, Eqs. 24-25: W^A_j = Pi_bias^(rho+1) - M^(rho) G
+    # + children terms (appended to WA[j]); returns q~_j (the given q^(rho+2) if prescribed).
+    acc = [np.zeros(6) for _ in range(t.nb)]
+    qt = [None] * t.nb
+    for j in range(t.nb - 1, -1, -1):
+        iv, nj = t.iv[j], t.nvj[j]
+        wa = t.momentum(j, rho + 1, skip_top=True) - t.external(j, rho) + acc[j]
+        WA[j].append(wa)
+        S = t.S[j][0]
+        if pres[j]:
+            qt[j] = dv[rho, iv:iv + nj]  # Alg. 4: the given q^(rho+2)
+        else:
+            # tau~ = sum_{m<rho} C(rho, m) (S^T)^(rho-m) (M^A V^(m+1) + W^A(m))  (Lemma 2)
+            tt = np.zeros(nj)
+            for m in range(rho):
+                w = MA[j] @ t.V[j][m + 1] + WA[j][m]
+                tt += _binom(rho, m) * (t.S[j][rho - m].T @ w)
+            qt[j] = Dinv[j] @ (tau[rho, iv:iv + nj] - tt - S.T @ (MA[j] @ Vb[j] + wa))
+        p = t.parents[j]
+        if p >= 0:
+            acc[p] += wa + MA[j] @ (S @ qt[j] + Vb[j])
+    return qt
+
+
+def _hybrid_forward_reference(t, rho, pres, MA, Dinv, WA, Vb, qt, taus, nv):
+    # Seed 002 Alg. 3/4 step (e), forward, Eq. 26 (root: parent = the world, zero twist at every
+    # order); appends V^(rho+1) to t.V, writes the prescribed joints' taus[rho]; returns
+    # nu^(rho+1).
+    nu_new = np.zeros(nv)
+    for j in range(t.nb):
+        iv, nj = t.iv[j], t.nvj[j]
+        S = t.S[j][0]
+        Vp = t.parent_twist(j, rho + 1)
+        if pres[j]:
+            x = qt[j]
+        else:
+            x = qt[j] - Dinv[j] @ (S.T @ (MA[j] @ Vp))
+        nu_new[iv:iv + nj] = x
+        t.V[j].append(Vp + S @ x + Vb[j])
+        if pres[j]:
+            # tau_j^(rho) = sum_m C(rho, m) (S^T)^(rho-m) W_j^(m), with (Lemma 2, hybrid M^A)
+            # W_j^(m) = M^A_j V_j^(m+1) + W^A_j(m)
+            y = np.zeros(nj)
+            for m in range(rho + 1):
+                w = MA[j] @ t.V[j][m + 1] + WA[j][m]
+                y += _binom(rho, m) * (t.S[j][rho - m].T @ w)
+            taus[rho, iv:iv + nj] = y
+    return nu_new
+
+
+def _hybrid(model, q, v, k, pres, dv, tau, fext):
+    # numpy reference of seed 002 Alg. 4 (Alg. 3 when no body is prescribed; the kernel
+    # hybrid_kernel computes the same sums). pres (nb,) bool per joint.
+    t = _Tree(model, q)
+    t.fext = fext
+    # Order-0 twists (Alg. 1, r = 0).
+    for j in range(t.nb):
+        iv, nj = t.iv[j], t.nvj[j]
+        t.V[j].append(t.parent_twist(j, 0) + t.S[j][0] @ v[iv:iv + nj])
+    MA, Dinv = _articulated_inertias_reference(t, pres)
     nus = [v]  # nus[r] = r-th derivative of v
     taus = np.array(tau)
-    WA = [[] for _ in range(nb)]  # WA[j][r] = articulated bias wrench of order r (Eq. 22)
+    WA = [[] for _ in range(t.nb)]  # WA[j][r] = articulated bias wrench of order r (Eq. 22)
     for rho in range(k + 1):
-        Vb = []
-        for j in range(nb):
-            iv, nj = t.iv[j], t.nvj[j]
-            t.next_screw(j)  # (a) S^(rho+1)
-            t.next_inertia(j)  # (b) M^(rho+1), Eq. 61
-            # (c) V_bias^(rho+1) = sum_{a=1}^{rho+1} C(rho+1, a) S^(a) nu^(rho+1-a)   (Eq. 66)
-            vb = np.zeros(6)
-            for a in range(1, rho + 2):
-                vb += _binom(rho + 1, a) * (t.S[j][a] @ nus[rho + 1 - a][iv:iv + nj])
-            Vb.append(vb)
-        # (d) backward, Eqs. 24-25: W^A_j = Pi_bias^(rho+1) - M^(rho) G + children terms
-        acc = [np.zeros(6) for _ in range(nb)]
-        qt = [None] * nb
-        for j in range(nb - 1, -1, -1):
-            iv, nj = t.iv[j], t.nvj[j]
-            wa = t.momentum(j, rho + 1, skip_top=True) - t.external(j, rho) + acc[j]
-            WA[j].append(wa)
-            S = t.S[j][0]
-            if pres[j]:
-                qt[j] = dv[rho, iv:iv + nj]  # Alg. 4: the given q^(rho+2)
-            else:
-                # tau~ = sum_{m<rho} C(rho, m) (S^T)^(rho-m) (M^A V^(m+1) + W^A(m))  (Lemma 2)
-                tt = np.zeros(nj)
-                for m in range(rho):
-                    w = MA[j] @ t.V[j][m + 1] + WA[j][m]
-                    tt += _binom(rho, m) * (t.S[j][rho - m].T @ w)
-                qt[j] = Dinv[j] @ (tau[rho, iv:iv + nj] - tt - S.T @ (MA[j] @ Vb[j] + wa))
-            p = t.parents[j]
-            if p >= 0:
-                acc[p] += wa + MA[j] @ (S @ qt[j] + Vb[j])
-        # (e) forward, Eq. 26 (root: parent = the world, zero twist at every order)
-        nu_new = np.zeros(model.nv)
-        for j in range(nb):
-            iv, nj = t.iv[j], t.nvj[j]
-            S = t.S[j][0]
-            Vp = t.parent_twist(j, rho + 1)
-            if pres[j]:
-                x = qt[j]
-            else:
-                x = qt[j] - Dinv[j] @ (S.T @ (MA[j] @ Vp))
-            nu_new[iv:iv + nj] = x
-            t.V[j].append(Vp + S @ x + Vb[j])
-            if pres[j]:
-                # tau_j^(rho) = sum_m C(rho, m) (S^T)^(rho-m) W_j^(m), with (Lemma 2, hybrid M^A)
-                # W_j^(m) = M^A_j V_j^(m+1) + W^A_j(m)
-                y = np.zeros(nj)
-                for m in range(rho + 1):
-                    w = MA[j] @ t.V[j][m + 1] + WA[j][m]
-                    y += _binom(rho, m) * (t.S[j][rho - m].T @ w)
-                taus[rho, iv:iv + nj] = y
-        nus.append(nu_new)
+        Vb = _next_orders_reference(t, rho, nus)
+        qt = _hybrid_backward_reference(t, rho, pres, MA, Dinv, WA, Vb, dv, tau)
+        nus.append(_hybrid_forward_reference(t, rho, pres, MA, Dinv, WA, Vb, qt, taus, model.nv))
     return np.array(nus[1:]), taus
 
 
