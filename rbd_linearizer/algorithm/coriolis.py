@@ -173,143 +173,6 @@ def _kinematics(mi, mf, q, v, R, p, vel, S, Sd, R3, p3, m66):
             motion_cross(vel[i], S[i, c], Sd[i, c])
 
 
-@jit_inline
-def _coriolis_setup(mi, mf, q, v, R, p, vel, S, Sd, IC, BC, m66, v6, R3, p3, M, Mdot, C):
-    # Alg. 4 lines 1-4: kinematics, outputs zeroed, body inertias IC_i and B_i = B(v_i, I_i).
-    nb, nv, _, _, _, _, _, _, _, _, _, _, _, I10 = _j.model_views(mi, mf)
-    _kinematics(mi, mf, q, v, R, p, vel, S, Sd, R3, p3, m66[0])
-    for r in range(nv):
-        for c in range(nv):
-            M[r, c] = 0.0
-            Mdot[r, c] = 0.0
-            C[r, c] = 0.0
-    for i in range(nb):
-        rigid_inertia_to_matrix(I10[i], IC[i])
-        _b_factor(vel[i], IC[i], BC[i], m66[0], v6[0])
-
-
-@jit_inline
-def _coriolis_own_block(j, nj, jv, S, Sd, IC, BC, F1, F2, F3, M, Mdot, C):
-    # Auxiliaries of joint j's columns and its diagonal block (Eqs. 3.13-3.15 and 3.16-3.18
-    # with i = j): F1 = IC Phid + BC Phi ; F2 = IC Phi ; F3 = BC^T Phi.
-    for c in range(nj):
-        for r in range(6):
-            s1 = 0.0
-            s2 = 0.0
-            s3 = 0.0
-            for k in range(6):
-                s1 += IC[j, r, k] * Sd[j, c, k] + BC[j, r, k] * S[j, c, k]
-                s2 += IC[j, r, k] * S[j, c, k]
-                s3 += BC[j, k, r] * S[j, c, k]
-            F1[c, r] = s1
-            F2[c, r] = s2
-            F3[c, r] = s3
-    for a in range(nj):
-        for c in range(nj):
-            C[jv + a, jv + c] = dot6(S[j, a], F1[c])
-            M[jv + a, jv + c] = dot6(S[j, a], F2[c])
-            Mdot[jv + a, jv + c] = dot6(Sd[j, a], F2[c]) + dot6(S[j, a], F1[c]) + dot6(
-                S[j, a], F3[c])
-
-
-@jit_inline
-def _coriolis_rotor(j, jv, par, v, axis, rotor_J, rotor_n, treeR, treep, vel, IC, BC, IR, BR,
-                    tmp66, phiR, phidR, G1, G2, G3, col, tmp, M, Mdot, C):
-    # Rotor R_j of joint j: a leaf body on par, frame = joint frame (treeR[j], treep[j]) (its
-    # spin about the axis leaves I_R and Phi_R unchanged: axisymmetric, axial inertia). Adds its
-    # entries to joint j's diagonal, its composites to par's, and leaves its auxiliaries
-    # G1..G3 (in par's frame) for the ancestors' entries.
-    _rotor_subspace(axis[j], rotor_n[j], phiR)
-    _rotor_inertia(axis[j], rotor_J[j], IR)
-    if par >= 0:
-        motion_act_inv(treeR[j], treep[j], vel[par], col)
-    else:
-        for r in range(6):
-            col[r] = 0.0
-    for r in range(6):
-        col[r] += phiR[r] * v[jv]  # v_R
-    motion_cross(col, phiR, phidR)
-    _b_factor(col, IR, BR, tmp66, tmp)
-    for r in range(6):
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        for k in range(6):
-            s1 += IR[r, k] * phidR[k] + BR[r, k] * phiR[k]
-            s2 += IR[r, k] * phiR[k]
-            s3 += BR[k, r] * phiR[k]
-        G1[r] = s1
-        G2[r] = s2
-        G3[r] = s3
-    C[jv, jv] += dot6(phiR, G1)
-    M[jv, jv] += dot6(phiR, G2)
-    Mdot[jv, jv] += dot6(phidR, G2) + dot6(phiR, G1) + dot6(phiR, G3)
-    if par >= 0:
-        # rotor composites and auxiliaries into the parent frame
-        inertia6_act(treeR[j], treep[j], IR, tmp66)
-        for r in range(6):
-            for c in range(6):
-                IC[par, r, c] += tmp66[r, c]
-        _tensor_act(treeR[j], treep[j], BR, tmp66, col, tmp)
-        for r in range(6):
-            for c in range(6):
-                BC[par, r, c] += tmp66[r, c]
-        force_act(treeR[j], treep[j], G1, tmp)
-        G1[:] = tmp
-        force_act(treeR[j], treep[j], G2, tmp)
-        G2[:] = tmp
-        force_act(treeR[j], treep[j], G3, tmp)
-        G3[:] = tmp
-
-
-@jit_inline
-def _coriolis_ancestors(j, nj, jv, has_rotor, parents, idx_v, nvj, R, p, S, Sd, F1, F2, F3,
-                        G1, G2, G3, tmp, M, Mdot, C):
-    # Entries of joint j's columns in the rows of its ancestors (and the transposed ones):
-    # F = iX_p^T F (Alg. 4 line 15), then Eqs. 3.16-3.18 and the M-dot line (notes §2.4.2
-    # lines 17-20) for the ancestor p(i).
-    i = j
-    while parents[i] >= 0:
-        for c in range(nj):
-            force_act(R[i], p[i], F1[c], tmp)
-            F1[c] = tmp
-            force_act(R[i], p[i], F2[c], tmp)
-            F2[c] = tmp
-            force_act(R[i], p[i], F3[c], tmp)
-            F3[c] = tmp
-        if i == j and has_rotor:
-            for r in range(6):
-                F1[0, r] += G1[r]
-                F2[0, r] += G2[r]
-                F3[0, r] += G3[r]
-        i = parents[i]
-        ni = nvj[i]
-        iv = idx_v[i]
-        for a in range(ni):
-            for c in range(nj):
-                C[iv + a, jv + c] = dot6(S[i, a], F1[c])
-                C[jv + c, iv + a] = dot6(Sd[i, a], F2[c]) + dot6(S[i, a], F3[c])
-                m = dot6(S[i, a], F2[c])
-                M[iv + a, jv + c] = m
-                M[jv + c, iv + a] = m
-                md = dot6(Sd[i, a], F2[c]) + dot6(S[i, a], F1[c]) + dot6(S[i, a], F3[c])
-                Mdot[iv + a, jv + c] = md
-                Mdot[jv + c, iv + a] = md
-
-
-@jit_inline
-def _coriolis_composites(j, par, R, p, IC, BC, tmp66, col, tmp):
-    # composites toward the root: IC_p += X^T IC X ; BC_p += X^T BC X (Eq. 3.9)
-    inertia6_act(R[j], p[j], IC[j], tmp66)
-    for r in range(6):
-        for c in range(6):
-            IC[par, r, c] += tmp66[r, c]
-    _tensor_act(R[j], p[j], BC[j], tmp66, col, tmp)
-    for r in range(6):
-        for c in range(6):
-            BC[par, r, c] += tmp66[r, c]
-
-
 @jit
 def _coriolis_kernel(mi, mf, rotor_J, rotor_n, use_rotors, q, v, R, p, vel, S, Sd, IC, BC, F,
                      m66, v6, R3, p3, M, Mdot, C):
@@ -320,10 +183,20 @@ def _coriolis_kernel(mi, mf, rotor_J, rotor_n, use_rotors, q, v, R, p, vel, S, S
     # (notes §2.6.4 model: coaxial, on the parent, Phi_R = n [0; a], frame = joint frame) is a
     # leaf body whose column is added to its joint's (C_R = G^T C_aug G of the augmented tree
     # with q_R = n q; Christoffel-consistent, equal to the Jacobian form of notes §2.6.4).
-    # The passes are inlined (numba IR): one compiled function, as fast as one long loop body.
+    # One function on purpose: split into inlined passes (setup, own block, rotor, ancestors,
+    # composites; or composites and entries as two loops) it ran 5-13% slower (measured on
+    # go2 and talos: numba's IR inlining adds reference counting per array argument).
     nb, nv, parents, jtype, idx_q, idx_v, nvj, _, _, _, axis, treeR, treep, I10 = _j.model_views(
         mi, mf)
-    _coriolis_setup(mi, mf, q, v, R, p, vel, S, Sd, IC, BC, m66, v6, R3, p3, M, Mdot, C)
+    _kinematics(mi, mf, q, v, R, p, vel, S, Sd, R3, p3, m66[0])
+    for r in range(nv):
+        for c in range(nv):
+            M[r, c] = 0.0
+            Mdot[r, c] = 0.0
+            C[r, c] = 0.0
+    for i in range(nb):
+        rigid_inertia_to_matrix(I10[i], IC[i])
+        _b_factor(vel[i], IC[i], BC[i], m66[0], v6[0])
     F1 = F[0]
     F2 = F[1]
     F3 = F[2]
@@ -341,15 +214,109 @@ def _coriolis_kernel(mi, mf, rotor_J, rotor_n, use_rotors, q, v, R, p, vel, S, S
         nj = nvj[j]
         jv = idx_v[j]
         par = parents[j]
-        _coriolis_own_block(j, nj, jv, S, Sd, IC, BC, F1, F2, F3, M, Mdot, C)
+        for c in range(nj):
+            # F1 = IC Phid + BC Phi ; F2 = IC Phi ; F3 = BC^T Phi   (Eqs. 3.13-3.15)
+            for r in range(6):
+                s1 = 0.0
+                s2 = 0.0
+                s3 = 0.0
+                for k in range(6):
+                    s1 += IC[j, r, k] * Sd[j, c, k] + BC[j, r, k] * S[j, c, k]
+                    s2 += IC[j, r, k] * S[j, c, k]
+                    s3 += BC[j, k, r] * S[j, c, k]
+                F1[c, r] = s1
+                F2[c, r] = s2
+                F3[c, r] = s3
+        for a in range(nj):
+            for c in range(nj):
+                C[jv + a, jv + c] = dot6(S[j, a], F1[c])
+                M[jv + a, jv + c] = dot6(S[j, a], F2[c])
+                Mdot[jv + a, jv + c] = dot6(Sd[j, a], F2[c]) + dot6(S[j, a], F1[c]) + dot6(
+                    S[j, a], F3[c])
         has_rotor = use_rotors and nj == 1 and rotor_J[j] != 0.0
         if has_rotor:
-            _coriolis_rotor(j, jv, par, v, axis, rotor_J, rotor_n, treeR, treep, vel, IC, BC, IR,
-                            BR, tmp66, phiR, phidR, G1, G2, G3, col, tmp, M, Mdot, C)
-        _coriolis_ancestors(j, nj, jv, has_rotor, parents, idx_v, nvj, R, p, S, Sd, F1, F2, F3,
-                            G1, G2, G3, tmp, M, Mdot, C)
+            # rotor R_j: a leaf body on par, frame = joint frame (treeR[j], treep[j]) (its spin
+            # about the axis leaves I_R and Phi_R unchanged: axisymmetric, axial inertia).
+            _rotor_subspace(axis[j], rotor_n[j], phiR)
+            _rotor_inertia(axis[j], rotor_J[j], IR)
+            if par >= 0:
+                motion_act_inv(treeR[j], treep[j], vel[par], col)
+            else:
+                for r in range(6):
+                    col[r] = 0.0
+            for r in range(6):
+                col[r] += phiR[r] * v[jv]  # v_R
+            motion_cross(col, phiR, phidR)
+            _b_factor(col, IR, BR, tmp66, tmp)
+            for r in range(6):
+                s1 = 0.0
+                s2 = 0.0
+                s3 = 0.0
+                for k in range(6):
+                    s1 += IR[r, k] * phidR[k] + BR[r, k] * phiR[k]
+                    s2 += IR[r, k] * phiR[k]
+                    s3 += BR[k, r] * phiR[k]
+                G1[r] = s1
+                G2[r] = s2
+                G3[r] = s3
+            C[jv, jv] += dot6(phiR, G1)
+            M[jv, jv] += dot6(phiR, G2)
+            Mdot[jv, jv] += dot6(phidR, G2) + dot6(phiR, G1) + dot6(phiR, G3)
+            if par >= 0:
+                # rotor composites and auxiliaries into the parent frame
+                inertia6_act(treeR[j], treep[j], IR, tmp66)
+                for r in range(6):
+                    for c in range(6):
+                        IC[par, r, c] += tmp66[r, c]
+                _tensor_act(treeR[j], treep[j], BR, tmp66, col, tmp)
+                for r in range(6):
+                    for c in range(6):
+                        BC[par, r, c] += tmp66[r, c]
+                force_act(treeR[j], treep[j], G1, tmp)
+                G1[:] = tmp
+                force_act(treeR[j], treep[j], G2, tmp)
+                G2[:] = tmp
+                force_act(treeR[j], treep[j], G3, tmp)
+                G3[:] = tmp
+        i = j
+        while parents[i] >= 0:
+            # F = iX_p^T F (Alg. 4 line 15), then entries of the ancestor p(i)
+            for c in range(nj):
+                force_act(R[i], p[i], F1[c], tmp)
+                F1[c] = tmp
+                force_act(R[i], p[i], F2[c], tmp)
+                F2[c] = tmp
+                force_act(R[i], p[i], F3[c], tmp)
+                F3[c] = tmp
+            if i == j and has_rotor:
+                for r in range(6):
+                    F1[0, r] += G1[r]
+                    F2[0, r] += G2[r]
+                    F3[0, r] += G3[r]
+            i = parents[i]
+            ni = nvj[i]
+            iv = idx_v[i]
+            for a in range(ni):
+                for c in range(nj):
+                    # Eqs. 3.16-3.18 and the M-dot line (notes §2.4.2 lines 17-20)
+                    C[iv + a, jv + c] = dot6(S[i, a], F1[c])
+                    C[jv + c, iv + a] = dot6(Sd[i, a], F2[c]) + dot6(S[i, a], F3[c])
+                    m = dot6(S[i, a], F2[c])
+                    M[iv + a, jv + c] = m
+                    M[jv + c, iv + a] = m
+                    md = dot6(Sd[i, a], F2[c]) + dot6(S[i, a], F1[c]) + dot6(S[i, a], F3[c])
+                    Mdot[iv + a, jv + c] = md
+                    Mdot[jv + c, iv + a] = md
         if par >= 0:
-            _coriolis_composites(j, par, R, p, IC, BC, tmp66, col, tmp)
+            # composites toward the root: IC_p += X^T IC X ; BC_p += X^T BC X (Eq. 3.9)
+            inertia6_act(R[j], p[j], IC[j], tmp66)
+            for r in range(6):
+                for c in range(6):
+                    IC[par, r, c] += tmp66[r, c]
+            _tensor_act(R[j], p[j], BC[j], tmp66, col, tmp)
+            for r in range(6):
+                for c in range(6):
+                    BC[par, r, c] += tmp66[r, c]
 
 
 @jit_inline

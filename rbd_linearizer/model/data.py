@@ -102,7 +102,9 @@ class Data:
         gravity offset (a - g, Pinocchio's ``a_gf``). f_body (nb, 6): joint wrenches (rnea).
         C (nv, nv): Coriolis matrix at the last (q, v) of compute_coriolis_matrix (without
         an explicit workspace), compute_rnea_derivatives, compute_aba_derivatives, linearize,
-        linearize_body or the serial linearize_batch (its last state): so after
+        linearize_body or the serial linearize_batch (its last state); the rotor variants
+        without a workspace write theirs too (compute_coriolis_matrix_rotor: C_R; crba_rotor:
+        C at v = 0, zeros). So after
         ``linearize(model, data, q, v, ...)`` a caller at the same (q, v) reads C here
         instead of recomputing it (equal to compute_coriolis_matrix to round-off).
         And ABA / CRBA intermediates (IA, pA, U, Dinv, u, IC, J, Fcrb, Fa).
