@@ -58,7 +58,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 
 def node_families(cfg: dict[str, Any], has_wrenches: bool = False,
                   has_world_wrenches: bool = False) -> list[str]:
-    """Return the families a node configuration uses (``ros.params`` names), in order.
+    """Return the families a node configuration uses (``online.params`` names), in order.
 
     The linearization is always needed (``~/linearize`` serves it even when
     ``publish_linearization`` is off), through other kernels with wrench inputs; the dynamics

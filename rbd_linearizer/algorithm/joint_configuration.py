@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rbd_linearizer.conventions import BASE_NQ, BASE_NV
+from rbd_linearizer.conventions import BASE_NQ, BASE_NV, configuration
 from rbd_linearizer.errors import StateError
 from rbd_linearizer.spatial import so3
 
@@ -127,4 +127,4 @@ def random_configuration(model, rng=None, lower=None, upper=None) -> np.ndarray:
         return s
     quat = rng.normal(size=4)
     quat /= np.linalg.norm(quat)
-    return np.concatenate([rng.uniform(-1.0, 1.0, 3), quat, s])
+    return configuration(rng.uniform(-1.0, 1.0, 3), quat, s)

@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 
+from rbd_linearizer.conventions import configuration
 from rbd_linearizer.demo.hexarotor import RotorLayout, command_names, input_map
 from rbd_linearizer.demo.lqr_node import attitude_error, error_state, pose_matrix
 from rbd_linearizer.spatial import se3
@@ -38,7 +39,7 @@ from rbd_linearizer.spatial.so3 import matrix_to_quat
 def _oplus(q0, v0, z, nv):
     """Return x0 (+) z in the package convention: H0 exp(z_H), s0 + z_s, v0 + z_v."""
     H = pose_matrix(q0) @ se3.exp(z[0:6])
-    q = np.concatenate([H[:3, 3], matrix_to_quat(H[:3, :3]), q0[7:] + z[6:nv]])
+    q = configuration(H[:3, 3], matrix_to_quat(H[:3, :3]), q0[7:] + z[6:nv])
     return q, v0 + z[nv:]
 
 

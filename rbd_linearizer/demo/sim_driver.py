@@ -74,6 +74,7 @@ import time
 import mujoco
 import numpy as np
 
+from rbd_linearizer.conventions import configuration, velocity
 from rbd_linearizer.demo.hexarotor import (
     ARM_JOINTS,
     N_ROTORS,
@@ -148,8 +149,8 @@ class MujocoSim:
         R = np.empty(9)
         mujoco.mju_quat2Mat(R, qpos[3:7])
         R = R.reshape(3, 3)
-        q = np.concatenate([qpos[0:3], quat, qpos[self.jq]])
-        v = np.concatenate([R.T @ qvel[0:3], qvel[3:6], qvel[self.jv]])
+        q = configuration(qpos[0:3], quat, qpos[self.jq])
+        v = velocity(np.concatenate([R.T @ qvel[0:3], qvel[3:6]]), qvel[self.jv])
         return q, v
 
     def set_qv(self, q, v) -> None:
