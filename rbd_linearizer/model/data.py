@@ -1,7 +1,7 @@
 """Data: the preallocated workspace and outputs of the algorithms for one Model (one per thread).
 
-Every array of a Data is a view into two flat buffers that the compiled kernels receive as
-arguments (few arguments = cheap numba dispatch):
+Every array of a Data (but ``C``) is a view into the flat buffers that the compiled kernels
+receive as arguments (few arguments = cheap numba dispatch):
 
 - ``_mi`` (int64): a header (sizes, offsets of every workspace field) + the model's index arrays
   (parents, joint types, idx_q, idx_v, nv per joint, subtree dof lists);
@@ -15,8 +15,8 @@ frame. Spatial vectors are linear first. Outputs are overwritten by every call w
 A Data is the one home of the algorithms' working memory (no module keeps a cache keyed by a
 Data or a Model):
 
-- the packed buffers above, allocated up front (O(nb nv + nv^2) floats), with the Coriolis
-  matrix ``C`` among them: every algorithm that yields C writes it there (Pinocchio's
+- the packed buffers above and the Coriolis matrix ``data.C``, allocated up front
+  (O(nb nv + nv^2) floats): every algorithm that yields C writes it there (Pinocchio's
   ``data.C``): ``compute_coriolis_matrix`` (without an explicit workspace), the RNEA / ABA
   derivatives and ``linearize`` / ``linearize_body``;
 - ``data.coriolis`` (``CoriolisWorkspace``: Coriolis, Christoffel and rotor algorithms) and
@@ -83,7 +83,6 @@ WS_FIELDS = (
     ('Fcrb', lambda nb, nv: (nv, 6)),  # Minv backward pass accumulator (world frame)
     ('Fa', lambda nb, nv: (nb, nv, 6)),  # Minv forward pass accelerations (world frame)
     ('tmp', lambda nb, nv: (256,)),  # scratch for the kernels
-    ('C', lambda nb, nv: (nv, nv)),  # Coriolis matrix C(q, v) (C v = h - g)
 )
 H_WS = 15
 H_SIZE = H_WS + len(WS_FIELDS)
@@ -182,6 +181,9 @@ class Data:
             setattr(self, name, self._ws[o : o + n].reshape(shape))
         self.Minv[:] = 0.0
         self.M[:] = 0.0
+        #: (nv, nv) Coriolis matrix C(q, v) (C v = h - g); apart from the packed buffers: the
+        #: kernels that fill it take it as an argument
+        self.C = np.zeros((nv, nv))
         #: (mi, mf, ws): the packed int, model-float and workspace buffers, as the kernels take
         #: them (kernel API: rbd_linearizer.algorithm.kernels).
         self.kernel_buffers = (mi, self._mf, self._ws)
