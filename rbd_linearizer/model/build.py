@@ -35,6 +35,7 @@ from rbd_linearizer.model.urdf import (
     UrdfJoint,
     parse_urdf,
 )
+from rbd_linearizer.spatial.so3 import hat
 
 #: Name of the root link that denotes the world (fixed base unless forced otherwise).
 WORLD_LINK = 'world'
@@ -153,7 +154,7 @@ def spatial_inertia(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np
 
     ``com`` and ``inertia_com`` (about the CoM) are expressed in that frame.
     """
-    c = _hat(com)
+    c = hat(com)
     out = np.zeros((6, 6))
     out[:3, :3] = mass * np.eye(3)
     out[:3, 3:] = -mass * c
@@ -249,7 +250,7 @@ class _TreeBuilder:
             mc = np.array([inertia[i, 5, 1], inertia[i, 3, 2], inertia[i, 4, 0]])  # vee(m c^)
             if mass[i] > 0.0:
                 com[i] = mc / mass[i]
-            c = _hat(com[i])
+            c = hat(com[i])
             inertia_com[i] = inertia[i, 3:, 3:] + mass[i] * c @ c
             inertia_com[i] = 0.5 * (inertia_com[i] + inertia_com[i].T)
             inertia[i] = spatial_inertia(mass[i], com[i], inertia_com[i])
@@ -337,10 +338,6 @@ class _TreeBuilder:
 
 def _joint_list(joints) -> str:
     return ', '.join(f'{j.name!r} ({j.type})' for j in joints) or 'none'
-
-
-def _hat(w: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
 
 
 def _ro(values, dtype=np.float64) -> np.ndarray:
