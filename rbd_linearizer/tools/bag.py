@@ -23,7 +23,8 @@ from rbd_linearizer.errors import RbdError
 
 PACKAGE = 'rbd_linearizer'
 #: Our message names, in dependency order (MultibodyState and Matrix first).
-MESSAGES = ('Matrix', 'MultibodyState', 'Linearization', 'DynamicsTerms')
+MESSAGES = ('Matrix', 'MultibodyState', 'Linearization', 'DynamicsTerms', 'Trajectory',
+            'TrajectoryLinearization')
 STORAGES = ('mcap', 'sqlite3')
 
 
@@ -239,6 +240,69 @@ def linearization_msg(lin, frame_id: str = 'world'):
         dt=float(lin.dt), nx=lin.nx, nu=lin.nu, state=_state(lin.state),
         input=np.array(lin.u0, dtype=np.float64), a=_matrix(lin.A), b=_matrix(lin.B),
         f=np.array(lin.f, dtype=np.float64), compute_time=float(lin.compute_time))
+
+
+def _pose(position, quaternion_xyzw):
+    t = _types()
+    p = [float(x) for x in position]
+    o = [float(x) for x in quaternion_xyzw]
+    return t['geometry_msgs/msg/Pose'](
+        position=t['geometry_msgs/msg/Point'](x=p[0], y=p[1], z=p[2]),
+        orientation=t['geometry_msgs/msg/Quaternion'](x=o[0], y=o[1], z=o[2], w=o[3]))
+
+
+def _twist(twist):
+    t = _types()
+    v3 = t['geometry_msgs/msg/Vector3']
+    w = [float(x) for x in twist]
+    return t['geometry_msgs/msg/Twist'](linear=v3(x=w[0], y=w[1], z=w[2]),
+                                        angular=v3(x=w[3], y=w[4], z=w[5]))
+
+
+def trajectory_msg(ns: int, Q, V, U=None, *, floating_base: bool = True, joint_names=(),
+                   velocity_representation: str = '', time_model: str = '', dt=(),
+                   frame_id: str = 'world'):
+    """rbd_linearizer/msg/Trajectory (rosbags object) of N points.
+
+    ``Q`` (N, nq) in the package layout (``[p, quat x y z w, s]``, fixed base: ``s``), ``V``
+    (N, nv) ``[base twist, sdot]`` with the base twist already in ``velocity_representation``
+    (as the message carries it), ``U`` None, (N, nu) or (N-1, nu) in the node's input columns,
+    ``dt`` none, one or N values.
+    """
+    Q = np.atleast_2d(np.asarray(Q, dtype=np.float64))
+    V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+    base_q, base_v = (7, 6) if floating_base else (0, 0)
+    flat = lambda x: np.ascontiguousarray(x, dtype=np.float64).reshape(-1)  # noqa: E731
+    return _types()[f'{PACKAGE}/msg/Trajectory'](
+        header=header(ns, frame_id), joint_names=[str(n) for n in joint_names],
+        n_points=int(Q.shape[0]),
+        base_poses=[_pose(q[0:3], q[3:7]) for q in Q] if floating_base else [],
+        base_twists=[_twist(v[0:6]) for v in V] if floating_base else [],
+        joint_positions=flat(Q[:, base_q:]), joint_velocities=flat(V[:, base_v:]),
+        inputs=flat(() if U is None else U), velocity_representation=velocity_representation,
+        time_model=time_model, dt=flat(dt))
+
+
+def trajectory_linearization_msg(batch, model, ns: int, frame_id: str = 'world',
+                                 compute_time: float = 0.0):
+    """rbd_linearizer/msg/TrajectoryLinearization (rosbags object) from a LinearizationBatch.
+
+    ``model`` gives the identity (name, URDF hash, base, joint order); ``ns`` is the stamp of
+    the Trajectory it answers; ``dt`` holds N steps in discrete time (the batch's scalar or
+    per-point ``dt``), none in continuous time.
+    """
+    A, B, f = (np.asarray(x, dtype=np.float64) for x in (batch.A, batch.B, batch.f))
+    n = int(A.shape[0])
+    dt = (np.broadcast_to(np.asarray(batch.dt, dtype=np.float64), (n,)).copy()
+          if batch.time_model == 'discrete' else np.zeros(0))
+    return _types()[f'{PACKAGE}/msg/TrajectoryLinearization'](
+        header=header(ns, frame_id), model_name=model.name, model_hash=model.urdf_hash,
+        floating_base=bool(model.floating_base), joint_names=list(model.joint_names),
+        input_names=list(batch.input_names),
+        velocity_representation=batch.velocity_representation, time_model=batch.time_model,
+        dt=dt, n_points=n, nx=int(A.shape[1]), nu=int(B.shape[2]),
+        a=A.reshape(-1).copy(), b=B.reshape(-1).copy(), f=f.reshape(-1).copy(),
+        compute_time=float(compute_time))
 
 
 # --- reading --------------------------------------------------------------------------------

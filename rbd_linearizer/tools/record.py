@@ -4,7 +4,8 @@
 [--duration S] [--max-messages N]``
 
 Subscribes (serialized, no decoding) to ``/robot_description``, ``/joint_states``, ``/odom``,
-``/clock`` and the node's ``NODE/linearization`` and ``NODE/dynamics`` (NODE default
+``/clock`` and the node's ``NODE/linearization``, ``NODE/dynamics``, ``NODE/trajectory`` (the
+trajectories an MPC sends it) and ``NODE/trajectory_linearization`` (NODE default
 ``/linearizer``) plus every ``--topic``, each as soon as it appears in the graph, and writes
 them with rosbags: full message definitions (ours included) go into the bag, so ``ros2 bag``,
 Foxglove and ``rbd-linearizer verify`` read it. The log time is the receive time (system
@@ -21,6 +22,8 @@ import sys
 import time
 
 DEFAULT_TOPICS = ('/robot_description', '/joint_states', '/odom', '/clock')
+#: The linearizer node's topics recorded by default (under ``--linearizer NODE``).
+NODE_TOPICS = ('linearization', 'dynamics', 'trajectory', 'trajectory_linearization')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -91,8 +94,7 @@ def main(args) -> int:
     from rbd_linearizer.tools.bag import BagError, BagWriter, typestore
 
     node_name = '/' + args.linearizer.strip('/')
-    wanted = [*DEFAULT_TOPICS, f'{node_name}/linearization', f'{node_name}/dynamics',
-              *args.topic]
+    wanted = [*DEFAULT_TOPICS, *(f'{node_name}/{t}' for t in NODE_TOPICS), *args.topic]
     try:
         writer = BagWriter(args.output, args.storage)
     except BagError as err:

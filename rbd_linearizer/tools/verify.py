@@ -2,7 +2,8 @@
 
 ``rbd-linearizer verify BAG [--urdf FILE] [--report DIR] [--inputs INPUTS.yaml] [--fixed-base]
 [--sync-tolerance S] [--max-state-age S] [--horizon K] [--max-agreement-error E]
-[--max-prediction-ratio R] [--ratio-statistic rms|median] [--max-compute-time S]``
+[--max-prediction-ratio R] [--ratio-statistic rms|median] [--max-compute-time S]
+[--discrete-method lie_euler|zoh]``
 
 Reads the bag directly (rosbags; no ROS graph, no rclpy), rebuilds the model from ``--urdf``
 or from the bag's ``robot_description`` (a new description mid-bag starts a new segment),
@@ -16,7 +17,13 @@ pairs ``joint_states`` with ``odom`` by stamp, recomputes the continuous-time li
    error ``(x_true (-) x_i) - z_pred`` on the manifold is given per state block (position,
    attitude, joints, linear / angular velocity, joint velocities) next to that of the trivial
    zero-order predictor (``z_pred = 0``);
-3. compute time per state.
+3. compute time per state;
+4. when the bag holds them, agreement with the recorded trajectory linearizations
+   (``TrajectoryLinearization``, the node's ``~/trajectory_linearization``): each is matched to
+   the ``Trajectory`` that asked for it by header stamp and recomputed at every point with the
+   single-state ``linearize`` (rbd_linearizer.tools.trajectory): max abs / rel error per point;
+   ``--max-agreement-error`` applies to every point. A bag with trajectory linearizations but no
+   joint states is checked for this alone.
 
 Output: a text summary on stdout; with ``--report DIR`` also ``DIR/report.json`` (all figures)
 and PNG plots. Inputs (columns of B): every joint's torque from ``JointState.effort`` unless
@@ -94,6 +101,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              '(robust to unmodeled disturbances: pushes, impacts)')
     parser.add_argument('--max-compute-time', type=float, default=None, metavar='S',
                         help='fail if the median compute time per state exceeds S seconds')
+    parser.add_argument('--discrete-method', choices=('lie_euler', 'zoh'),
+                        default=_NODE['discrete_method'],
+                        help='discrete map of the recorded discrete-time linearizations '
+                             "(the node's discrete_method, default %(default)s)")
 
 
 # --- bag -> samples ------------------------------------------------------------------------
@@ -158,19 +169,10 @@ class _Segment:
 def _build(urdf: str, fixed_base: bool, inputs_block):
     from rbd_linearizer.model import build_model
     from rbd_linearizer.model.data import create_data
-    from rbd_linearizer.tools.compute import parse_inputs
+    from rbd_linearizer.tools.compute import parse_input_selection
 
     model = build_model(urdf, floating_base=False if fixed_base else None)
-    data = create_data(model)
-    selection = None
-    if inputs_block is not None:
-        block = dict(inputs_block)
-        if isinstance(block.get('wrenches'), list):
-            block['wrenches'] = [
-                {'value': [0.0] * (6 if w.get('kind') == 'wrench' else 3), **w}
-                if isinstance(w, dict) else w for w in block['wrenches']]
-        selection, _ = parse_inputs(model, {'inputs': block}, np.zeros(model.nv))
-    return model, data, selection
+    return model, create_data(model), parse_input_selection(model, inputs_block)
 
 
 def _segments(args, descriptions, inputs_block, report) -> list[_Segment]:
@@ -222,8 +224,14 @@ def _segment_at(segments, t) -> int:
 
 
 def _collect(args, contents, report):
-    """Split decoded messages by role: (descriptions, joint states, odoms, inputs, lins)."""
-    desc, js, odom, inputs, lins = [], [], [], [], []
+    """Split decoded messages by role.
+
+    Returns (descriptions, joint states, odoms, inputs, lins, trajectories, trajectory lins);
+    the last two as [(topic, log time, msg)].
+    """
+    from rbd_linearizer.tools.trajectory import TRAJECTORY_LINEARIZATION_TYPE, TRAJECTORY_TYPE
+
+    desc, js, odom, inputs, lins, trajs, tlins = [], [], [], [], [], [], []
     issues = report['issues']
     for topic, msgtype, t, msg in contents.messages:
         try:
@@ -242,10 +250,14 @@ def _collect(args, contents, report):
                 inputs.append((_stamp(msg), list(msg.name), _arr(msg.effort)))
             elif msgtype == LINEARIZATION_TYPE:
                 lins.append((topic, msg))
+            elif msgtype == TRAJECTORY_TYPE:
+                trajs.append((topic, t, msg))
+            elif msgtype == TRAJECTORY_LINEARIZATION_TYPE:
+                tlins.append((topic, t, msg))
         except (AttributeError, TypeError, ValueError) as err:
             issues['malformed_messages'] = issues.get('malformed_messages', 0) + 1
             report['notes'].append(f'{topic}: malformed message ({err})')
-    return desc, js, odom, inputs, lins
+    return desc, js, odom, inputs, lins, trajs, tlins
 
 
 def _samples(args, segments, js, odom, inputs, report):
@@ -492,7 +504,7 @@ def _prediction_report(rows, horizon) -> dict:
     return out
 
 
-def _agreement(lins, segments, report) -> dict:
+def _agreement(lins, segments, report, discrete_method: str = 'lie_euler') -> dict:
     """Recompute each recorded Linearization at its own point; max abs / rel error."""
     from rbd_linearizer.conventions import configuration, velocity
     from rbd_linearizer.linearization import linearize
@@ -542,7 +554,8 @@ def _agreement(lins, segments, report) -> dict:
             b_ref = _arr(m.b.data).reshape(m.b.rows, m.b.cols)
             lin = linearize(model, seg.data, q, v, _arr(m.input), inputs=seg.selection,
                             representation=m.velocity_representation,
-                            time_model=m.time_model, dt=m.dt or None)
+                            time_model=m.time_model, dt=m.dt or None,
+                            discrete_method=discrete_method)
         except (RbdError, ValueError) as e:
             skip(f'cannot recompute: {type(e).__name__}')
             continue
@@ -594,6 +607,10 @@ def format_summary(r: dict) -> str:
             lines.append(f'agreement: none compared of {ag["recorded"]} recorded linearizations')
         for reason, n in sorted(ag['skipped'].items()):
             lines.append(f'  not compared {n}: {reason}')
+    if r.get('trajectory_agreement'):
+        from rbd_linearizer.tools.trajectory import summary_lines
+
+        lines.extend(summary_lines(r['trajectory_agreement']))
     for key, p in r.get('prediction', {}).items():
         lines.append(f'prediction {key} ({p["samples"]} samples), RMS linear / zero-order:')
         for b in BLOCKS:
@@ -680,23 +697,37 @@ def verify(args) -> dict:
     for t, n in contents.undecodable.items():
         report['issues'][f'undecodable:{t}'] = n
     report['notes'].extend(contents.issues)
-    desc, js, odom, inputs, lins = _collect(args, contents, report)
-    if not js:
+    desc, js, odom, inputs, lins, trajs, tlins = _collect(args, contents, report)
+    if not js and not tlins:
         raise VerifyError(f'the bag has no decodable {args.joint_states_topic} '
                           '(sensor_msgs/msg/JointState) messages'
                           + ('; ' + contents.issues[0] if contents.issues else ''))
     segments = _segments(args, desc, inputs_block, report)
-    samples = _samples(args, segments, js, odom, inputs, report)
-    samples = _linearize_all(samples, segments, report)
-    if not samples:
-        raise VerifyError('no usable state in the bag: ' + ', '.join(
-            f'{n} {r}' for r, n in report['states']['skipped'].items()))
-    rows = _predictions(samples, segments, args.horizon)
-    report['prediction'] = _prediction_report(rows, args.horizon)
-    ct = np.array([s['compute_time'] for s in samples])
-    report['compute_time'] = {'median': float(np.median(ct)), 'mean': float(ct.mean()),
-                              'p99': float(np.percentile(ct, 99)), 'max': float(ct.max())}
-    report['agreement'] = _agreement(lins, segments, report) if lins else None
+    samples, rows = [], np.zeros((0, 14))
+    if js:
+        samples = _samples(args, segments, js, odom, inputs, report)
+        samples = _linearize_all(samples, segments, report)
+        if not samples:
+            raise VerifyError('no usable state in the bag: ' + ', '.join(
+                f'{n} {r}' for r, n in report['states']['skipped'].items()))
+        rows = _predictions(samples, segments, args.horizon)
+        report['prediction'] = _prediction_report(rows, args.horizon)
+        ct = np.array([s['compute_time'] for s in samples])
+        report['compute_time'] = {'median': float(np.median(ct)), 'mean': float(ct.mean()),
+                                  'p99': float(np.percentile(ct, 99)), 'max': float(ct.max())}
+    else:
+        report['notes'].append(f'no {args.joint_states_topic}: only the recorded trajectory '
+                               'linearizations are checked')
+    report['agreement'] = (_agreement(lins, segments, report, args.discrete_method)
+                           if lins else None)
+    report['trajectory_agreement'] = None
+    if tlins:
+        from rbd_linearizer.tools import trajectory
+        from rbd_linearizer.tools.bag import stamp_ns
+
+        report['trajectory_agreement'] = trajectory.agreement(
+            tlins, trajs, segments, discrete_method=args.discrete_method,
+            max_error=args.max_agreement_error, stamp_ns=stamp_ns)
     # thresholds
     fails = report['failures']
     ag = report['agreement']
@@ -705,14 +736,18 @@ def verify(args) -> dict:
             if not e['max_abs'] <= args.max_agreement_error:
                 fails.append(f'agreement: {k} max abs error {e["max_abs"]:.3g} > '
                              f'{args.max_agreement_error:g}')
+    if report['trajectory_agreement']:
+        from rbd_linearizer.tools.trajectory import failures
+
+        fails.extend(failures(report['trajectory_agreement']))
     ratio = report['prediction']['one_step'][
-        f'ratio_{args.ratio_statistic}_linear_to_zero_order']
+        f'ratio_{args.ratio_statistic}_linear_to_zero_order'] if samples else None
     if args.max_prediction_ratio is not None and not (ratio is not None
                                                       and ratio <= args.max_prediction_ratio):
         fails.append(f'prediction: one-step error ratio ({args.ratio_statistic}) '
                      f'{_fmt(ratio)} > {args.max_prediction_ratio:g}')
-    med = report['compute_time']['median']
-    if args.max_compute_time is not None and med > args.max_compute_time:
+    med = report['compute_time']['median'] if samples else None
+    if args.max_compute_time is not None and med is not None and med > args.max_compute_time:
         fails.append(f'compute time: median {med:.3g} s > {args.max_compute_time:g} s')
     report['_samples'], report['_rows'] = samples, rows
     return report
