@@ -49,7 +49,9 @@ class LinearizationBatch:
     """Stacked linearizations of N states (same layout as ``Linearization`` per state).
 
     ``A`` (N, nx, nx), ``B`` (N, nx, nu), ``f`` (N, nx), ``ddq`` (N, nv) the forward dynamics
-    at each state; names and conventions shared by all states.
+    at each state; names and conventions shared by all states. ``dt``: the step of a discrete
+    batch, a float when one ``dt`` was given (0.0 in continuous time), an (N,) array of the
+    per-point steps when an array was given (zeros in continuous time).
     """
 
     A: np.ndarray
@@ -60,7 +62,7 @@ class LinearizationBatch:
     state_names: tuple[str, ...]
     velocity_representation: str
     time_model: str
-    dt: float
+    dt: float | np.ndarray
 
     def __len__(self) -> int:
         return int(self.A.shape[0])
@@ -100,6 +102,8 @@ def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = N
 
     Args:
         Q (N, nq), V (N, nv) (base twist in the BODY frame), U (N, nu) or None (zeros).
+        dt: the discrete step, one positive number for every point or an (N,) array of
+            per-point steps (point k is discretized over dt[k]); ignored in continuous time.
         parallel: run the states on numba's thread pool (chunks of states, one workspace
             each, ``data.batch_workspaces``); the result is the same.
         Other arguments as ``linearize``.
@@ -111,6 +115,7 @@ def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = N
     rep, tm = _check_models(model, representation, time_model, dt, discrete_method)
     res = resolve_inputs(model, inputs, data)
     Q, V, U = _check_states(model, res, Q, V, U)
+    DT, per_point = _check_dt(dt, tm, Q.shape[0])
     N, nv = Q.shape[0], model.nv
     A = np.empty((N, 2 * nv, 2 * nv))
     B = np.empty((N, 2 * nv, res.nu))
@@ -122,11 +127,9 @@ def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = N
             A[k], B[k], f[k], ddq[k] = pt.A, pt.B, pt.f, pt.ddq
     else:
         _body_batch(model, data, res, Q, V, U, A, B, f, ddq, parallel)
-    dt_out = 0.0
     if rep != 'body' or tm == 'discrete':
-        _transform_batch(model, Q, V, A, B, f, ddq, rep, tm, dt, discrete_method, scheme)
-        if tm == 'discrete':
-            dt_out = float(dt)
+        _transform_batch(model, Q, V, A, B, f, ddq, rep, tm, DT, discrete_method, scheme)
+    dt_out = DT.copy() if per_point else float(DT[0]) if DT.shape[0] else 0.0
     return LinearizationBatch(A, B, f, ddq, res.names, state_names(model, rep), rep, tm, dt_out)
 
 
@@ -142,6 +145,27 @@ def _check_models(model, representation, time_model, dt, discrete_method) -> tup
     if not model.floating_base:
         rep = 'body'
     return rep, tm
+
+
+def _check_dt(dt, tm: str, N: int) -> tuple[np.ndarray, bool]:
+    # (the (N,) per-point steps, whether dt was an array); zeros in continuous time
+    per_point = dt is not None and np.ndim(dt) > 0
+    if tm == 'continuous':
+        return np.zeros(N), per_point
+    try:
+        DT = np.asarray(dt, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigError(f'dt must be a number or an array of N numbers, got {dt!r}') from None
+    if per_point and DT.shape != (N,):
+        raise ConfigError(f'dt must be one number or an array of N = {N} steps, got shape '
+                          f'{DT.shape}')
+    DT = np.ascontiguousarray(np.broadcast_to(DT, (N,)))
+    bad = np.flatnonzero(~(np.isfinite(DT) & (DT > 0.0)))
+    if bad.size:
+        k = int(bad[0])
+        where = f'dt[{k}]' if per_point else 'dt'
+        raise ConfigError(f'{where} must be a positive finite number, got {DT[k]}')
+    return DT, per_point
 
 
 def _check_states(model, res: ResolvedInputs, Q, V, U):
@@ -186,12 +210,12 @@ def _body_batch(model, data, res: ResolvedInputs, Q, V, U, A, B, f, ddq, paralle
             raise StateError(f'state {k}: {err}') from None
 
 
-def _transform_batch(model, Q, V, A, B, f, ddq, rep: str, tm: str, dt, discrete_method: str,
+def _transform_batch(model, Q, V, A, B, f, ddq, rep: str, tm: str, DT, discrete_method: str,
                      scheme: str) -> None:
     # Representation and time model of each state, in place (see linearize)
     nv = model.nv
     for k in range(Q.shape[0]):
-        q, v = Q[k], V[k]
+        q, v, dt = Q[k], V[k], float(DT[k])
         if tm == 'continuous' or discrete_method == 'zoh':
             A[k], B[k], f[k] = transform_continuous(A[k], B[k], f[k], q, v, ddq[k], rep, nv)
             if tm == 'discrete':
