@@ -32,6 +32,7 @@ QOS_NAMES = ('sensor_data', 'reliable')
 TWIST_FRAMES = ('child', 'world')
 WRENCH_KINDS = ('force', 'wrench')
 WRENCH_EXPRESSED_IN = ('local', 'world')
+PARALLEL_MODES = ('never', 'always', 'auto')
 #: Largest higher_order_derivatives (the same bound as ``rbd-linearizer compute --order``).
 MAX_DERIVATIVE_ORDER = 10
 
@@ -162,6 +163,13 @@ PARAMETERS: tuple[Param, ...] = (
           section=_S_OUT),
     Param('wrench_input_expressed_in', [],
           "Per wrench frame: 'world' or 'local' axes; [] = all 'world'.", section=_S_OUT),
+    Param('max_trajectory_points', 1000,
+          'Largest number of points of a trajectory (~/linearize_trajectory, ~/trajectory); '
+          'a longer one is refused.', low=1, high=100_000, section=_S_OUT),
+    Param('trajectory_parallel', 'never',
+          "Trajectory points across cores (linearize_batch's parallel path): 'never', "
+          "'always', or 'auto' (only where it is faster).", choices=PARALLEL_MODES,
+          section=_S_OUT),
     Param('world_frame', 'world', 'frame_id of the published messages (the world frame).',
           section=_S_OUT),
     # --- diagnostics -------------------------------------------------------------------------

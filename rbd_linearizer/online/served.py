@@ -3,15 +3,15 @@
 ``build_served(urdf, cfg)`` parses the URDF with the configuration's parser options, resolves
 the inputs and warms up the kernel families the configuration uses; ``Served.linearize``,
 ``Served.dynamics`` and ``Served.dynamics_derivatives`` are the core calls of a tick and of the
-``~/linearize`` service. No rclpy: the node (``ros/node.py``) holds a ``Served`` and
-replaces it with one assignment when a new description arrives; ``initial_description`` and
-``DescriptionQueue`` say where the URDF comes from.
+``~/linearize`` service, ``Served.linearize_trajectory`` (one ``linearize_batch`` call) that of
+``~/linearize_trajectory`` and ``~/trajectory``. No rclpy: the node (``ros/node.py``) holds a
+``Served`` and replaces it with one assignment when a new description arrives;
+``initial_description`` and ``DescriptionQueue`` say where the URDF comes from.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-import threading
 import time
 from typing import Any
 
@@ -23,6 +23,7 @@ from rbd_linearizer.algorithm.coriolis import compute_coriolis_matrix, create_co
 from rbd_linearizer.algorithm.joint_configuration import neutral
 from rbd_linearizer.errors import ConfigError, RbdError
 from rbd_linearizer.linearization import linearize
+from rbd_linearizer.linearization.batch import linearize_batch
 from rbd_linearizer.linearization.inputs import InputSelection, resolve_inputs
 from rbd_linearizer.model import Model, build_model
 from rbd_linearizer.model.data import create_data
@@ -35,6 +36,11 @@ from rbd_linearizer.online.terms import (
     DynamicsDerivatives,
     dynamics_derivatives,
     dynamics_in_representation,
+)
+from rbd_linearizer.online.trajectory import (
+    NewestOnly,
+    TrajectoryLinearization,
+    TrajectoryPoints,
 )
 from rbd_linearizer.results import DynamicsTerms, Linearization, MultibodyState
 
@@ -61,6 +67,7 @@ class Served:
         self.tau_joints = self.resolved.tau_dofs[: self.resolved.n_tau] - base
         self.input_columns = {name: k for k, name in enumerate(self.resolved.names)}
         self._index_for: tuple[list[str], bool, np.ndarray] | None = None
+        self._worker_data = None  # the ~/trajectory worker's own workspace (trajectory_data)
         self._warm: set[str] = set()  # kernel families warmed up (precompile.FAMILIES)
 
     def joint_index(self, names: list[str], allow_extra: bool) -> np.ndarray:
@@ -134,6 +141,10 @@ class Served:
             if fam.startswith('linearization'):  # (through other kernels with wrench inputs)
                 for tm in ('continuous', 'discrete'):
                     self.linearize(q, v, None, cfg, time_model=tm)
+                    # ~/linearize_trajectory, ~/trajectory: the batch of the same kernels
+                    pts = TrajectoryPoints(np.stack([q, q]), np.stack([v, v]), None, rep, tm,
+                                           cfg['dt'] if tm == 'discrete' else None)
+                    self.linearize_trajectory(pts, cfg)
             elif fam == 'dynamics':
                 self.dynamics(q, v, 0, rep)
             elif fam == 'derivatives':
@@ -149,6 +160,42 @@ class Served:
                          representation=representation or cfg['velocity_representation'],
                          time_model=tm, dt=(dt or cfg['dt']) if tm == 'discrete' else None,
                          discrete_method=cfg['discrete_method'], stamp=int(stamp_ns))
+
+    @property
+    def trajectory_data(self):
+        """A workspace of its own for the ``~/trajectory`` worker thread (created on first use).
+
+        The tick and the services use ``data`` in the executor thread; the topic mode's worker
+        computes concurrently, so it never touches ``data``.
+        """
+        if self._worker_data is None:
+            self._worker_data = create_data(self.model)
+        return self._worker_data
+
+    def linearize_trajectory(self, points: TrajectoryPoints, cfg: dict[str, Any],
+                             data=None) -> TrajectoryLinearization:
+        """Linearizations at every point of a checked trajectory: one ``linearize_batch`` call.
+
+        ``points`` from ``online.trajectory.check_trajectory`` (V in the BODY frame; its
+        representation, time model and steps override the configuration's); the node's model,
+        input selection, ``discrete_method`` and ``trajectory_parallel``. ``data``: the
+        workspace (default ``self.data``; the topic worker passes ``trajectory_data``).
+        """
+        start = time.perf_counter()
+        parallel = {'auto': 'auto', 'always': True, 'never': False}[cfg['trajectory_parallel']]
+        batch = linearize_batch(self.model, self.data if data is None else data, points.Q,
+                                points.V, points.U, self.inputs,
+                                representation=points.representation,
+                                time_model=points.time_model, dt=points.dt,
+                                discrete_method=cfg['discrete_method'], parallel=parallel)
+        m = self.model
+        return TrajectoryLinearization(
+            A=batch.A, B=batch.B, f=batch.f, dt=points.dt_per_point(),
+            joint_names=tuple(m.joint_names), input_names=tuple(batch.input_names),
+            velocity_representation=batch.velocity_representation,
+            time_model=batch.time_model, model_name=m.name, model_hash=m.urdf_hash,
+            floating_base=bool(m.floating_base), stamp=int(points.stamp_ns),
+            compute_time=time.perf_counter() - start)
 
     def outputs(self, q, v, u, cfg: dict[str, Any], stamp_ns: int):
         """``(linearization, dynamics, derivatives)`` of one tick; None where ``cfg`` is off."""
@@ -258,34 +305,13 @@ def model_error_hint(error) -> str:
     return ''
 
 
-class DescriptionQueue:
+class DescriptionQueue(NewestOnly):
     """Build models off the caller's thread: ``submit`` keeps only the newest pending URDF.
 
     ``install(urdf)`` runs in one worker thread at a time, for the newest description submitted
-    while it was busy (the ones in between are never built).
+    while it was busy (the ones in between are never built): ``online.trajectory.NewestOnly``.
     """
 
     def __init__(self, install: Callable[[str], Any]):
         """Remember ``install``; no thread runs before the first ``submit``."""
-        self._install = install
-        self._pending: str | None = None
-        self._lock = threading.Lock()
-        self._worker: threading.Thread | None = None
-
-    def submit(self, urdf: str) -> None:
-        """Queue ``urdf`` (replacing a pending one); start the worker if it is not running."""
-        with self._lock:
-            self._pending = urdf
-            if self._worker is not None and self._worker.is_alive():
-                return
-            self._worker = threading.Thread(target=self._drain, daemon=True)
-            self._worker.start()
-
-    def _drain(self) -> None:
-        while True:
-            with self._lock:
-                urdf, self._pending = self._pending, None
-                if urdf is None:
-                    self._worker = None  # a submit from now on starts a new worker
-                    return
-            self._install(urdf)
+        super().__init__(install, 'robot-description')

@@ -65,7 +65,14 @@ class Stats:
         self.out_of_order_inputs = 0  # applied inputs older than the newest one (dropped)
         self.take_errors_seen = 0  # executor take failures already reported (last_error)
         self.take_errors_base = 0  # ... of the subscriptions destroyed by a deactivate
-        self.gaps = {'joint_state': SequenceGaps(), 'odometry': SequenceGaps()}
+        self.gaps = {'joint_state': SequenceGaps(), 'odometry': SequenceGaps(),
+                     'trajectory': SequenceGaps()}
+        # ~/trajectory (topic mode) and ~/linearize_trajectory (service)
+        self.trajectories_received = 0  # ~/trajectory messages delivered to the callback
+        self.trajectories_published = 0  # ~/trajectory_linearization messages published
+        self.trajectories_superseded = 0  # replaced in the one-slot mailbox before their turn
+        self.trajectory_requests = 0  # ~/linearize_trajectory calls answered with success
+        self.trajectory_ms: collections.deque = collections.deque(maxlen=2000)  # compute [ms]
 
     def error(self, text: str) -> None:
         """Remember ``text`` as the last error (diagnostics: WARN for ``ERROR_HOLD_S``)."""
@@ -96,6 +103,7 @@ def diagnostics(st: Stats, sync, served, cfg: dict[str, Any], clock_ns: int,
     inputs_age = (clock_ns - applied_stamp_ns) * 1e-9 if applied_stamp_ns is not None else None
     times = np.array(st.compute_ms) if st.compute_ms else np.zeros(1)
     ages = np.array(st.age_ms) if st.age_ms else np.zeros(1)
+    traj = np.array(st.trajectory_ms) if st.trajectory_ms else np.zeros(1)
     rejected = sum(st.rejected.values())
     values = {
         'model_loaded': str(served is not None),
@@ -132,6 +140,15 @@ def diagnostics(st: Stats, sync, served, cfg: dict[str, Any], clock_ns: int,
         'lost_joint_states': str(st.gaps['joint_state'].lost),
         'lost_odometry': str(st.gaps['odometry'].lost),
         'take_errors': str(take_errors),
+        'trajectories_received': str(st.trajectories_received),
+        'trajectories_published': str(st.trajectories_published),
+        # never linearized: replaced in the mailbox, or overwritten in the reader's queue
+        'superseded_trajectories': str(st.trajectories_superseded
+                                       + st.gaps['trajectory'].lost),
+        'rejected_trajectory': str(st.rejected['trajectory']),
+        'trajectory_requests': str(st.trajectory_requests),
+        'trajectory_compute_ms_p50': f'{np.percentile(traj, 50):.3f}',
+        'trajectory_compute_ms_p99': f'{np.percentile(traj, 99):.3f}',
         'last_error': st.last_error,
         'last_error_age_s': f'{now - st.last_error_time:.1f}' if st.last_error else '',
     }

@@ -4,8 +4,9 @@ rclpy turns every received message into Python objects (a ``JointState`` costs ~
 ``Odometry`` more) and every published one back into C structs: on the node's control tick
 that was a third of the work. The node therefore subscribes to its state topics with
 ``raw=True`` and decodes the few fields it uses from the serialized bytes, and publishes
-``~/linearization`` as bytes encoded here. Consumers written in Python can decode those bytes
-with ``linearization_from_cdr`` (numpy arrays, no per-element Python objects).
+``~/linearization`` and ``~/trajectory_linearization`` as bytes encoded here. Consumers
+written in Python can decode those bytes with ``linearization_from_cdr`` /
+``trajectory_linearization_from_cdr`` (numpy arrays, no per-element Python objects).
 
 Format: XCDR version 1 ("plain CDR"), as rmw_fastrtps writes ROS 2 messages: a 4-byte
 encapsulation header (``00 01``: little endian, ``00 00``: big endian; both are read, little
@@ -29,8 +30,8 @@ import numpy as np
 from rbd_linearizer.errors import StateError
 from rbd_linearizer.results import Linearization
 
-__all__ = ['LinearizationEncoder', 'joint_state_fields', 'linearization_from_cdr',
-           'odometry_fields']
+__all__ = ['LinearizationEncoder', 'TrajectoryLinearizationEncoder', 'joint_state_fields',
+           'linearization_from_cdr', 'odometry_fields', 'trajectory_linearization_from_cdr']
 
 _NS = 1_000_000_000
 _HEADER_LE = b'\x00\x01\x00\x00'
@@ -336,3 +337,99 @@ def linearization_from_cdr(raw) -> Linearization:
         raise
     except Exception as e:  # noqa: BLE001 - the result's own checks: one error type here
         raise StateError(f'Linearization: {e}') from e
+
+
+# --- TrajectoryLinearization ----------------------------------------------------------------
+
+class TrajectoryLinearizationEncoder:
+    """Serialized ``rbd_linearizer/msg/TrajectoryLinearization`` of a result, fast.
+
+    As ``LinearizationEncoder``: the first ``encode`` lays the message out (strings, sizes, the
+    offsets of the numbers), later ones with the same names, N, nx, nu, representation, time
+    model and frame write the stamp, ``dt``, A, B, f and the compute time with numpy.
+    ``encode(res, frame_id)`` equals ``serialize_message(conversions.
+    trajectory_linearization_to_msg(res, frame_id))`` (test/ros/test_trajectory_conversions.py).
+    Not thread-safe (one per publisher).
+    """
+
+    def __init__(self) -> None:
+        self._key: tuple | None = None
+
+    def _layout(self, res, frame_id: str) -> None:
+        w = _Writer()
+        self._at_stamp = w.stamp()
+        w.string(frame_id)
+        w.string(res.model_name)
+        w.string(res.model_hash)
+        w.boolean(res.floating_base)
+        w.strings(res.joint_names)
+        w.strings(res.input_names)
+        w.string(res.velocity_representation)
+        w.string(res.time_model)
+        N, nx, nu, ndt = res.n_points, res.nx, res.nu, res.dt.shape[0]
+        at_dt = w.f64_seq(ndt)
+        w.u32(N)
+        w.u32(nx)
+        w.u32(nu)
+        at_a = w.f64_seq(N * nx * nx)
+        at_b = w.f64_seq(N * nx * nu)
+        at_f = w.f64_seq(N * nx)
+        at_ct = w.f64s(1)
+        buf = self._buf = w.buf
+
+        def view(at: int, count: int) -> np.ndarray:
+            return np.frombuffer(buf, dtype='<f8', count=count, offset=at)
+
+        self._dt, self._a, self._b = view(at_dt, ndt), view(at_a, N * nx * nx), \
+            view(at_b, N * nx * nu)
+        self._f, self._ct = view(at_f, N * nx), view(at_ct, 1)
+
+    def encode(self, res, frame_id: str = 'world') -> bytes:
+        """Return the serialized message (header.stamp = res.stamp, frame_id = ``frame_id``)."""
+        key = (frame_id, res.model_name, res.model_hash, res.floating_base, res.joint_names,
+               res.input_names, res.velocity_representation, res.time_model, res.A.shape,
+               res.B.shape, res.dt.shape)
+        if key != self._key:
+            self._layout(res, frame_id)
+            self._key = key
+        sec, nanosec = divmod(int(res.stamp), _NS)
+        if not -(2**31) <= sec < 2**31:
+            raise StateError(f'stamp {res.stamp} ns does not fit builtin_interfaces/Time')
+        struct.pack_into('<iI', self._buf, self._at_stamp, sec, nanosec)
+        self._dt[:] = res.dt
+        self._a[:] = res.A.reshape(-1)
+        self._b[:] = res.B.reshape(-1)
+        self._f[:] = res.f.reshape(-1)
+        self._ct[0] = res.compute_time
+        return bytes(self._buf)
+
+
+def trajectory_linearization_from_cdr(raw):
+    """Return the ``online.trajectory.TrajectoryLinearization`` of a serialized message.
+
+    For Python consumers of ``~/trajectory_linearization`` subscribed with ``raw=True`` (an RTI
+    loop): the same result as ``conversions.trajectory_linearization_from_msg`` of the
+    deserialized message, A, B, f as numpy arrays without a Python float per entry.
+    StateError if malformed or inconsistent.
+    """
+    from rbd_linearizer.online.trajectory import TrajectoryLinearization
+
+    r = _Reader(raw, 'TrajectoryLinearization')
+    stamp = r.stamp_ns()
+    r.string()  # header.frame_id
+    model_name, model_hash = r.string(), r.string()
+    floating_base = bool(r.u8())
+    joint_names, input_names = tuple(r.strings()), tuple(r.strings())
+    rep, tm = r.string(), r.string()
+    dt = r.f64_seq()
+    N, nx, nu = r.u32(), r.u32(), r.u32()
+    a, b, f = r.f64_seq(), r.f64_seq(), r.f64_seq()
+    compute_time = r.f64()
+    if (a.size, b.size, f.size) != (N * nx * nx, N * nx * nu, N * nx):
+        raise StateError(f'TrajectoryLinearization: n_points = {N}, nx = {nx}, nu = {nu} but '
+                         f'a, b, f hold {a.size}, {b.size}, {f.size} values')
+    return TrajectoryLinearization(
+        A=a.reshape(N, nx, nx), B=b.reshape(N, nx, nu), f=f.reshape(N, nx), dt=dt,
+        joint_names=joint_names, input_names=input_names, velocity_representation=rep,
+        time_model=tm, model_name=model_name, model_hash=model_hash,
+        floating_base=floating_base, stamp=stamp, compute_time=compute_time)

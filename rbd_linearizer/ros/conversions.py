@@ -5,6 +5,9 @@ One call each way, arrays bit for bit (NaN payloads, -0.0, denormals and infinit
     msg = linearization_to_msg(lin, frame_id='world')
     lin = linearization_from_msg(msg)
     a = matrix_from_msg(msg.a)
+    A, B, f = trajectory_linearization_arrays(msg)    # (N, nx, nx), (N, nx, nu), (N, nx)
+    msg = trajectory_to_msg(Q, V, U, dt=0.01)         # Q (N, nq), V (N, nv), U (N or N-1, nu)
+    Q, V, U = trajectory_arrays(msg)[:3]
 
 ``float64[]`` fields are filled as ``array.array('d')`` built from the raw bytes (no
 per-element Python work, no per-element field checks) and read back with ``np.frombuffer``.
@@ -16,8 +19,10 @@ from __future__ import annotations
 from array import array
 import dataclasses
 import math
+from typing import NamedTuple
 
 from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Pose, Twist
 import numpy as np
 
 from rbd_linearizer.conventions import configuration
@@ -29,7 +34,10 @@ from rbd_linearizer.msg import DynamicsTerms as DynamicsTermsMsg
 from rbd_linearizer.msg import Linearization as LinearizationMsg
 from rbd_linearizer.msg import Matrix
 from rbd_linearizer.msg import MultibodyState as MultibodyStateMsg
+from rbd_linearizer.msg import Trajectory as TrajectoryMsg
+from rbd_linearizer.msg import TrajectoryLinearization as TrajectoryLinearizationMsg
 from rbd_linearizer.online.terms import DynamicsDerivatives
+from rbd_linearizer.online.trajectory import TrajectoryLinearization
 from rbd_linearizer.results import DynamicsTerms, Linearization, MultibodyState
 
 _NS = 1_000_000_000
@@ -462,3 +470,174 @@ def linearize_request_fields(request) -> dict:
                 base_twist=[tw.linear.x, tw.linear.y, tw.linear.z,
                             tw.angular.x, tw.angular.y, tw.angular.z],
                 inputs=np.asarray(request.input, dtype=float))
+
+
+# --- Trajectory, TrajectoryLinearization (~/linearize_trajectory, ~/trajectory) ---------------
+
+class TrajectoryArrays(NamedTuple):
+    """A ``Trajectory`` message as arrays (``trajectory_arrays``; ``trajectory_to_msg`` inverts).
+
+    ``Q`` (N, nq) = ``[p, quat x y z w, s]`` per point (fixed base: ``s``), ``V`` (N, nv) =
+    ``[base twist in velocity_representation, sdot]`` (fixed base: ``sdot``), ``U`` (N, nu) or
+    (N - 1, nu) as sent, or None; ``dt`` (0, 1 or N values); the rest as in the message.
+    """
+
+    Q: np.ndarray
+    V: np.ndarray
+    U: np.ndarray | None
+    dt: np.ndarray
+    stamp_ns: int
+    joint_names: tuple[str, ...]
+    velocity_representation: str
+    time_model: str
+
+
+def trajectory_to_msg(Q, V, U=None, *, stamp_ns: int = 0, joint_names=(),
+                      velocity_representation: str = '', time_model: str = '',
+                      dt=None) -> TrajectoryMsg:
+    """``Trajectory`` message of N points ``Q`` (N, nq), ``V`` (N, nv), ``U`` (N or N-1, nu).
+
+    Floating base when ``nq == nv + 1`` (``Q[k] = [p, quat x y z w, s]``, ``V[k] = [base twist
+    in velocity_representation, sdot]``), fixed base when ``nq == nv``. ``U`` None: no inputs
+    (zero). ``dt``: None (the node's), a float, or N values. ``joint_names``: order of the
+    joint blocks (empty: the model's). Bit for bit with ``trajectory_arrays``.
+    """
+    Q = np.asarray(Q, dtype=np.float64)
+    V = np.asarray(V, dtype=np.float64)
+    if Q.ndim != 2 or V.ndim != 2 or Q.shape[0] != V.shape[0] or \
+            Q.shape[1] - V.shape[1] not in (0, 1):
+        raise ConversionError(f'Q (N, nq) and V (N, nv) with nq = nv + 1 (floating base) or nq '
+                              f'= nv (fixed base) expected, got {Q.shape} and {V.shape}')
+    N = Q.shape[0]
+    floating = Q.shape[1] == V.shape[1] + 1
+    msg = TrajectoryMsg()
+    msg.header.stamp = stamp_to_msg(stamp_ns)
+    msg.joint_names = list(joint_names)
+    msg.n_points = int(N)
+    if floating:
+        poses, twists = [], []
+        for q, v in zip(Q[:, 0:7].tolist(), V[:, 0:6].tolist(), strict=True):
+            pose = Pose()
+            p, o = pose.position, pose.orientation
+            p.x, p.y, p.z, o.x, o.y, o.z, o.w = q
+            tw = Twist()
+            tw.linear.x, tw.linear.y, tw.linear.z = v[0:3]
+            tw.angular.x, tw.angular.y, tw.angular.z = v[3:6]
+            poses.append(pose)
+            twists.append(tw)
+        msg.base_poses, msg.base_twists = poses, twists
+    base_q, base_v = (7, 6) if floating else (0, 0)
+    msg.joint_positions = _f64_seq(Q[:, base_q:])
+    msg.joint_velocities = _f64_seq(V[:, base_v:])
+    if U is not None:
+        U = np.asarray(U, dtype=np.float64)
+        if U.ndim != 2 or U.shape[0] not in (N, N - 1):
+            raise ConversionError(f'U must be (N, nu) or (N - 1, nu) with N = {N}, got '
+                                  f'{U.shape}')
+        msg.inputs = _f64_seq(U)
+    msg.velocity_representation = str(velocity_representation)
+    msg.time_model = str(time_model)
+    msg.dt = _f64_seq(np.zeros(0) if dt is None else np.atleast_1d(dt))
+    return msg
+
+
+def trajectory_fields(msg: TrajectoryMsg) -> dict:
+    """Return a ``Trajectory``'s fields as ``online.trajectory.check_trajectory`` takes them."""
+    poses = np.array([(p.position.x, p.position.y, p.position.z, p.orientation.x,
+                       p.orientation.y, p.orientation.z, p.orientation.w)
+                      for p in msg.base_poses], dtype=np.float64).reshape(-1, 7)
+    twists = np.array([(t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y,
+                        t.angular.z) for t in msg.base_twists], dtype=np.float64).reshape(-1, 6)
+    return dict(n_points=int(msg.n_points), joint_names=list(msg.joint_names),
+                base_poses=poses, base_twists=twists,
+                joint_positions=_f64_from_seq(msg.joint_positions),
+                joint_velocities=_f64_from_seq(msg.joint_velocities),
+                inputs=_f64_from_seq(msg.inputs),
+                representation=msg.velocity_representation, time_model=msg.time_model,
+                dt=_f64_from_seq(msg.dt), stamp_ns=stamp_from_msg(msg.header.stamp))
+
+
+def trajectory_arrays(msg: TrajectoryMsg, nu: int | None = None) -> TrajectoryArrays:
+    """Return the arrays of a ``Trajectory`` message: the inverse of ``trajectory_to_msg``.
+
+    ``nu``: the number of input columns, needed only when ``len(inputs)`` fits both N and N - 1
+    rows (e.g. 6 values for N = 3); without it such a message raises ConversionError. Sizes
+    are checked (ConversionError); values are not (the node does: ``check_trajectory``).
+    """
+    fields = trajectory_fields(msg)
+    N, n = fields['n_points'], None
+    poses, twists = fields['base_poses'], fields['base_twists']
+    floating = poses.shape[0] > 0 or twists.shape[0] > 0
+    if floating and (poses.shape[0] != N or twists.shape[0] != N):
+        raise ConversionError(f'Trajectory: {poses.shape[0]} base poses and {twists.shape[0]} '
+                              f'twists for n_points = {N}')
+    s, sdot = fields['joint_positions'], fields['joint_velocities']
+    if N == 0 or s.size % N or s.size != sdot.size:
+        raise ConversionError(f'Trajectory: {s.size} joint positions and {sdot.size} '
+                              f'velocities for n_points = {N}')
+    n = s.size // N
+    S, Sd = s.reshape(N, n), sdot.reshape(N, n)
+    Q = np.concatenate([poses, S], axis=1) if floating else S
+    V = np.concatenate([twists, Sd], axis=1) if floating else Sd
+    u = fields['inputs']
+    U = None
+    if u.size:
+        rows = [r for r in (N, N - 1) if r > 0 and u.size % r == 0 and
+                (nu is None or u.size == r * nu)]
+        if len(rows) != 1:
+            raise ConversionError(f'Trajectory: {u.size} inputs for n_points = {N} '
+                                  + ('(give nu: N and N - 1 rows both fit)' if rows else
+                                     f'fit neither N nor N - 1 rows (nu = {nu})'))
+        U = u.reshape(rows[0], -1)
+    return TrajectoryArrays(Q, V, U, fields['dt'], fields['stamp_ns'],
+                            tuple(fields['joint_names']), fields['representation'],
+                            fields['time_model'])
+
+
+def trajectory_linearization_to_msg(res: TrajectoryLinearization,
+                                    frame_id: str = 'world') -> TrajectoryLinearizationMsg:
+    """``TrajectoryLinearization`` message (A_k, B_k, f_k packed row-major) of a result.
+
+    The node publishes the same message serialized by ``cdr.TrajectoryLinearizationEncoder``.
+    """
+    msg = TrajectoryLinearizationMsg()
+    msg.header.stamp = stamp_to_msg(res.stamp)
+    msg.header.frame_id = str(frame_id)
+    msg.model_name, msg.model_hash = res.model_name, res.model_hash
+    msg.floating_base = bool(res.floating_base)
+    msg.joint_names, msg.input_names = list(res.joint_names), list(res.input_names)
+    msg.velocity_representation, msg.time_model = res.velocity_representation, res.time_model
+    msg.dt = _f64_seq(res.dt)
+    msg.n_points, msg.nx, msg.nu = res.n_points, res.nx, res.nu
+    msg.a, msg.b, msg.f = _f64_seq(res.A), _f64_seq(res.B), _f64_seq(res.f)
+    msg.compute_time = float(res.compute_time)
+    return msg
+
+
+def trajectory_linearization_arrays(msg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``(A, B, f)`` of a ``TrajectoryLinearization``: (N, nx, nx), (N, nx, nu), (N, nx).
+
+    ConversionError when the packed sizes disagree with ``n_points``, ``nx``, ``nu``.
+    """
+    N, nx, nu = int(msg.n_points), int(msg.nx), int(msg.nu)
+    a, b, f = _f64_from_seq(msg.a), _f64_from_seq(msg.b), _f64_from_seq(msg.f)
+    if (a.size, b.size, f.size) != (N * nx * nx, N * nx * nu, N * nx):
+        raise ConversionError(
+            f'TrajectoryLinearization message is inconsistent: n_points = {N}, nx = {nx}, nu = '
+            f'{nu} but a, b, f hold {a.size}, {b.size}, {f.size} values')
+    return a.reshape(N, nx, nx), b.reshape(N, nx, nu), f.reshape(N, nx)
+
+
+def trajectory_linearization_from_msg(msg) -> TrajectoryLinearization:
+    """:class:`rbd_linearizer.online.trajectory.TrajectoryLinearization` of a message (checked)."""
+    A, B, f = trajectory_linearization_arrays(msg)
+    try:
+        return TrajectoryLinearization(
+            A=A, B=B, f=f, dt=_f64_from_seq(msg.dt), joint_names=tuple(msg.joint_names),
+            input_names=tuple(msg.input_names),
+            velocity_representation=msg.velocity_representation, time_model=msg.time_model,
+            model_name=msg.model_name, model_hash=msg.model_hash,
+            floating_base=bool(msg.floating_base), stamp=stamp_from_msg(msg.header.stamp),
+            compute_time=float(msg.compute_time))
+    except StateError as e:
+        raise ConversionError(str(e)) from None

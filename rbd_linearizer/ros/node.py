@@ -5,7 +5,7 @@ Subscribes to ``robot_description``, ``joint_states``, ``odom``; publishes ``~/l
 ``/diagnostics``. ``LinearizerNode`` starts active; ``LinearizerLifecycleNode`` is managed.
 The callbacks decode (``cdr``, ``conversions``) and call ``rbd_linearizer.online``, where all
 that needs no ROS lives (docs/architecture.md, "The path of a state"); ROS-side helpers:
-``diagnostics``, ``params`` (declaration), ``spin`` (process, executor).
+``diagnostics``, ``params``, ``spin``, ``trajectory`` (``~/linearize_trajectory``, topic mode).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from rbd_linearizer.ros.cdr import LinearizationEncoder
 from rbd_linearizer.ros.diagnostics import DiagnosticsMixin
 from rbd_linearizer.ros.qos import latched_qos, qos_from_name, result_qos
 from rbd_linearizer.ros.spin import _executor, _spin, run  # noqa: F401 (kept importable here)
+from rbd_linearizer.ros.trajectory import TrajectoryMixin
 from rbd_linearizer.srv import Linearize as LinearizeSrv
 
 __all__ = ['LinearizerLifecycleNode', 'LinearizerNode', 'Served', 'build_served',
@@ -49,17 +50,16 @@ _non_finite_fields = conv.non_finite_fields  # every numeric field, nested ones 
 
 #: Robot description: reliable + transient local, depth 1 (as robot_state_publisher).
 ROBOT_DESCRIPTION_QOS = latched_qos()
-#: Outputs: reliable, keep last 10; a slow subscriber loses old messages, never blocks us.
-OUTPUT_QOS = result_qos(10)
-#: Diagnostics: reliable keep-last (as diagnostic_updater).
-DIAGNOSTICS_QOS = result_qos(10)
+#: Outputs and diagnostics (as diagnostic_updater): reliable, keep last 10; a slow subscriber
+#: loses old messages, never blocks us.
+OUTPUT_QOS = DIAGNOSTICS_QOS = result_qos(10)
 
 _NS = 1_000_000_000
 #: A backward jump of the node clock larger than this resets the state buffers (rewind).
 CLOCK_JUMP_BACK_NS = 1_000_000
 
 
-class _LinearizerMixin(DiagnosticsMixin):
+class _LinearizerMixin(DiagnosticsMixin, TrajectoryMixin):
     """Shared implementation of the plain and the lifecycle node (see the module docstring)."""
 
     def _setup(self) -> None:
@@ -122,6 +122,7 @@ class _LinearizerMixin(DiagnosticsMixin):
         h += [('sub', self.create_subscription(t, cfg[name], cb, qos, raw=raw))
               for t, name, cb, qos, raw in subs]
         h.append(('srv', self.create_service(LinearizeSrv, '~/linearize', self._on_linearize)))
+        self._activate_trajectory()  # ~/linearize_trajectory, ~/trajectory (ros/trajectory.py)
         for period, cb in ((cfg['diagnostics_period_s'], self._publish_diagnostics),
                            (cfg['status_period_s'], self._status)):
             if period > 0:
@@ -281,10 +282,9 @@ class _LinearizerMixin(DiagnosticsMixin):
         if der is not None:
             self._der_pub.publish(conv.dynamics_derivatives_to_msg(der, frame))
         if self._stats.published == 0:
-            self.get_logger().info(
-                f"first output published ({cfg['tick_mode']} tick, "
-                f"{cfg['velocity_representation']}, {cfg['time_model']}): "
-                f'{self._lin_pub.topic_name}')
+            self.get_logger().info(f"first output published ({cfg['tick_mode']} tick, "
+                                   f"{cfg['velocity_representation']}, {cfg['time_model']}): "
+                                   f'{self._lin_pub.topic_name}')
         elapsed = time.perf_counter() - start
         self._stats.published_one(elapsed, self.get_clock().now().nanoseconds - stamp,
                                   self._timer is not None and elapsed > 1.0 / cfg['rate_hz'])

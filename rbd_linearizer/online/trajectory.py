@@ -1,0 +1,299 @@
+"""Linearization along a trajectory (an MPC's predicted horizon), without ROS.
+
+The node's ``~/linearize_trajectory`` service and its ``~/trajectory`` topic (docs/node.md)
+take a ``Trajectory`` message: N points, each a base pose and twist, joint positions and
+velocities, and an input (docs/messages.md). Here, with no rclpy:
+
+* ``check_trajectory``: the request checks (sizes, finite values, unit quaternions, the
+  representation, time model and steps), every error naming the offending point index or
+  field, and the arrays the batch linearization takes: ``Q (N, nq)`` (quaternions normalized
+  by ``normalize_quaternion``), ``V (N, nv)`` with the base twist converted to the BODY frame
+  (``base_twist_to_body``: the same q, v as ``~/linearize``, bit for bit), ``U (N, nu)``
+  (the last-point rule: with ``(N - 1) nu`` inputs the last point holds the input of point
+  N - 2) and ``dt``;
+* ``TrajectoryLinearization``: the result (A_k, B_k, f_k stacked, the names, the model
+  identity, the stamp), computed by ``Served.linearize_trajectory`` (one ``linearize_batch``
+  call for the whole horizon);
+* ``NewestOnly``: the one-slot mailbox of the topic mode: the newest trajectory supersedes one
+  not yet started (counted), a single worker thread computes; never a queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+import threading
+from typing import Any
+
+import numpy as np
+
+from rbd_linearizer.conventions import REPRESENTATIONS
+from rbd_linearizer.errors import ConfigError, StateError
+from rbd_linearizer.linearization.representation import base_twist_to_body
+from rbd_linearizer.model.state import normalize_quaternion
+from rbd_linearizer.online.params import TIME_MODELS
+
+__all__ = ['NewestOnly', 'TrajectoryLinearization', 'TrajectoryPoints', 'check_trajectory',
+           'expand_inputs']
+
+
+@dataclass(frozen=True)
+class TrajectoryPoints:
+    """A checked trajectory, ready for ``linearize_batch``.
+
+    ``Q`` (N, nq) = ``[p, quat, s]`` per row (unit quaternions), ``V`` (N, nv) = ``[body twist,
+    sdot]``, ``U`` (N, nu) or None (zero input), ``dt``: None (continuous), a float (one step)
+    or an (N,) array (one step per point), ``stamp_ns`` the trajectory's stamp.
+    """
+
+    Q: np.ndarray
+    V: np.ndarray
+    U: np.ndarray | None
+    representation: str
+    time_model: str
+    dt: float | np.ndarray | None
+    stamp_ns: int = 0
+
+    @property
+    def n_points(self) -> int:
+        """N, the number of points."""
+        return int(self.Q.shape[0])
+
+    def dt_per_point(self) -> np.ndarray:
+        """Return the step of each point, (N,) (empty for continuous time)."""
+        if self.dt is None:
+            return np.zeros(0)
+        return np.broadcast_to(np.asarray(self.dt, dtype=np.float64), (self.n_points,)).copy()
+
+
+@dataclass(frozen=True, eq=False)
+class TrajectoryLinearization:
+    """Linearizations at every point of a trajectory (the ``TrajectoryLinearization`` message).
+
+    ``A`` (N, nx, nx), ``B`` (N, nx, nu), ``f`` (N, nx); ``dt`` (N,) the step of each point
+    (discrete time) or empty (continuous); names, representation, time model and the model
+    identity as in ``results.Linearization``; ``stamp`` [ns] the trajectory's stamp;
+    ``compute_time`` [s] for all N points.
+    """
+
+    A: np.ndarray
+    B: np.ndarray
+    f: np.ndarray
+    dt: np.ndarray
+    joint_names: tuple[str, ...]
+    input_names: tuple[str, ...]
+    velocity_representation: str
+    time_model: str
+    model_name: str
+    model_hash: str
+    floating_base: bool
+    stamp: int = 0
+    compute_time: float = 0.0
+
+    def __post_init__(self):
+        A, B, f = self.A, self.B, self.f
+        if A.ndim != 3 or A.shape[1] != A.shape[2] or B.ndim != 3 or f.ndim != 2 or \
+                B.shape[:2] != A.shape[:2] or f.shape != A.shape[:2]:
+            raise StateError(f'TrajectoryLinearization: A {A.shape}, B {B.shape}, f {f.shape} '
+                             'are not (N, nx, nx), (N, nx, nu), (N, nx)')
+        if B.shape[2] != len(self.input_names):
+            raise StateError(f'TrajectoryLinearization: B has {B.shape[2]} columns but '
+                             f'{len(self.input_names)} input names')
+        if self.dt.shape not in ((0,), (A.shape[0],)):
+            raise StateError(f'TrajectoryLinearization: dt has {self.dt.shape[0]} values for '
+                             f'{A.shape[0]} points (N or none)')
+
+    @property
+    def n_points(self) -> int:
+        """N."""
+        return int(self.A.shape[0])
+
+    @property
+    def nx(self) -> int:
+        """State (error) dimension."""
+        return int(self.A.shape[1])
+
+    @property
+    def nu(self) -> int:
+        """Input dimension."""
+        return int(self.B.shape[2])
+
+
+def expand_inputs(inputs, n_points: int, nu: int,
+                  names: Sequence[str] = ()) -> np.ndarray | None:
+    """Return the inputs of a trajectory as (N, nu), or None for none (zero at every point).
+
+    ``inputs`` flat: ``N nu`` values, or ``(N - 1) nu`` (the last point holds the input of
+    point N - 2), or none. StateError naming the sizes, or the first point with a non-finite
+    value.
+    """
+    u = np.asarray(inputs, dtype=np.float64).reshape(-1)
+    if u.size == 0:
+        return None
+    rows = u.size // nu if nu else 0
+    if nu == 0 or u.size % nu or rows not in (n_points, n_points - 1):
+        cols = f' ({", ".join(list(names)[:8])}{", ..." if len(names) > 8 else ""})' \
+            if names else ''
+        raise StateError(f'inputs has {u.size} values: expected N nu = {n_points * nu}, '
+                         f'(N - 1) nu = {(n_points - 1) * nu} or none (N = {n_points}, nu = '
+                         f'{nu}{cols})')
+    U = u.reshape(rows, nu)
+    bad = np.flatnonzero(~np.isfinite(U).all(axis=1))
+    if bad.size:
+        raise StateError(f'point {int(bad[0])}: non-finite input')
+    if rows < n_points:
+        U = np.concatenate([U, U[-1:]], axis=0)  # the last point holds the input of N - 2
+    return U
+
+
+def _first_bad(mask_rows: np.ndarray) -> int | None:
+    bad = np.flatnonzero(mask_rows)
+    return int(bad[0]) if bad.size else None
+
+
+def check_trajectory(served, cfg: dict[str, Any], *, n_points: int, joint_names: Sequence[str],
+                     base_poses, base_twists, joint_positions, joint_velocities, inputs,
+                     representation: str, time_model: str, dt, stamp_ns: int = 0,
+                     max_points: int | None = None) -> TrajectoryPoints:
+    """Check a trajectory request; return the arrays of ``linearize_batch`` (TrajectoryPoints).
+
+    ``base_poses`` (N, 7): position, quaternion x y z w; ``base_twists`` (N, 6) linear first, in
+    ``representation``; both may be empty for a fixed-base model (ignored there);
+    ``joint_positions`` / ``joint_velocities`` flat, N blocks of ``len(joint_names)`` (empty
+    names: the model's order); ``inputs`` flat (``expand_inputs``); ``representation``,
+    ``time_model``: '' = the configuration's; ``dt``: none = the configuration's, one value =
+    every point, N values = one per point. ``max_points``: largest N
+    (``max_trajectory_points``). ConfigError / StateError with the reason, naming the
+    offending point (``point 3: quaternion norm ...``) or field; nothing is computed then.
+    """
+    m = served.model
+    rep = representation or cfg['velocity_representation']
+    tm = time_model or cfg['time_model']
+    if rep not in REPRESENTATIONS:
+        raise ConfigError(f'velocity_representation must be one of {list(REPRESENTATIONS)}, '
+                          f'got {rep!r}')
+    if tm not in TIME_MODELS:
+        raise ConfigError(f'time_model must be one of {list(TIME_MODELS)}, got {tm!r}')
+    N = int(n_points)
+    limit = cfg.get('max_trajectory_points') if max_points is None else max_points
+    if N < 1:
+        raise StateError('n_points must be at least 1')
+    if limit is not None and N > limit:
+        raise StateError(f'n_points = {N} exceeds max_trajectory_points = {limit}')
+    steps = np.asarray(dt, dtype=np.float64).reshape(-1)
+    if steps.size not in (0, 1, N):
+        raise StateError(f'dt has {steps.size} values: expected none, 1 or N = {N}')
+    k = _first_bad(~np.isfinite(steps) | (steps <= 0))
+    if k is not None:
+        where = 'dt' if steps.size == 1 else f'point {k}: dt'
+        raise StateError(f'{where} must be finite and > 0, got {steps[k]}')
+    if tm == 'continuous':
+        step: float | np.ndarray | None = None
+    elif steps.size == 0:
+        step = float(cfg['dt'])
+    elif steps.size == 1 or np.all(steps == steps[0]):
+        step = float(steps[0])
+    else:
+        step = steps
+
+    n = m.n_joints
+    names = list(joint_names) or list(m.joint_names)
+    idx = served.joint_index(names, False)  # StateError: unknown, missing, duplicate names
+    S = _joint_blocks(joint_positions, N, len(names), 'joint_positions')[:, idx]
+    Sd = _joint_blocks(joint_velocities, N, len(names), 'joint_velocities')[:, idx]
+    for arr, what in ((S, 'joint position'), (Sd, 'joint velocity')):
+        k = _first_bad(~np.isfinite(arr).all(axis=1))
+        if k is not None:
+            raise StateError(f'point {k}: non-finite {what}')
+    if m.floating_base:
+        poses = np.asarray(base_poses, dtype=np.float64).reshape(-1, 7)
+        twists = np.asarray(base_twists, dtype=np.float64).reshape(-1, 6)
+        if poses.shape[0] != N or twists.shape[0] != N:
+            raise StateError(f'a floating-base model needs N = {N} base poses and twists, got '
+                             f'{poses.shape[0]} and {twists.shape[0]}')
+        k = _first_bad(~(np.isfinite(poses[:, 0:3]).all(axis=1)
+                         & np.isfinite(twists).all(axis=1)))
+        if k is not None:
+            raise StateError(f'point {k}: non-finite base position or twist')
+        Q = np.empty((N, m.nq))
+        V = np.empty((N, m.nv))
+        Q[:, 0:3], Q[:, 7:], V[:, 6:] = poses[:, 0:3], S, Sd
+        V[:, 0:6] = twists  # body: as given
+        for k in range(N):  # the single-state path's own functions: the same q, v bit for bit
+            try:
+                Q[k, 3:7] = normalize_quaternion(poses[k, 3:7])
+            except StateError as e:
+                raise StateError(f'point {k}: {e}') from None
+            if rep != 'body':
+                with np.errstate(invalid='ignore', over='ignore'):
+                    V[k, 0:6] = base_twist_to_body(Q[k], twists[k], rep)
+        k = _first_bad(~np.isfinite(V[:, 0:6]).all(axis=1))
+        if k is not None:
+            raise StateError(f'point {k}: base twist overflows in the body frame')
+    else:
+        Q, V = np.ascontiguousarray(S), np.ascontiguousarray(Sd)
+    assert Q.shape == (N, m.nq) and V.shape == (N, m.nv) and n == len(idx)
+    U = expand_inputs(inputs, N, served.resolved.nu, served.resolved.names)
+    return TrajectoryPoints(Q, V, U, rep, tm, step, int(stamp_ns))
+
+
+def _joint_blocks(values, N: int, n: int, what: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64).reshape(-1)
+    if arr.size != N * n:
+        raise StateError(f'{what} has {arr.size} values: expected N n = {N} * {n} = {N * n}'
+                         + (' (joint velocities are required: send zeros for a state at rest)'
+                            if arr.size == 0 and n else ''))
+    return arr.reshape(N, n)
+
+
+class NewestOnly:
+    """A one-slot mailbox drained by one worker thread: the newest item wins, never a queue.
+
+    ``submit(item)`` (any thread) puts ``item`` in the slot; an item still waiting there (its
+    work not started) is replaced and counted in ``superseded``. One worker thread at a time
+    runs ``work(item)`` for the item in the slot; the item being worked on always finishes.
+    Used by the node's ``~/trajectory`` topic (and, without counting, the model swap:
+    ``online.served.DescriptionQueue``).
+    """
+
+    def __init__(self, work: Callable[[Any], Any], name: str = 'newest-only'):
+        """Remember ``work``; no thread runs before the first ``submit``."""
+        self._work = work
+        self._name = name
+        self._pending: Any = None
+        self._has_pending = False
+        self._lock = threading.Lock()
+        self._worker: threading.Thread | None = None
+        self.submitted = 0
+        self.superseded = 0
+        self.started = 0
+
+    def submit(self, item: Any) -> None:
+        """Put ``item`` in the slot (replacing a waiting one); start the worker if idle."""
+        with self._lock:
+            self.submitted += 1
+            if self._has_pending:
+                self.superseded += 1
+            self._pending, self._has_pending = item, True
+            if self._worker is not None and self._worker.is_alive():
+                return
+            self._worker = threading.Thread(target=self._drain, daemon=True, name=self._name)
+            self._worker.start()
+
+    def busy(self) -> bool:
+        """Whether an item waits or is being worked on."""
+        with self._lock:
+            return self._has_pending or (self._worker is not None and self._worker.is_alive())
+
+    def _drain(self) -> None:
+        while True:
+            with self._lock:
+                if not self._has_pending:
+                    self._worker = None  # a submit from now on starts a new worker
+                    return
+                item, self._pending, self._has_pending = self._pending, None, False
+                self.started += 1
+            try:
+                self._work(item)
+            except Exception:  # noqa: BLE001 - ``work`` reports its own errors; keep draining
+                pass
