@@ -1,0 +1,127 @@
+"""Trajectory messages <-> numpy (rbd_linearizer/ros/conversions.py, ros/cdr.py), no middleware.
+
+* ``trajectory_to_msg`` / ``trajectory_arrays``: one line each way, bit for bit (floating and
+  fixed base, N and N - 1 inputs, none), and the fields the node checks
+  (``trajectory_fields``) are those arrays; an ambiguous input count needs ``nu``.
+* ``trajectory_linearization_to_msg`` / ``_from_msg`` / ``trajectory_linearization_arrays``:
+  shapes (N, nx, nx), (N, nx, nu), (N, nx), bit for bit (NaN payloads, -0.0, denormals).
+* ``cdr.TrajectoryLinearizationEncoder.encode`` equals rclpy's ``serialize_message`` of the
+  message field for field (same length; both decode to the result bit for bit), and ``trajectory_linearization_from_cdr`` reads it back bit for bit; malformed bytes
+  raise StateError.
+"""
+
+import numpy as np
+import pytest
+
+pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is not installed')
+from rclpy.serialization import deserialize_message, serialize_message  # noqa: E402
+
+from rbd_linearizer.errors import StateError  # noqa: E402
+from rbd_linearizer.msg import TrajectoryLinearization as TrajectoryLinearizationMsg  # noqa: E402
+from rbd_linearizer.online.trajectory import TrajectoryLinearization  # noqa: E402
+from rbd_linearizer.ros import cdr  # noqa: E402
+from rbd_linearizer.ros.conversions import (  # noqa: E402
+    ConversionError,
+    trajectory_arrays,
+    trajectory_fields,
+    trajectory_linearization_arrays,
+    trajectory_linearization_from_msg,
+    trajectory_linearization_to_msg,
+    trajectory_to_msg,
+)
+
+
+def _hostile(rng, shape):
+    x = rng.normal(size=shape)
+    flat = x.reshape(-1)
+    flat[:4] = [np.nan, -0.0, 5e-324, np.inf][: flat.size]
+    return x
+
+
+@pytest.mark.parametrize('floating', [True, False])
+@pytest.mark.parametrize('rows', ['N', 'N-1', 'none'])
+def test_trajectory_round_trip_bit_for_bit(floating, rows):
+    rng = np.random.default_rng(1)
+    N, n, nu = 5, 4, 3
+    Q = _hostile(rng, (N, 7 + n if floating else n))
+    V = _hostile(rng, (N, 6 + n if floating else n))
+    U = None if rows == 'none' else _hostile(rng, (N if rows == 'N' else N - 1, nu))
+    msg = trajectory_to_msg(Q, V, U, stamp_ns=123_000_000_456, joint_names=list('abcd'),
+                            velocity_representation='mixed', time_model='discrete',
+                            dt=[0.1, 0.2, 0.3, 0.4, 0.5])
+    msg = deserialize_message(serialize_message(msg), type(msg))  # through the wire format
+    t = trajectory_arrays(msg, nu=nu)
+    assert t.Q.tobytes() == Q.tobytes() and t.V.tobytes() == V.tobytes()
+    assert (t.U is None) if U is None else t.U.tobytes() == U.tobytes()
+    assert t.dt.tolist() == [0.1, 0.2, 0.3, 0.4, 0.5] and t.stamp_ns == 123_000_000_456
+    assert (t.joint_names, t.velocity_representation, t.time_model) == (
+        tuple('abcd'), 'mixed', 'discrete')
+    fields = trajectory_fields(msg)  # what the node's check_trajectory takes
+    assert fields['n_points'] == N and fields['base_poses'].shape == ((N, 7) if floating
+                                                                      else (0, 7))
+    assert fields['joint_positions'].tobytes() == Q[:, -n:].tobytes()
+
+
+def test_trajectory_arrays_needs_nu_when_ambiguous():
+    Q, V = np.zeros((3, 9)), np.zeros((3, 8))
+    msg = trajectory_to_msg(Q, V, np.ones((2, 3)))  # 6 values: 3 x 2 or 2 x 3
+    with pytest.raises(ConversionError, match='give nu'):
+        trajectory_arrays(msg)
+    assert trajectory_arrays(msg, nu=3).U.shape == (2, 3)
+    assert trajectory_arrays(msg, nu=2).U.shape == (3, 2)
+    with pytest.raises(ConversionError):
+        trajectory_to_msg(Q, np.zeros((3, 5)))
+    scalar = trajectory_to_msg(Q, V, dt=0.01)
+    assert list(scalar.dt) == [0.01]
+
+
+def _result(rng, N=4, nx=8, nu=3, dt=True):
+    return TrajectoryLinearization(
+        A=_hostile(rng, (N, nx, nx)), B=_hostile(rng, (N, nx, nu)), f=_hostile(rng, (N, nx)),
+        dt=np.linspace(0.01, 0.04, N) if dt else np.zeros(0), joint_names=('j1', 'j2'),
+        input_names=('tau/j1', 'tau/j2', 'wrench/x/fz'), velocity_representation='inertial',
+        time_model='discrete' if dt else 'continuous', model_name='m', model_hash='ab' * 32,
+        floating_base=False, stamp=-1_500_000_001, compute_time=1.25e-3)
+
+
+def _same(a: TrajectoryLinearization, b: TrajectoryLinearization):
+    for name in ('A', 'B', 'f', 'dt'):
+        assert getattr(a, name).tobytes() == getattr(b, name).tobytes(), name
+    for name in ('joint_names', 'input_names', 'velocity_representation', 'time_model',
+                 'model_name', 'model_hash', 'floating_base', 'stamp', 'compute_time'):
+        assert getattr(a, name) == getattr(b, name), name
+
+
+@pytest.mark.parametrize('dt', [True, False])
+def test_trajectory_linearization_round_trip_and_cdr(dt):
+    rng = np.random.default_rng(2)
+    res = _result(rng, dt=dt)
+    msg = trajectory_linearization_to_msg(res, 'odom')
+    A, B, f = trajectory_linearization_arrays(msg)
+    assert (A.shape, B.shape, f.shape) == ((4, 8, 8), (4, 8, 3), (4, 8))
+    _same(trajectory_linearization_from_msg(msg), res)
+    enc = cdr.TrajectoryLinearizationEncoder()
+    for _ in range(2):  # the layout once, then the numbers written into it
+        raw = enc.encode(res, 'odom')
+        ref = bytes(serialize_message(msg))  # (rclpy leaves padding bytes unset: not compared)
+        assert len(raw) == len(ref)
+        _same(cdr.trajectory_linearization_from_cdr(ref), res)
+        _same(cdr.trajectory_linearization_from_cdr(raw), res)
+        back = deserialize_message(raw, TrajectoryLinearizationMsg)
+        assert back.header.frame_id == 'odom'
+        _same(trajectory_linearization_from_msg(back), res)
+        res = _result(np.random.default_rng(3), dt=dt)
+        msg = trajectory_linearization_to_msg(res, 'odom')
+
+
+def test_inconsistent_or_malformed_messages_are_refused():
+    res = _result(np.random.default_rng(4))
+    msg = trajectory_linearization_to_msg(res)
+    msg.nx = 7
+    with pytest.raises(ConversionError, match='inconsistent'):
+        trajectory_linearization_arrays(msg)
+    raw = cdr.TrajectoryLinearizationEncoder().encode(res)
+    with pytest.raises(StateError):
+        cdr.trajectory_linearization_from_cdr(raw[:-9])
+    with pytest.raises(StateError):
+        cdr.trajectory_linearization_from_cdr(b'\x00\x07' + raw[2:])
