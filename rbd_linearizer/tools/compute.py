@@ -1,7 +1,10 @@
 """Compute the dynamics terms (M, M^-1, C, g, h, forward dynamics) of one robot state.
 
 ``rbd-linearizer compute --urdf FILE --state STATE.yaml [--fixed-base] [--rotors ROTORS.yaml]
-[--velocity-representation body|mixed|inertial] [--discrete DT] [--order K] -o OUT.npz``
+[--velocity-representation body|mixed|inertial] [--discrete DT] [--discrete-method
+lie_euler|zoh] [--order K] -o OUT.npz``, or along a trajectory: ``rbd-linearizer compute
+--urdf FILE --trajectory TRAJ.npz|.yaml|.json [--inputs INPUTS.yaml] [--fixed-base]
+[--velocity-representation ...] [--discrete DT] [--discrete-method ...] -o OUT.npz``
 
 STATE.yaml::
 
@@ -36,6 +39,17 @@ Linearization (without ``--rotors``; docs/linearization.md): ``A`` (nx, nx), ``B
 (actuated efforts, then wrench values), ``state_names`` (nx), ``input_names`` (nu),
 ``velocity_representation``, ``time_model``, ``dt``; error state ``(z_H, z_s, z_nu, z_r)`` with
 ``H exp(z_H^)``, continuous time unless ``--discrete DT`` (Lie-Euler, exact Jacobians).
+
+Trajectory (``--trajectory TRAJ``; file format in ``rbd_linearizer.tools.trajectory`` and
+docs/cli.md: ``Q`` (N, nq), ``V`` (N, nv), optional ``U``, ``dt``, ``joint_names``,
+``twist_representation``): the linearization at every point in one ``linearize_batch`` call,
+inputs named by ``--inputs INPUTS.yaml`` (``{actuated, wrenches}`` as STATE.yaml's ``inputs``,
+no values; default: every joint's torque); discrete time with the file's ``dt`` (one or N
+steps) or ``--discrete DT`` (not both). OUT.npz: ``A`` (N, nx, nx), ``B`` (N, nx, nu), ``f``
+(N, nx), ``ddq`` (N, nv), ``Q`` (N, nq), ``V`` (N, nv, base twist in the body frame), ``U``
+(N, nu) the inputs used, ``dt`` (N,) (empty in continuous time), ``joint_names``,
+``state_names``, ``input_names``, ``velocity_representation``, ``time_model``,
+``floating_base``. Errors name the offending point (``point 7: ...``).
 
 Higher order (``--order K``, 0 <= K <= 10; not with ``--rotors``: the seed-002 algorithms have
 no rotor inertia): ``qdd_derivatives`` (K+1, nv), row r = d^(r+1) v / dt^(r+1) along the motion
@@ -79,8 +93,15 @@ class InputError(RbdError):
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the arguments of the ``compute`` verb."""
     parser.add_argument('--urdf', required=True, metavar='FILE', help='robot URDF file')
-    parser.add_argument('--state', required=True, metavar='STATE.yaml',
-                        help='robot state: base pose and twist (body frame), joint states')
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument('--state', metavar='STATE.yaml',
+                      help='robot state: base pose and twist (body frame), joint states')
+    what.add_argument('--trajectory', metavar='TRAJ', default=None,
+                      help='N states (.npz, .yaml or .json: Q (N, nq), V (N, nv), optional U, '
+                           'dt, joint_names, twist_representation): A, B, f at every point')
+    parser.add_argument('--inputs', metavar='INPUTS.yaml', default=None,
+                        help='with --trajectory: input columns {actuated: [...], wrenches: '
+                             '[...]} (default: every joint torque)')
     parser.add_argument('--fixed-base', action='store_true',
                         help='fix the root link to the world (default: floating base, unless '
                              "the URDF's root link is named 'world')")
@@ -91,7 +112,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=REPRESENTATIONS,
                         help='base-twist coordinates of the linearization A, B (default body)')
     parser.add_argument('--discrete', type=float, default=None, metavar='DT',
-                        help='discrete-time linearization with step DT [s] (Lie-Euler)')
+                        help='discrete-time linearization with step DT [s]')
+    parser.add_argument('--discrete-method', choices=('lie_euler', 'zoh'), default='lie_euler',
+                        help='discrete map: lie_euler (default, exact Jacobians) or zoh')
     parser.add_argument('--order', type=_order, default=None, metavar='K',
                         help=f'also output qdd_derivatives (K+1, nv): d^(r+1)v/dt^(r+1), '
                              f"r = 0..K (0 <= K <= {MAX_ORDER}), with the joints' "
@@ -251,6 +274,19 @@ def parse_inputs(model, content, tau) -> tuple:
     return selection, np.concatenate([efforts, *values])
 
 
+def parse_input_selection(model, block):
+    """Return the InputSelection of an ``inputs`` block ``{actuated, wrenches}`` (no values)."""
+    if block is None:
+        return None
+    block = dict(block) if isinstance(block, dict) else block
+    if isinstance(block, dict) and isinstance(block.get('wrenches'), list):
+        block['wrenches'] = [
+            {'value': [0.0] * (6 if w.get('kind') == 'wrench' else 3), **w}
+            if isinstance(w, dict) else w for w in block['wrenches']]
+    selection, _ = parse_inputs(model, {'inputs': block}, np.zeros(model.nv))
+    return selection
+
+
 def parse_effort_derivatives(model, content, order: int | None) -> np.ndarray | None:
     """STATE.yaml joints' ``effort_derivatives`` -> tau_derivatives rows 1..K, (K, nv).
 
@@ -293,7 +329,8 @@ def higher_order_outputs(model, q, v, tau, tau_higher: np.ndarray) -> dict[str, 
 
 
 def linearization_outputs(model, q, v, selection, u, representation: str,
-                          dt: float | None) -> dict[str, np.ndarray]:
+                          dt: float | None, discrete_method: str = 'lie_euler',
+                          ) -> dict[str, np.ndarray]:
     """Return A, B, f, u0 and the state / input layout of the linearization at (q, v, u)."""
     from rbd_linearizer.linearization import linearize, state_names
     from rbd_linearizer.model.data import create_data
@@ -302,7 +339,8 @@ def linearization_outputs(model, q, v, selection, u, representation: str,
         raise InputError(f'--discrete DT must be a positive number, got {dt}')
     lin = linearize(model, create_data(model), q, v, u, inputs=selection,
                     representation=representation,
-                    time_model='continuous' if dt is None else 'discrete', dt=dt)
+                    time_model='continuous' if dt is None else 'discrete', dt=dt,
+                    discrete_method=discrete_method)
     return {
         'A': lin.A, 'B': lin.B, 'f': lin.f, 'u0': lin.u0,
         'state_names': np.array(state_names(model, lin.velocity_representation), dtype=str),
@@ -342,11 +380,71 @@ def compute(model, q, v, tau) -> dict[str, np.ndarray]:
     }
 
 
+def trajectory_outputs(model, Q, V, U, selection, representation: str, dt,
+                       discrete_method: str = 'lie_euler') -> dict[str, np.ndarray]:
+    """Return A, B, f (stacked) and the layout along a trajectory: one ``linearize_batch`` call.
+
+    ``dt`` None (continuous time) or (N,) steps (discrete).
+    """
+    from rbd_linearizer.linearization.batch import linearize_batch
+    from rbd_linearizer.model.data import create_data
+    from rbd_linearizer.tools.trajectory import batch_dt
+
+    n = Q.shape[0]
+    batch = linearize_batch(model, create_data(model), Q, V, U, inputs=selection,
+                            representation=representation,
+                            time_model='continuous' if dt is None else 'discrete',
+                            dt=None if dt is None else batch_dt(dt),
+                            discrete_method=discrete_method)
+    return {
+        'A': batch.A, 'B': batch.B, 'f': batch.f, 'ddq': batch.ddq, 'Q': Q, 'V': V, 'U': U,
+        'dt': np.zeros(0) if dt is None else np.broadcast_to(batch.dt, (n,)).astype(float),
+        'joint_names': np.array(model.joint_names, dtype=str),
+        'state_names': np.array(batch.state_names, dtype=str),
+        'input_names': np.array(batch.input_names, dtype=str),
+        'velocity_representation': np.array(batch.velocity_representation),
+        'time_model': np.array(batch.time_model),
+        'floating_base': np.array(model.floating_base),
+    }
+
+
+def run_trajectory(args: argparse.Namespace, model) -> dict[str, np.ndarray]:
+    """``--trajectory``: read the file and ``--inputs``; return the stacked outputs."""
+    from rbd_linearizer.linearization.inputs import resolve_inputs
+    from rbd_linearizer.tools import trajectory
+
+    for flag, given in (('--order', args.order is not None), ('--rotors', bool(args.rotors))):
+        if given:
+            raise InputError(f'{flag} is not available with --trajectory')
+    block = None
+    if args.inputs:
+        block = _load_yaml(args.inputs, 'inputs')
+        block = block.get('inputs', block)
+    selection = parse_input_selection(model, block)
+    content = trajectory.load_file(args.trajectory)
+    Q, V, U, dt = trajectory.parse_file(model, content, resolve_inputs(model, selection).nu)
+    if args.discrete is not None:
+        if dt is not None:
+            raise InputError('give the steps either in the trajectory file (dt) or with '
+                             '--discrete, not both')
+        if not (math.isfinite(args.discrete) and args.discrete > 0.0):
+            raise InputError(f'--discrete DT must be a positive number, got {args.discrete}')
+        dt = np.full(Q.shape[0], float(args.discrete))
+    return trajectory_outputs(model, Q, V, U, selection, args.velocity_representation, dt,
+                              args.discrete_method)
+
+
 def run(args: argparse.Namespace) -> dict[str, np.ndarray]:
     """Read the inputs named in ``args`` and return the output arrays (raises RbdError)."""
     from rbd_linearizer.model import build_model
 
     urdf_text = _read_text(args.urdf, 'URDF')
+    if getattr(args, 'trajectory', None):
+        model = build_model(urdf_text, floating_base=False if args.fixed_base else None,
+                            mimic='independent', check_triangle_inequality=False)
+        return run_trajectory(args, model)
+    if getattr(args, 'inputs', None):
+        raise InputError('--inputs goes with --trajectory (STATE.yaml has its own inputs block)')
     state = _load_yaml(args.state, 'state')
     rotors = parse_rotors(_load_yaml(args.rotors, 'rotors')) if args.rotors else None
     model = build_model(urdf_text, floating_base=False if args.fixed_base else None,
@@ -364,7 +462,8 @@ def run(args: argparse.Namespace) -> dict[str, np.ndarray]:
     if not rotors:
         result.update(linearization_outputs(model, q, v, selection, u,
                                             getattr(args, 'velocity_representation', 'body'),
-                                            getattr(args, 'discrete', None)))
+                                            getattr(args, 'discrete', None),
+                                            getattr(args, 'discrete_method', 'lie_euler')))
     return result
 
 
