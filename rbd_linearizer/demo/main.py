@@ -58,6 +58,22 @@ def load_config(path: str | Path | None = None) -> dict:
     return yaml.safe_load(path.read_text())
 
 
+def rpy_quaternion(rpy_deg) -> np.ndarray:
+    """Return the quaternion (x, y, z, w) of ``Rz(yaw) Ry(pitch) Rx(roll)`` (URDF's rpy), deg."""
+    from rbd_linearizer.spatial import so3
+    r, p, y = np.radians(np.asarray(rpy_deg, dtype=float))
+    R = so3.exp([0.0, 0.0, y]) @ so3.exp([0.0, p, 0.0]) @ so3.exp([r, 0.0, 0.0])
+    return so3.matrix_to_quat(R)
+
+
+def mpc_setpoint(p0, mpc: dict) -> np.ndarray:
+    """Return the MPC's setpoint q: ``p0 + setpoint_offset``, ``setpoint_rpy_deg``, joints."""
+    return configuration(np.asarray(p0, dtype=float)
+                         + np.asarray(mpc['setpoint_offset'], dtype=float),
+                         rpy_quaternion(mpc.get('setpoint_rpy_deg', (0.0, 0.0, 0.0))),
+                         np.asarray(mpc['setpoint_joints'], dtype=float))
+
+
 def scenario_from_config(cfg: dict) -> dict:
     """Return references and times of the scenario."""
     sim = cfg['sim']
@@ -65,8 +81,7 @@ def scenario_from_config(cfg: dict) -> dict:
     n = len(cfg['robot']['joints'])
     p0 = np.asarray(sim['initial_position'], dtype=float)
     q_lqr = configuration(p0, [0.0, 0.0, 0.0, 1.0], np.zeros(n))
-    q_mpc = configuration(p0 + np.asarray(mpc['setpoint_offset'], dtype=float),
-                          [0.0, 0.0, 0.0, 1.0], np.asarray(mpc['setpoint_joints'], float))
+    q_mpc = mpc_setpoint(p0, mpc)
     return {'q_ref_lqr': q_lqr, 'q_ref_mpc': q_mpc, 'mpc_start_s': float(mpc['start_time_s']),
             'min_state_subscribers': int(sim.get('min_state_subscribers', 0)),
             'push_time_s': float(sim['push_time_s']), 'push_force': sim['push_force'],

@@ -27,6 +27,8 @@ import scipy.sparse as sp
 
 from rbd_linearizer.demo.hexarotor import N_ROTORS, RotorLayout
 from rbd_linearizer.demo.lqr_node import demo_pair, error_state, hover_input, lqr_weights
+from rbd_linearizer.demo.report import oplus
+from rbd_linearizer.spatial import se3
 
 
 def stage_model(A, B, f, m: int):
@@ -75,10 +77,22 @@ class LtvMpc:
         return Su, c
 
     def solve(self, Ah, Bh, fh, u0, z_ref, u_ref):
-        """Solve the QP; return (u_first (nu), info dict)."""
+        """Solve the QP of one model for the whole horizon; return (u_first (nu), info)."""
         Su, c = self.predict_matrices(Ah, Bh, fh)
-        Zref = np.tile(z_ref, self.N)
-        Uoff = np.tile(u0 - u_ref, self.N)
+        return self._solve(Su, c, np.tile(z_ref, self.N), np.tile(u0, (self.N, 1)), u_ref)
+
+    def solve_stages(self, Ahs, Bhs, cs, u_bar, z_refs, u_ref):
+        """Solve the QP of a time-varying model; return (u_first (nu), info dict).
+
+        Stage k maps ``z_{k+1} = Ahs[k] z_k + Bhs[k] w_k + cs[k]`` (z_0 = 0), ``w_k = u_k -
+        u_bar[k]``; ``z_refs`` (N, nx): the setpoint in each z_{k+1}'s coordinates.
+        """
+        Su, c = ltv_predict_matrices(Ahs, Bhs, cs)
+        return self._solve(Su, c, np.asarray(z_refs).reshape(-1),
+                           np.asarray(u_bar, dtype=float).reshape(self.N, self.nu), u_ref)
+
+    def _solve(self, Su, c, Zref, u_bar, u_ref):
+        Uoff = (u_bar - u_ref).reshape(-1)
         nx = self.nx
         QS = np.empty_like(Su)  # Qbar Su, Qbar block diagonal
         for k in range(self.N):
@@ -86,8 +100,8 @@ class LtvMpc:
             QS[k * nx:(k + 1) * nx] = Qk @ Su[k * nx:(k + 1) * nx]
         H = Su.T @ QS + self.Rbar
         g = QS.T @ (c - Zref) + self.Rbar @ Uoff
-        lw = np.tile(self.lo - u0, self.N)
-        uw = np.tile(self.hi - u0, self.N)
+        lw = (self.lo - u_bar).reshape(-1)
+        uw = (self.hi - u_bar).reshape(-1)
         Px = H[self.tri]
         if self.solver is None:
             self.solver = osqp.OSQP()
@@ -104,10 +118,202 @@ class LtvMpc:
         W = res.x
         if W is None or not np.all(np.isfinite(W)):
             W = np.zeros(self.N * self.nu)
+        # bound violation of the solver's answer before clipping (OSQP meets bounds to eps)
+        violation = float(max(np.max(lw - W, initial=0.0), np.max(W - uw, initial=0.0)))
         W = np.clip(W, lw, uw)
         info = {'status': status, 'iterations': int(res.info.iter), 'solve_time': solve_time,
-                'W': W, 'Z': Su @ W + c}
-        return u0 + W[: self.nu], info
+                'W': W, 'Z': Su @ W + c, 'bound_violation': violation}
+        return u_bar[0] + W[: self.nu], info
+
+
+def ltv_predict_matrices(Ahs, Bhs, cs):
+    """Return (Su, c) with Z = Su W + c for ``z_{k+1} = Ahs[k] z_k + Bhs[k] w_k + cs[k]``, z_0 = 0.
+
+    ``Ahs`` (N, nx, nx), ``Bhs`` (N, nx, nu), ``cs`` (N, nx); Z = (z_1 .. z_N).
+    """
+    Ahs, Bhs, cs = np.asarray(Ahs), np.asarray(Bhs), np.asarray(cs)
+    N, nx, nu = Bhs.shape
+    Su = np.zeros((N * nx, N * nu))
+    c = np.zeros(N * nx)
+    row = np.zeros((nx, N * nu))
+    z = np.zeros(nx)
+    for k in range(N):
+        row = Ahs[k] @ row
+        row[:, k * nu:(k + 1) * nu] = Bhs[k]
+        z = Ahs[k] @ z + cs[k]
+        Su[k * nx:(k + 1) * nx] = row
+        c[k * nx:(k + 1) * nx] = z
+    return Su, c
+
+
+def ominus(q, v, q0, v0) -> np.ndarray:
+    """Return x (-) x0 = (log(H0^-1 H), s - s0, v - v0): ``oplus``'s inverse."""
+    return error_state(q, v, q0, v0)
+
+
+def rti_stage_models(points_q, points_v, A, B, f, m: int):
+    """Per-stage models along the linearization points of a trajectory (RTI).
+
+    ``points_q`` (N, nq), ``points_v`` (N, nv): the points x_k the one-step discrete pairs
+    ``A[k], B[k], f[k]`` (demo input columns) were computed at, one MPC stage (``m`` steps)
+    apart. Stage k holds the input over m steps: ``stage_model`` composes the point's pair in
+    x_k's coordinates, ``x_k (+) (Ah z + Bh w + fh)``. Its end is expressed in the next point's
+    coordinates to first order: ``z_{k+1} = J_k (Ah z_k + Bh w_k) + d_k``, the defect
+    ``d_k = (x_k (+) fh_k) (-) x_{k+1}`` (0 on a trajectory of the model) and ``J_k`` the
+    right Jacobian of SE(3) at the pose part of fh_k (``exp(y + e) = exp(y) exp(Jr(y) e)``;
+    identity on joints and velocities). The last stage ends at ``x_N = x_{N-1} (+) fh_{N-1}``.
+
+    Returns ``(Ahs, Bhs, cs, q_end, v_end)``: the stage models of ``LtvMpc.solve_stages`` and
+    the state points x_1 .. x_N (N, nq), (N, nv) their z_{k+1} are relative to.
+    """
+    N = len(points_q)
+    nv = points_v.shape[1]
+    Ahs, Bhs, cs = [], [], []
+    q_end, v_end = [], []
+    for k in range(N):
+        Ah, Bh, fh = stage_model(A[k], B[k], f[k], m)
+        qn, vn = oplus(points_q[k], points_v[k], fh, nv)
+        if k + 1 < N:
+            q1, v1 = points_q[k + 1], points_v[k + 1]
+            d = ominus(qn, vn, q1, v1)
+        else:
+            q1, v1, d = qn, vn, np.zeros(2 * nv)
+        J = np.eye(2 * nv)
+        J[0:6, 0:6] = se3.right_jacobian(fh[0:6])
+        Ahs.append(J @ Ah)
+        Bhs.append(J @ Bh)
+        cs.append(d)
+        q_end.append(q1)
+        v_end.append(v1)
+    return np.array(Ahs), np.array(Bhs), np.array(cs), np.array(q_end), np.array(v_end)
+
+
+def shifted_trajectory(plan_q, plan_v, plan_u, q0, v0, shift: int = 1):
+    """Return the RTI linearization points (Q (N, nq), V (N, nv), U (N, nu)) of a re-plan.
+
+    ``plan_q`` (N+1, nq), ``plan_v`` (N+1, nv): the previous solution's predicted states at
+    its stage boundaries, on the manifold (point (+) predicted error state); ``plan_u``
+    (N, nu) its inputs. The new trajectory is that one shifted by ``shift`` stages (the time
+    since it was planned), point 0 replaced by the measured state (q0, v0); points past the
+    old horizon repeat its last state, inputs past it its last input.
+    """
+    N = len(plan_u)
+    if not 1 <= shift < N:
+        raise ValueError(f'shift must be in [1, {N - 1}], got {shift}')
+    idx = np.minimum(np.arange(N) + shift, N)
+    Q = np.array(plan_q)[idx]
+    V = np.array(plan_v)[idx]
+    Q[0], V[0] = q0, v0
+    U = np.array(plan_u)[np.minimum(np.arange(N) + shift, N - 1)]
+    return Q, V, U
+
+
+MPC_VARIANTS = ('single', 'rti')
+
+
+class MpcController:
+    """The demo MPC without ROS: one re-plan from a single linearization or from a trajectory's.
+
+    ``variant`` 'single': ``plan_single`` at every re-plan (the linearization at the current
+    state for the whole horizon). 'rti' (real-time iteration): ``trajectory_request`` returns
+    the points to linearize (the previous solution's predicted trajectory, shifted; None
+    before the first plan: that re-plan is a ``plan_single``, a cold start), then
+    ``plan_trajectory`` solves the QP on the per-stage models of those linearizations. Each
+    plan keeps its predicted states on the manifold (``plan_q``, ``plan_v``) and inputs.
+    ``counts``: re-plans, ``trajectory_plans``, ``cold_starts``, ``fallbacks`` (a re-plan
+    that used the single linearization because the trajectory's did not come).
+    """
+
+    def __init__(self, model, layout: RotorLayout, q_ref, cfg: dict, torque_limit: float = 10.0,
+                 variant: str = 'single'):
+        """Weights, bounds and the setpoint from config/demo.yaml ``mpc``."""
+        from rbd_linearizer.model.data import create_data
+        if variant not in MPC_VARIANTS:
+            raise ValueError(f'unknown MPC variant {variant!r} (one of {MPC_VARIANTS})')
+        self.variant = variant
+        self.model, self.layout = model, layout
+        self.q_ref = np.asarray(q_ref, dtype=float)
+        self.u_ref = hover_input(model, create_data(model), self.q_ref, layout)
+        n = model.n_joints
+        self.lo = np.r_[np.full(n, -torque_limit), np.full(N_ROTORS, layout.min_thrust)]
+        self.hi = np.r_[np.full(n, torque_limit), np.full(N_ROTORS, layout.max_thrust)]
+        self.Q, self.R = lqr_weights(model.nv, cfg)
+        self.N = int(cfg.get('horizon', 15))
+        self.h = float(cfg.get('step', 0.02))
+        self.mpc: LtvMpc | None = None
+        self.plan_q = self.plan_v = self.plan_u = None
+        self.plan_ns: int | None = None
+        self.counts = {'replans': 0, 'trajectory_plans': 0, 'cold_starts': 0, 'fallbacks': 0}
+
+    def steps(self, dt: float) -> int:
+        """Return m: linearization steps of ``dt`` per MPC stage."""
+        return max(1, round(self.h / dt))
+
+    def _ensure(self, Ah, Bh) -> None:
+        if self.mpc is None:
+            import scipy.linalg
+            Qf = scipy.linalg.solve_discrete_are(Ah, Bh, self.Q, self.R)
+            self.mpc = LtvMpc(Ah.shape[0], Bh.shape[1], self.N, self.Q, self.R, Qf,
+                              self.lo, self.hi)
+
+    def plan_single(self, q0, v0, A, B, f, u0, dt: float, stamp_ns: int, fallback=False):
+        """Re-plan on one linearization (at (q0, v0), input u0; demo columns); (u, info)."""
+        Ah, Bh, fh = stage_model(A, B, f, self.steps(dt))
+        self._ensure(Ah, Bh)
+        # setpoint in x0's error coordinates: exact for the pose as log(X^-1) = -log(X)
+        z_ref = -error_state(q0, v0, self.q_ref, np.zeros(self.model.nv))
+        u, info = self.mpc.solve(Ah, Bh, fh, u0, z_ref, self.u_ref)
+        nv = self.model.nv
+        Z = info['Z'].reshape(self.N, -1)
+        pts = [(np.asarray(q0, float), np.asarray(v0, float))]
+        pts += [oplus(q0, v0, Z[k], nv) for k in range(self.N)]
+        W = info['W'].reshape(self.N, -1)
+        self._keep(pts, u0 + W, stamp_ns)
+        key = 'fallbacks' if fallback else ('cold_starts' if self.variant == 'rti' else None)
+        if key:
+            self.counts[key] += 1
+        return u, info
+
+    def _keep(self, pts, U, stamp_ns) -> None:
+        self.counts['replans'] += 1
+        self.plan_q = np.array([p[0] for p in pts])
+        self.plan_v = np.array([p[1] for p in pts])
+        self.plan_u = np.asarray(U)
+        self.plan_ns = stamp_ns
+
+    def trajectory_request(self, q0, v0, stamp_ns: int):
+        """Return the points (Q, V, U demo inputs) to linearize for this re-plan, or None.
+
+        None: no previous plan to shift (cold start), or it is older than the horizon.
+        """
+        if self.plan_q is None or self.plan_ns is None:
+            return None
+        shift = round((stamp_ns - self.plan_ns) * 1e-9 / self.h)
+        if not 1 <= shift < self.N:
+            return None
+        return shifted_trajectory(self.plan_q, self.plan_v, self.plan_u, q0, v0, shift)
+
+    def plan_trajectory(self, Q, V, U, A, B, f, dt: float, stamp_ns: int):
+        """Re-plan on the linearizations of a trajectory; return (u, info).
+
+        ``A[k], B[k], f[k]`` (demo input columns) at the points (Q[k], V[k]) with inputs U[k]
+        (point 0 = the current state), one-step pairs of step ``dt``.
+        """
+        Ahs, Bhs, cs, q_end, v_end = rti_stage_models(np.asarray(Q), np.asarray(V), A, B, f,
+                                                      self.steps(dt))
+        self._ensure(Ahs[0], Bhs[0])
+        nv = self.model.nv
+        zero = np.zeros(nv)
+        z_refs = np.array([-error_state(q_end[k], v_end[k], self.q_ref, zero)
+                           for k in range(self.N)])
+        u, info = self.mpc.solve_stages(Ahs, Bhs, cs, U, z_refs, self.u_ref)
+        Z = info['Z'].reshape(self.N, -1)
+        pts = [(np.asarray(Q[0], float), np.asarray(V[0], float))]
+        pts += [oplus(q_end[k], v_end[k], Z[k], nv) for k in range(self.N)]
+        W = info['W'].reshape(self.N, -1)
+        self._keep(pts, np.asarray(U) + W, stamp_ns)
+        self.counts['trajectory_plans'] += 1
+        return u, info
 
 
 def make_node(model, layout: RotorLayout, q_ref, cfg: dict, torque_limit: float = 10.0,

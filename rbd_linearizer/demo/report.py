@@ -36,11 +36,14 @@ from rbd_linearizer.spatial import se3
 from rbd_linearizer.spatial.so3 import matrix_to_quat
 
 
-def _oplus(q0, v0, z, nv):
+def oplus(q0, v0, z, nv):
     """Return x0 (+) z in the package convention: H0 exp(z_H), s0 + z_s, v0 + z_v."""
     H = pose_matrix(q0) @ se3.exp(z[0:6])
     q = configuration(H[:3, 3], matrix_to_quat(H[:3, :3]), q0[7:] + z[6:nv])
     return q, v0 + z[nv:]
+
+
+_oplus = oplus
 
 
 def prediction_errors(states: dict, applied: dict, lins: list, layout: RotorLayout,
