@@ -15,6 +15,20 @@ stage). With ``w_k = u_k - u0`` (demo inputs: 6 torques, 6 thrusts), the condens
 model at the setpoint. The first input ``u0 + w_0`` is published on ``mpc/command`` (the demo
 command, ``_ros.command_msg``) and held for the stage: the linearization messages in between
 are answered with the held input, stamped with their state's stamp (lock-step driver).
+
+Variant 'rti' (real-time iteration, ``mpc.variant`` in config/demo.yaml): a re-plan sends its
+predicted trajectory, the previous solution's predicted states (on the manifold, at the
+stage boundaries) shifted by the stages elapsed, point 0 the current state, inputs the
+previous solution's, to the linearizer's ``~/trajectory`` and plans on the per-point
+answers ``A_k, B_k, f_k`` (``~/trajectory_linearization``): stage k is the point's pair
+composed over the stage (``stage_model``) and carried to the next point's coordinates
+(``rti_stage_models``: defect, chart Jacobian); ``LtvMpc.solve_stages`` condenses the
+time-varying model. Each point's ``dt`` is the linearization step (one value), composed
+``m = step / dt`` times as in the single variant, so both variants differ only in where the
+model is linearized. The state is answered when the trajectory linearization arrives; one
+lost is sent again after half of ``trajectory_timeout_s`` and, when that runs out (wall
+time), the re-plan uses the state's own linearization (a counted fallback): the driver
+always gets its answer.
 """
 
 from __future__ import annotations
@@ -25,7 +39,7 @@ import numpy as np
 import osqp
 import scipy.sparse as sp
 
-from rbd_linearizer.demo.hexarotor import N_ROTORS, RotorLayout
+from rbd_linearizer.demo.hexarotor import N_ROTORS, RotorLayout, input_map
 from rbd_linearizer.demo.lqr_node import demo_pair, error_state, hover_input, lqr_weights
 from rbd_linearizer.demo.report import oplus
 from rbd_linearizer.spatial import se3
@@ -317,47 +331,89 @@ class MpcController:
 
 
 def make_node(model, layout: RotorLayout, q_ref, cfg: dict, torque_limit: float = 10.0,
-              linearization_topic: str = '/linearizer/linearization', **kw):
-    """Create the ``mpc`` node (rclpy imported here)."""
-    return _node_class()(model, layout, q_ref, cfg, torque_limit, linearization_topic, **kw)
+              linearization_topic: str = '/linearizer/linearization',
+              trajectory_topic: str = '/linearizer/trajectory', **kw):
+    """Create the ``mpc`` node (rclpy imported here); ``cfg['variant']``: 'single' or 'rti'.
+
+    'rti' publishes its predicted trajectory on ``trajectory_topic`` and takes the answer from
+    ``<trajectory_topic>_linearization`` (the linearizer's ``~/trajectory`` and
+    ``~/trajectory_linearization``).
+    """
+    return _node_class()(model, layout, q_ref, cfg, torque_limit, linearization_topic,
+                         trajectory_topic, **kw)
+
+
+class _Pending:
+    """A re-plan waiting for its trajectory linearization (rti)."""
+
+    def __init__(self, ns, stamp, single, points, msg, wall):
+        self.ns, self.stamp, self.single, self.points = ns, stamp, single, points
+        self.msg, self.wall, self.resent = msg, wall, False
 
 
 def _node_class():
+    from rclpy.clock import Clock, ClockType
     from rclpy.node import Node
-    import scipy.linalg
     from sensor_msgs.msg import JointState
 
     from rbd_linearizer.demo._ros import command_msg, stamp_ns
-    from rbd_linearizer.model.data import create_data
     from rbd_linearizer.msg import Linearization as LinearizationMsg
-    from rbd_linearizer.ros.conversions import linearization_from_msg
+    from rbd_linearizer.msg import Trajectory as TrajectoryMsg
+    from rbd_linearizer.msg import TrajectoryLinearization as TrajectoryLinearizationMsg
+    from rbd_linearizer.ros.conversions import (
+        linearization_from_msg,
+        trajectory_linearization_arrays,
+        trajectory_to_msg,
+    )
     from rbd_linearizer.ros.qos import result_qos
 
     class MpcNode(Node):
-        """LTV MPC: one QP per linearization message (at most rate_hz)."""
+        """LTV MPC: one QP per re-plan (at most rate_hz), the held input in between.
 
-        def __init__(self, model, layout, q_ref, cfg, torque_limit, topic, **kw):
-            """Set up weights, bounds and the setpoint; subscribe to the linearization."""
+        ``stats``: per re-plan (stamp [s], QP solve time [s], OSQP status, kind, wall time
+        from the state's linearization to the command [s], bound violation of the QP answer
+        before clipping); kind 'single', 'trajectory' (rti on a trajectory linearization),
+        'cold_start' (rti's first plan) or 'fallback' (rti without its trajectory
+        linearization within ``trajectory_timeout_s``). ``trajectory_points``: n_points of
+        every trajectory linearization used.
+        """
+
+        def __init__(self, model, layout, q_ref, cfg, torque_limit, topic, traj_topic, **kw):
+            """Set up the controller; subscribe to the linearization (and trajectory's)."""
             super().__init__('mpc', **kw)
-            self.model, self.layout = model, layout
-            self.q_ref = np.asarray(q_ref, dtype=float)
-            self.u_ref = hover_input(model, create_data(model), self.q_ref, layout)
-            n = model.n_joints
-            self.lo = np.r_[np.full(n, -torque_limit), np.full(N_ROTORS, layout.min_thrust)]
-            self.hi = np.r_[np.full(n, torque_limit), np.full(N_ROTORS, layout.max_thrust)]
-            self.Q, self.R = lqr_weights(model.nv, cfg)
-            self.N = int(cfg.get('horizon', 15))
-            self.h = float(cfg.get('step', 0.02))
+            self.ctrl = MpcController(model, layout, q_ref, cfg, torque_limit,
+                                      str(cfg.get('variant', 'single')))
+            self.variant = self.ctrl.variant
+            self.layout = layout
+            self.N = self.ctrl.N
             self.period_ns = int(1e9 / float(cfg.get('rate_hz', 50.0)))
-            self.mpc = None
+            self.timeout = float(cfg.get('trajectory_timeout_s', 1.0))
             self.u_held = None
             self.last_ns = None
-            self.stats: list[tuple[float, float, str]] = []
+            self.pending: _Pending | None = None
+            self.stats: list[tuple] = []
+            self.trajectory_points: list[int] = []
+            self.counts = {'trajectory_resends': 0, 'stale_trajectory_linearizations': 0,
+                           'abandoned_replans': 0, 'rejected_trajectory_linearizations': 0}
             self.pub = self.create_publisher(JointState, 'mpc/command', result_qos(10))
             self.create_subscription(LinearizationMsg, topic, self._on_lin, result_qos(2))
+            if self.variant == 'rti':
+                self.traj_pub = self.create_publisher(TrajectoryMsg, traj_topic, result_qos(1))
+                self.create_subscription(TrajectoryLinearizationMsg,
+                                         traj_topic + '_linearization', self._on_traj_lin,
+                                         result_qos(10))
+                # wall clock: sim time stands still while the driver waits for our answer
+                self.create_timer(0.05, self._watch,
+                                  clock=Clock(clock_type=ClockType.STEADY_TIME))
 
         def _on_lin(self, msg) -> None:
             ns = stamp_ns(msg.header.stamp)
+            if self.pending is not None:
+                if ns == self.pending.ns:
+                    return  # the same state again: its re-plan is under way
+                # a newer state (the driver re-stamped): that re-plan is moot
+                self.pending = None
+                self.counts['abandoned_replans'] += 1
             due = self.last_ns is None or ns - self.last_ns >= self.period_ns - 100_000
             if not due and self.u_held is not None:
                 # between re-plans: answer this state with the held first input (ZOH)
@@ -370,19 +426,75 @@ def _node_class():
                 return
             self.last_ns = ns
             A, B, f, u0 = demo_pair(lin, self.layout)
-            m = max(1, round(self.h / lin.dt))
-            Ah, Bh, fh = stage_model(A, B, f, m)
-            if self.mpc is None:
-                Qf = scipy.linalg.solve_discrete_are(Ah, Bh, self.Q, self.R)
-                self.mpc = LtvMpc(A.shape[0], B.shape[1], self.N, self.Q, self.R, Qf,
-                                  self.lo, self.hi)
-            x0 = lin.state
-            # setpoint in x0's error coordinates: (log(H0^-1 Href), s_ref - s0, -v0), exact
-            # because log(X^-1) = -log(X)
-            z_ref = -error_state(x0.q(), x0.v(), self.q_ref, np.zeros(self.model.nv))
-            u, info = self.mpc.solve(Ah, Bh, fh, u0, z_ref, self.u_ref)
+            q0, v0 = lin.state.q(), lin.state.v()
+            single = (q0, v0, A, B, f, u0, float(lin.dt))
+            wall = time.monotonic()
+            if self.variant == 'rti':
+                req = self.ctrl.trajectory_request(q0, v0, ns)
+                if req is not None:
+                    Q, V, U = req
+                    P = input_map(lin.input_names, self.layout)
+                    tmsg = trajectory_to_msg(Q, V, U @ P.T, stamp_ns=ns,
+                                             velocity_representation='body',
+                                             time_model='discrete', dt=float(lin.dt))
+                    self.pending = _Pending(ns, msg.header.stamp, single, req, tmsg, wall)
+                    self.traj_pub.publish(tmsg)
+                    return
+            self._plan_single(ns, msg.header.stamp, single, wall)
+
+        def _plan_single(self, ns, stamp, single, wall, fallback=False) -> None:
+            q0, v0, A, B, f, u0, dt = single
+            u, info = self.ctrl.plan_single(q0, v0, A, B, f, u0, dt, ns, fallback=fallback)
+            kind = 'single' if self.variant == 'single' else (
+                'fallback' if fallback else 'cold_start')
+            self._answer(ns, stamp, u, info, kind, wall)
+
+        def _answer(self, ns, stamp, u, info, kind, wall) -> None:
             self.u_held = u
-            self.pub.publish(command_msg(msg.header.stamp, u))
-            self.stats.append((ns * 1e-9, info['solve_time'], info['status']))
+            self.pub.publish(command_msg(stamp, u))
+            self.stats.append((ns * 1e-9, info['solve_time'], info['status'], kind,
+                               time.monotonic() - wall, info['bound_violation']))
+
+        def _on_traj_lin(self, msg) -> None:
+            p = self.pending
+            if p is None or stamp_ns(msg.header.stamp) != p.ns:
+                self.counts['stale_trajectory_linearizations'] += 1
+                return
+            try:
+                if msg.time_model != 'discrete' or msg.velocity_representation != 'body' or \
+                        msg.n_points != self.N:
+                    raise ValueError(f'{msg.n_points} points, {msg.time_model}, '
+                                     f'{msg.velocity_representation}')
+                A, B, f = trajectory_linearization_arrays(msg)
+                P = input_map(msg.input_names, self.layout)
+            except ValueError as e:  # ConversionError is a ValueError
+                self.counts['rejected_trajectory_linearizations'] += 1
+                self.get_logger().error(f'trajectory linearization refused: {e}',
+                                        throttle_duration_sec=5.0)
+                return  # the watch falls back to the single linearization
+            self.pending = None
+            Q, V, U = p.points
+            dt = p.single[6]
+            u, info = self.ctrl.plan_trajectory(Q, V, U, A, B @ P, f, dt, p.ns)
+            self.trajectory_points.append(int(msg.n_points))
+            self._answer(p.ns, p.stamp, u, info, 'trajectory', p.wall)
+
+        def _watch(self) -> None:
+            p = self.pending
+            if p is None:
+                return
+            waited = time.monotonic() - p.wall
+            if waited >= self.timeout:
+                # lost (or far too late): never leave the driver waiting on us
+                self.pending = None
+                self.get_logger().warning(
+                    f'no trajectory linearization for t = {p.ns * 1e-9:.3f} s within '
+                    f'{self.timeout:g} s: re-planned on the single linearization',
+                    throttle_duration_sec=5.0)
+                self._plan_single(p.ns, p.stamp, p.single, p.wall, fallback=True)
+            elif waited >= 0.5 * self.timeout and not p.resent:
+                p.resent = True
+                self.counts['trajectory_resends'] += 1
+                self.traj_pub.publish(p.msg)
 
     return MpcNode
