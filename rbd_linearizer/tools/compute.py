@@ -384,17 +384,15 @@ def trajectory_outputs(model, Q, V, U, selection, representation: str, dt,
                        discrete_method: str = 'lie_euler') -> dict[str, np.ndarray]:
     """Return A, B, f (stacked) and the layout along a trajectory: one ``linearize_batch`` call.
 
-    ``dt`` None (continuous time) or (N,) steps (discrete).
+    ``dt`` None (continuous time), one step or (N,) steps (discrete).
     """
     from rbd_linearizer.linearization.batch import linearize_batch
     from rbd_linearizer.model.data import create_data
-    from rbd_linearizer.tools.trajectory import batch_dt
 
     n = Q.shape[0]
     batch = linearize_batch(model, create_data(model), Q, V, U, inputs=selection,
                             representation=representation,
-                            time_model='continuous' if dt is None else 'discrete',
-                            dt=None if dt is None else batch_dt(dt),
+                            time_model='continuous' if dt is None else 'discrete', dt=dt,
                             discrete_method=discrete_method)
     return {
         'A': batch.A, 'B': batch.B, 'f': batch.f, 'ddq': batch.ddq, 'Q': Q, 'V': V, 'U': U,
@@ -422,16 +420,19 @@ def run_trajectory(args: argparse.Namespace, model) -> dict[str, np.ndarray]:
         block = block.get('inputs', block)
     selection = parse_input_selection(model, block)
     content = trajectory.load_file(args.trajectory)
-    Q, V, U, dt = trajectory.parse_file(model, content, resolve_inputs(model, selection).nu)
+    points = trajectory.parse_file(model, content, selection)
+    dt = points.dt
     if args.discrete is not None:
         if dt is not None:
             raise InputError('give the steps either in the trajectory file (dt) or with '
                              '--discrete, not both')
         if not (math.isfinite(args.discrete) and args.discrete > 0.0):
             raise InputError(f'--discrete DT must be a positive number, got {args.discrete}')
-        dt = np.full(Q.shape[0], float(args.discrete))
-    return trajectory_outputs(model, Q, V, U, selection, args.velocity_representation, dt,
-                              args.discrete_method)
+        dt = float(args.discrete)
+    nu = resolve_inputs(model, selection).nu
+    U = np.zeros((points.n_points, nu)) if points.U is None else points.U
+    return trajectory_outputs(model, points.Q, points.V, U, selection,
+                              args.velocity_representation, dt, args.discrete_method)
 
 
 def run(args: argparse.Namespace) -> dict[str, np.ndarray]:

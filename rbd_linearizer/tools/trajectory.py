@@ -6,6 +6,7 @@
 
     Q: (N, nq)        # configurations [x, y, z, qx, qy, qz, qw, s...] (fixed base: [s...]);
                       # each quaternion unit within 1e-3 (then normalized)
+                      # (the node's checks: online.trajectory.check_trajectory)
     V: (N, nv)        # velocities [v_lin, w, sdot...] (fixed base: [sdot...]); the base twist
                       # in twist_representation
     U: (N, nu) or (N-1, nu)   # optional: inputs in the linearization's columns (the torques
@@ -20,7 +21,10 @@ matched to the ``Trajectory`` that asked for it (the same header stamp; several 
 with one stamp: those on the sibling topic ``.../trajectory`` first, and only identical ones)
 and every point is recomputed with the single-state ``linearize`` (an independent check of the
 node's one-call batch path) at the point's own state, input, representation, time model and
-step. Per point: the max abs and rel error of A_k, B_k, f_k.
+step. Per point: the max abs and rel error of A_k, B_k, f_k. The messages are decoded and the
+trajectory checked and converted by the node's own code (``ros.conversions.trajectory_fields``,
+``trajectory_linearization_arrays``, ``online.trajectory.check_trajectory``), with the
+answer's representation, time model and step standing for the node's configuration.
 """
 
 from __future__ import annotations
@@ -32,15 +36,12 @@ import zipfile
 
 import numpy as np
 
-from rbd_linearizer.conventions import REPRESENTATIONS
 from rbd_linearizer.errors import RbdError
 
 TRAJECTORY_TYPE = 'rbd_linearizer/msg/Trajectory'
 TRAJECTORY_LINEARIZATION_TYPE = 'rbd_linearizer/msg/TrajectoryLinearization'
 #: Keys of a trajectory file.
 FILE_KEYS = ('Q', 'V', 'U', 'dt', 'joint_names', 'twist_representation')
-#: Tolerance of a quaternion's norm in a trajectory file (as compute's STATE.yaml).
-QUATERNION_TOLERANCE = 1e-3
 #: Failing points listed per message in the report (all are counted).
 MAX_LISTED_FAILURES = 20
 
@@ -49,134 +50,23 @@ class TrajectoryError(RbdError):
     """A trajectory (file or message) is invalid; the message names the point or the field."""
 
 
-# --- one trajectory -> (Q, V_body, U) ------------------------------------------------------
+def _served(model, selection):
+    """Return the node's ``Served`` of ``model`` and ``selection`` (``check_trajectory``'s)."""
+    from rbd_linearizer.linearization.inputs import InputSelection
+    from rbd_linearizer.online.served import Served
 
-def assemble(model, nu: int, *, base_position=None, base_quaternion=None, base_twist=None,
-             joint_positions, joint_velocities, inputs=None, joint_names=(),
-             twist_representation: str = 'body', quaternion_tolerance: float | None = None,
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return ``(Q (N, nq), V (N, nv) with the base twist in the BODY frame, U (N, nu))``.
-
-    Arrays per point: ``base_position`` (N, 3), ``base_quaternion`` (N, 4) xyzw,
-    ``base_twist`` (N, 6) in ``twist_representation`` (floating base only; ignored for a
-    fixed base), ``joint_positions`` / ``joint_velocities`` (N, n) in ``joint_names`` order
-    (empty: the model's), ``inputs`` None, (N, nu) or (N-1, nu) (the last point holds the
-    input of point N-2). Raises ``TrajectoryError`` naming the offending point or field.
-    """
-    from rbd_linearizer.conventions import configuration, velocity
-    from rbd_linearizer.linearization.representation import base_twist_to_body
-    from rbd_linearizer.model.state import QUATERNION_NORM_TOLERANCE
-
-    tol = QUATERNION_NORM_TOLERANCE if quaternion_tolerance is None else quaternion_tolerance
-    if twist_representation not in REPRESENTATIONS:
-        raise TrajectoryError(f'twist_representation must be one of {REPRESENTATIONS}, got '
-                              f'{twist_representation!r}')
-    s = _rows(joint_positions, 'joint positions')
-    n_points = s.shape[0]
-    if n_points < 1:
-        raise TrajectoryError('the trajectory has no point')
-    sdot = _rows(joint_velocities, 'joint velocities', n_points)
-    perm = _joint_order(model, joint_names)
-    n = len(model.joint_names)
-    for arr, what in ((s, 'joint positions'), (sdot, 'joint velocities')):
-        if arr.shape[1] != n:
-            raise TrajectoryError(f'{what}: {arr.shape[1]} per point, the model has {n} joints')
-        _finite(arr, what)
-    s, sdot = s[:, perm], sdot[:, perm]
-    Q = np.empty((n_points, model.nq))
-    V = np.empty((n_points, model.nv))
-    if model.floating_base:
-        p = _rows(base_position, 'base positions', n_points, 3)
-        o = _rows(base_quaternion, 'base orientations', n_points, 4)
-        tw = _rows(base_twist, 'base twists', n_points, 6)
-        for arr, what in ((p, 'base position'), (o, 'base orientation'), (tw, 'base twist')):
-            _finite(arr, what)
-        for k in range(n_points):
-            norm = float(np.linalg.norm(o[k]))
-            if not abs(norm - 1.0) <= tol:
-                raise TrajectoryError(f'point {k}: base orientation quaternion norm {norm:.6g} '
-                                      f'is not within {tol:g} of 1')
-            Q[k] = configuration(p[k], o[k] / norm, s[k])
-            V[k] = velocity(base_twist_to_body(Q[k], tw[k], twist_representation), sdot[k])
-    else:
-        Q[:], V[:] = s, sdot
-    U = np.zeros((n_points, nu))
-    u = None if inputs is None else _rows(inputs, 'inputs')
-    if u is not None and u.shape[0] > 0:
-        if u.shape[1] != nu or u.shape[0] not in (n_points, n_points - 1):
-            raise TrajectoryError(f'inputs must be ({n_points}, {nu}) or ({n_points - 1}, '
-                                  f'{nu}) (the input columns), got {u.shape}')
-        _finite(u, 'input')
-        U[: u.shape[0]] = u
-        U[u.shape[0]:] = u[-1]  # N-1 rows: the last point holds the input of point N-2
-    return Q, V, U
+    return Served(model, selection if selection is not None else InputSelection())
 
 
-def _rows(value, what: str, n_points: int | None = None, width: int | None = None):
+def _matrix(value, what: str) -> np.ndarray:
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise TrajectoryError(f'{what} must be an array of numbers') from None
-    if arr.ndim == 1 and arr.size == 0:
-        arr = arr.reshape(0, width or 0)
-    if arr.ndim != 2:
-        raise TrajectoryError(f'{what} must be a 2-D array (one row per point), got shape '
+    if arr.ndim != 2 or arr.shape[0] < 1:
+        raise TrajectoryError(f'{what} must be a 2-D array with one row per point, got shape '
                               f'{arr.shape}')
-    if n_points is not None and arr.shape[0] != n_points:
-        raise TrajectoryError(f'{what}: {arr.shape[0]} rows for {n_points} points')
-    if width is not None and arr.shape[1] != width:
-        raise TrajectoryError(f'{what} must have {width} values per point, got {arr.shape[1]}')
     return arr
-
-
-def _finite(arr: np.ndarray, what: str) -> None:
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        k = int(np.flatnonzero(bad.any(axis=1))[0])
-        raise TrajectoryError(f'point {k}: {what} is not finite')
-
-
-def _joint_order(model, joint_names) -> np.ndarray:
-    """Column index of each model joint in ``joint_names`` (empty: the model's order)."""
-    names = [str(x) for x in joint_names]
-    if not names:
-        return np.arange(len(model.joint_names))
-    if len(set(names)) != len(names):
-        raise TrajectoryError('joint_names has duplicates')
-    index = {n: k for k, n in enumerate(names)}
-    missing = [n for n in model.joint_names if n not in index]
-    extra = [n for n in names if n not in set(model.joint_names)]
-    if missing or extra:
-        raise TrajectoryError('joint_names must name every model joint once'
-                              + (f'; missing {missing[:3]}' if missing else '')
-                              + (f'; unknown {extra[:3]}' if extra else ''))
-    return np.array([index[n] for n in model.joint_names], dtype=np.int64)
-
-
-def steps(dt, n_points: int, what: str = 'dt') -> np.ndarray | None:
-    """``dt``: None, one step or ``n_points`` steps -> (N,) positive finite steps, or None."""
-    if dt is None:
-        return None
-    try:
-        d = np.asarray(dt, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise TrajectoryError(f'{what} must be a number or a list of numbers') from None
-    if d.size == 0:
-        return None
-    if d.size == 1:
-        d = np.full(n_points, d[0])
-    if d.size != n_points:
-        raise TrajectoryError(f'{what} must hold 1 or {n_points} values, got {d.size}')
-    bad = np.flatnonzero(~(np.isfinite(d) & (d > 0.0)))
-    if bad.size:
-        raise TrajectoryError(f'point {int(bad[0])}: {what} must be positive and finite, got '
-                              f'{d[bad[0]]}')
-    return d
-
-
-def batch_dt(d: np.ndarray):
-    """``linearize_batch``'s ``dt`` for per-point steps ``d``: one float when all are equal."""
-    return float(d[0]) if np.all(d == d[0]) else d
 
 
 # --- trajectory files ----------------------------------------------------------------------
@@ -223,99 +113,53 @@ def load_file(path: str) -> dict:
     return content
 
 
-def parse_file(model, content: dict, nu: int):
-    """Trajectory-file content -> ``(Q, V_body, U, dt or None)`` (see the module docstring)."""
-    Q = _rows(content['Q'], 'Q')
+def parse_file(model, content: dict, selection=None):
+    """Trajectory-file content -> ``TrajectoryPoints`` (V in the body frame; see above).
+
+    The node's own checks (``online.trajectory.check_trajectory``): errors name the point.
+    """
+    from rbd_linearizer.online.trajectory import check_trajectory
+
+    Q = _matrix(content['Q'], 'Q')
+    V = _matrix(content['V'], 'V')
     n_points = Q.shape[0]
-    V = _rows(content['V'], 'V', n_points)
-    if Q.shape[1] != model.nq or V.shape[1] != model.nv:
+    if Q.shape[1] != model.nq or V.shape != (n_points, model.nv):
         raise TrajectoryError(f'Q must be (N, {model.nq}) and V (N, {model.nv}) for this model, '
                               f'got {Q.shape} and {V.shape}')
-    rep = content.get('twist_representation', 'body')
+    U = content.get('U')
+    if U is not None:
+        U = _matrix(U, 'U')
+    dt = content.get('dt')
+    try:
+        dt = np.zeros(0) if dt is None else np.asarray(dt, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise TrajectoryError('dt must be a number or a list of numbers') from None
     base_q, base_v = (7, 6) if model.floating_base else (0, 0)
-    Q, V, U = assemble(
-        model, nu, base_position=Q[:, 0:3], base_quaternion=Q[:, 3:7], base_twist=V[:, 0:6],
+    cfg = {'velocity_representation': 'body', 'time_model': 'continuous', 'dt': 0.0}
+    return check_trajectory(
+        _served(model, selection), cfg, n_points=n_points,
+        joint_names=[str(n) for n in (content.get('joint_names') or ())],
+        base_poses=Q[:, 0:base_q], base_twists=V[:, 0:base_v],
         joint_positions=Q[:, base_q:], joint_velocities=V[:, base_v:],
-        inputs=content.get('U'), joint_names=content.get('joint_names') or (),
-        twist_representation=str(rep), quaternion_tolerance=QUATERNION_TOLERANCE)
-    return Q, V, U, steps(content.get('dt'), n_points)
+        inputs=np.zeros(0) if U is None else U,
+        representation=str(content.get('twist_representation', 'body')),
+        time_model='discrete' if dt.size else 'continuous', dt=dt, max_points=None)
 
 
 # --- recorded messages ----------------------------------------------------------------------
 
-def message_arrays(msg) -> dict:
-    """Fields of a ``Trajectory`` message (rosbags or rclpy object) as arrays."""
-    n = int(msg.n_points)
-    poses, twists = list(msg.base_poses), list(msg.base_twists)
-    names = [str(x) for x in msg.joint_names]
-    s = np.asarray(msg.joint_positions, dtype=np.float64).reshape(-1)
-    sdot = np.asarray(msg.joint_velocities, dtype=np.float64).reshape(-1)
-    u = np.asarray(msg.inputs, dtype=np.float64).reshape(-1)
-    per = s.size // n if n else 0
-    if n < 1 or s.size != n * per or sdot.size != s.size:
-        raise TrajectoryError(f'n_points {n} does not match {s.size} joint positions and '
-                              f'{sdot.size} joint velocities')
-    return {
-        'n_points': n, 'joint_names': names,
-        'base_position': np.array([[p.position.x, p.position.y, p.position.z]
-                                   for p in poses], dtype=np.float64).reshape(-1, 3),
-        'base_quaternion': np.array([[p.orientation.x, p.orientation.y, p.orientation.z,
-                                      p.orientation.w] for p in poses],
-                                    dtype=np.float64).reshape(-1, 4),
-        'base_twist': np.array([[t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y,
-                                 t.angular.z] for t in twists], dtype=np.float64).reshape(-1, 6),
-        'joint_positions': s.reshape(n, per), 'joint_velocities': sdot.reshape(n, per),
-        'inputs': u, 'velocity_representation': str(msg.velocity_representation),
-        'time_model': str(msg.time_model),
-        'dt': np.asarray(msg.dt, dtype=np.float64).reshape(-1),
-    }
-
-
-def message_state(model, nu: int, fields: dict, representation: str):
-    """``(Q, V_body, U)`` of a decoded Trajectory whose twists are in ``representation``."""
-    n = fields['n_points']
-    u = fields['inputs']
-    if u.size == 0:
-        U = None
-    elif nu and u.size % nu == 0 and u.size // nu in (n, n - 1):
-        U = u.reshape(-1, nu)
-    else:
-        raise TrajectoryError(f'{u.size} inputs for {n} points of {nu} input columns (need '
-                              f'{n * nu}, {(n - 1) * nu} or none)')
-    return assemble(model, nu, base_position=fields['base_position'],
-                    base_quaternion=fields['base_quaternion'],
-                    base_twist=fields['base_twist'], joint_positions=fields['joint_positions'],
-                    joint_velocities=fields['joint_velocities'], inputs=U,
-                    joint_names=fields['joint_names'], twist_representation=representation)
-
-
-def linearization_arrays(msg):
-    """Return ``(A (N, nx, nx), B (N, nx, nu), f (N, nx))`` of a TrajectoryLinearization msg."""
-    n, nx, nu = int(msg.n_points), int(msg.nx), int(msg.nu)
-    a = np.asarray(msg.a, dtype=np.float64).reshape(-1)
-    b = np.asarray(msg.b, dtype=np.float64).reshape(-1)
-    f = np.asarray(msg.f, dtype=np.float64).reshape(-1)
-    if (a.size, b.size, f.size) != (n * nx * nx, n * nx * nu, n * nx):
-        raise TrajectoryError(f'sizes of a, b, f ({a.size}, {b.size}, {f.size}) do not match '
-                              f'n_points {n}, nx {nx}, nu {nu}')
-    return a.reshape(n, nx, nx), b.reshape(n, nx, nu), f.reshape(n, nx)
-
-
-def _request_mismatch(tl, fields, n: int) -> str | None:
-    """Why a TrajectoryLinearization does not answer its Trajectory's request, or None."""
-    if fields['n_points'] != n:
-        return f'n_points {n}, its trajectory has {fields["n_points"]}'
-    for key in ('velocity_representation', 'time_model'):
-        asked = fields[key]
-        if asked and asked != str(getattr(tl, key)):
-            return f'{key} {getattr(tl, key)!r}, its trajectory asked {asked!r}'
+def _request_mismatch(tl, points, n: int) -> str | None:
+    """Why a TrajectoryLinearization does not answer its (checked) Trajectory, or None."""
+    if points.n_points != n:
+        return f'n_points {n}, its trajectory has {points.n_points}'
+    if points.representation != str(tl.velocity_representation):
+        return (f'velocity_representation {tl.velocity_representation!r}, its trajectory asked '
+                f'{points.representation!r}')
+    if points.time_model != str(tl.time_model):
+        return f'time_model {tl.time_model!r}, its trajectory asked {points.time_model!r}'
     dt = np.asarray(tl.dt, dtype=np.float64).reshape(-1)
-    if str(tl.time_model) == 'discrete':
-        if dt.size != n:
-            return f'{dt.size} dt values for {n} points'
-        asked = fields['dt']
-        if asked.size in (1, n) and not np.array_equal(np.broadcast_to(asked, (n,)), dt):
-            return 'dt differs from the one its trajectory asked'
+    if not np.array_equal(points.dt_per_point(), dt):
+        return f"dt {dt.tolist()[:4]}... differs from its trajectory's steps"
     return None
 
 
@@ -340,6 +184,21 @@ def _same(fields_a: dict, fields_b: dict) -> bool:
     return True
 
 
+def _checked(served, tl, fields: dict):
+    """``check_trajectory`` of a recorded Trajectory, with the answer's options as the node's.
+
+    The node fills what the trajectory leaves empty from its configuration; the answer says
+    what that was (its representation, time model and, when the trajectory gave no step, its
+    step): so the trajectory is checked and converted exactly as the node did.
+    """
+    from rbd_linearizer.online.trajectory import check_trajectory
+
+    dt = np.asarray(tl.dt, dtype=np.float64).reshape(-1)
+    cfg = {'velocity_representation': str(tl.velocity_representation),
+           'time_model': str(tl.time_model), 'dt': float(dt[0]) if dt.size else 0.0}
+    return check_trajectory(served, cfg, **fields, max_points=None)
+
+
 def _errors(ours: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
     d = float(np.max(np.abs(ours - ref))) if ref.size else 0.0
     if not math.isfinite(d):
@@ -351,7 +210,7 @@ def _errors(ours: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
 
 
 def agreement(tlins, trajectories, segments, *, discrete_method: str = 'lie_euler',
-              max_error: float | None = None, stamp_ns=None) -> dict:
+              max_error: float | None = None) -> dict:
     """Check recorded trajectory linearizations; return the report's ``trajectory_agreement``.
 
     ``tlins`` = [(topic, log_time, TrajectoryLinearization)], ``trajectories`` = [(topic,
@@ -360,23 +219,29 @@ def agreement(tlins, trajectories, segments, *, discrete_method: str = 'lie_eule
     ``--max-agreement-error``) marks the points whose A, B or f differ by more (abs).
     """
     from rbd_linearizer.linearization import linearize
-    from rbd_linearizer.linearization.inputs import resolve_inputs
+    from rbd_linearizer.ros.conversions import (
+        ConversionError,
+        stamp_from_msg,
+        trajectory_fields,
+        trajectory_linearization_arrays,
+    )
 
+    served = {}
     by_hash = {s.model.urdf_hash: s for s in segments if s.model is not None}
     by_stamp: dict[int, list] = {}
     for topic, t, msg in trajectories:
-        by_stamp.setdefault(stamp_ns(msg.header.stamp), []).append((topic, t, msg))
+        by_stamp.setdefault(stamp_from_msg(msg.header.stamp), []).append((topic, t, msg))
     err = {k: {'max_abs': 0.0, 'max_rel': 0.0} for k in ('A', 'B', 'f')}
     skipped: dict[str, int] = {}
     mismatched: list[dict] = []
     messages: list[dict] = []
-    points = failed_points = 0
+    n_compared = failed_points = 0
 
     def skip(reason):
         skipped[reason] = skipped.get(reason, 0) + 1
 
     for topic, _, tl in tlins:
-        stamp = stamp_ns(tl.header.stamp)
+        stamp = stamp_from_msg(tl.header.stamp)
         seg = by_hash.get(tl.model_hash)
         if seg is None and len(by_hash) == 1:
             seg = next(iter(by_hash.values()))
@@ -390,13 +255,15 @@ def agreement(tlins, trajectories, segments, *, discrete_method: str = 'lie_eule
         if tuple(tl.joint_names) != tuple(model.joint_names):
             skip('joint order differs')
             continue
-        res = resolve_inputs(model, seg.selection)
+        if id(seg) not in served:
+            served[id(seg)] = _served(model, seg.selection)
+        res = served[id(seg)].resolved
         if tuple(tl.input_names) != tuple(res.names):
             skip('input columns differ (give --inputs)')
             continue
         try:
-            A_ref, B_ref, f_ref = linearization_arrays(tl)
-        except TrajectoryError:
+            A_ref, B_ref, f_ref = trajectory_linearization_arrays(tl)
+        except ConversionError:
             skip('malformed: a, b, f sizes do not match n_points, nx, nu')
             continue
         n = A_ref.shape[0]
@@ -407,26 +274,25 @@ def agreement(tlins, trajectories, segments, *, discrete_method: str = 'lie_eule
         if not found:
             skip('no Trajectory with its stamp in the bag')
             continue
-        try:
-            decoded = [message_arrays(c[2]) for c in found]
-        except TrajectoryError as e:
-            skip(f'its trajectory is malformed: {e}')
-            continue
+        decoded = [trajectory_fields(c[2]) for c in found]
         if any(not _same(decoded[0], d) for d in decoded[1:]):
             skip('several different Trajectory messages with its stamp')
             continue
-        fields = decoded[0]
-        why = _request_mismatch(tl, fields, n)
+        try:
+            points = _checked(served[id(seg)], tl, decoded[0])
+        except RbdError as e:   # the node refuses it: an answer to it is wrong
+            mismatched.append({'stamp': stamp * 1e-9, 'topic': topic,
+                               'reason': 'its trajectory is invalid: '
+                                         + ' '.join(str(e).split())})
+            continue
+        why = _request_mismatch(tl, points, n)
         if why is not None:
             mismatched.append({'stamp': stamp * 1e-9, 'topic': topic, 'reason': why})
             continue
-        rep, tm = str(tl.velocity_representation), str(tl.time_model)
-        dts = np.asarray(tl.dt, dtype=np.float64).reshape(-1)
-        try:
-            Q, V, U = message_state(model, res.nu, fields, rep)
-        except TrajectoryError as e:
-            skip(f'its trajectory cannot be decoded: {" ".join(str(e).split())}')
-            continue
+        rep, tm = points.representation, points.time_model
+        dts = points.dt_per_point()
+        Q, V = points.Q, points.V
+        U = np.zeros((n, res.nu)) if points.U is None else points.U
         abs_k = np.zeros(n)
         rel_k = np.zeros(n)
         worst = {'point': 0, 'key': 'A', 'abs': 0.0}
@@ -460,10 +326,10 @@ def agreement(tlins, trajectories, segments, *, discrete_method: str = 'lie_eule
         for key in err:
             err[key]['max_abs'] = max(err[key]['max_abs'], errs[key]['max_abs'])
             err[key]['max_rel'] = max(err[key]['max_rel'], errs[key]['max_rel'])
-        points += n
+        n_compared += n
         messages.append(entry)
     return {'recorded': len(tlins), 'trajectories': len(trajectories),
-            'compared': len(messages), 'points': points, 'skipped': skipped,
+            'compared': len(messages), 'points': n_compared, 'skipped': skipped,
             'mismatched': mismatched, 'errors': err if messages else None,
             'max_agreement_error': max_error,
             'failed_points': failed_points if max_error is not None else None,

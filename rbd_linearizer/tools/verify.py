@@ -723,11 +723,10 @@ def verify(args) -> dict:
     report['trajectory_agreement'] = None
     if tlins:
         from rbd_linearizer.tools import trajectory
-        from rbd_linearizer.tools.bag import stamp_ns
 
         report['trajectory_agreement'] = trajectory.agreement(
             tlins, trajs, segments, discrete_method=args.discrete_method,
-            max_error=args.max_agreement_error, stamp_ns=stamp_ns)
+            max_error=args.max_agreement_error)
     # thresholds
     fails = report['failures']
     ag = report['agreement']

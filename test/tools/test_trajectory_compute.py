@@ -150,15 +150,17 @@ def test_fixed_base(tmp_path, capsys, aerial):
 
 
 @pytest.mark.parametrize('change, extra, message', [
-    (lambda c: c['Q'].__setitem__((2, 3), 0.5), (), 'point 2: base orientation quaternion'),
-    (lambda c: c['V'].__setitem__((1, 8), np.nan), (), 'point 1: joint velocities is not'),
-    (lambda c: c.__setitem__('U', np.zeros((N - 2, 6))), (), 'inputs must be (5, 6) or (4, 6)'),
+    (lambda c: c['Q'].__setitem__((2, 3), 0.5), (), 'point 2: quaternion norm'),
+    (lambda c: c['V'].__setitem__((1, 8), np.nan), (), 'point 1: non-finite joint velocity'),
+    (lambda c: c.__setitem__('U', np.zeros((N - 2, 6))), (), 'inputs has 18 values: expected'),
     (lambda c: c.__setitem__('dt', [0.01, 0.01, 0.01, -1.0, 0.01]), (), 'point 3: dt must be'),
+    (lambda c: c['Q'].__setitem__((4, 0), np.inf), (), 'point 4: non-finite base position'),
     (lambda c: c.__setitem__('dt', 0.01), ('--discrete', 0.01), 'not both'),
     (lambda c: c.__setitem__('extra', 1), (), "unknown key(s) 'extra'"),
     (lambda c: c.pop('V'), (), 'the trajectory file has no V'),
     (lambda c: c.__setitem__('Q', c['Q'][:, :-1]), (), 'Q must be (N, 13) and V (N, 12)'),
-    (lambda c: c.__setitem__('joint_names', ['q2', 'q3']), (), 'joint_names must name every'),
+    (lambda c: c.__setitem__('joint_names', ['q2', 'q3']), (), 'model joints missing'),
+    (lambda c: c.__setitem__('twist_representation', 'world'), (), 'velocity_representation'),
     (lambda c: None, ('--order', 2), '--order is not available with --trajectory'),
 ])
 def test_bad_trajectory_files_exit_2_naming_the_point(tmp_path, capsys, aerial, change, extra,

@@ -65,22 +65,10 @@ def _trajectory(model, nu, seed):
 
 
 def _batch(model, data, sel, Q, V, U, rep, tm, dts):
-    """Run the node's batch path: one call (one step), else one per point (per-point steps)."""
-    if tm == 'continuous' or np.all(dts == dts[0]):
-        return linearize_batch(model, data, Q, V, U, inputs=sel, representation=rep,
-                               time_model=tm, dt=None if tm == 'continuous' else float(dts[0]))
-    parts = [linearize_batch(model, data, Q[k:k + 1], V[k:k + 1], U[k:k + 1], inputs=sel,
-                             representation=rep, time_model=tm, dt=float(dts[k]))
-             for k in range(N)]
-
-    class Stacked:
-        A = np.concatenate([p.A for p in parts])
-        B = np.concatenate([p.B for p in parts])
-        f = np.concatenate([p.f for p in parts])
-        dt = dts
-        input_names = parts[0].input_names
-        velocity_representation, time_model = rep, tm
-    return Stacked
+    """Run the node's batch path: one call for the horizon (one step or one per point)."""
+    dt = None if tm == 'continuous' else (float(dts[0]) if np.all(dts == dts[0]) else dts)
+    return linearize_batch(model, data, Q, V, U, inputs=sel, representation=rep, time_model=tm,
+                           dt=dt)
 
 
 def _pairs(model, data, sel, corrupt=None):
