@@ -9,8 +9,12 @@ the arms to a new setpoint; at the end the report (PNG + JSON) is written and su
 
 Usage: ``rbd-demo [--duration 8] [--out demo_report] [--config config/demo.yaml]
 [--push-time 2] [--mpc-start 4] [--executor single|multi] [--max-rtf 0]
-[--save-recording FILE.npz] [--processes] [--node NAME [--ros-args ...]]``.
+[--save-recording FILE.npz] [--mpc-variant single|rti] [--compare-mpc] [--processes]
+[--node NAME [--ros-args ...]]``.
 ``--processes`` runs each node in its own process instead (faster: no shared GIL).
+``--mpc-variant rti``: the MPC linearizes along its predicted trajectory (the linearizer's
+``~/trajectory``); ``--compare-mpc``: the ``compare_mpc`` scenario once per variant and a
+comparison report (``compare_mpc``, docs/demo.md).
 """
 
 from __future__ import annotations
@@ -208,10 +212,8 @@ def _summarize(nodes: dict, scen: dict, cfg: dict, out, wall: float,
         summary['lqr_spectral_radius_max'] = max(r for _, r in hist) if hist else float('nan')
     mpc = nodes.get('mpc')
     if mpc is not None and mpc.stats:
-        st = np.array([s[1] for s in mpc.stats])
-        summary['mpc_solves'] = len(mpc.stats)
-        summary['mpc_solve_ms_median'] = float(np.median(st) * 1e3)
-        summary['mpc_statuses'] = sorted({s[2] for s in mpc.stats})
+        summary.update(report.mpc_stats_summary(mpc.stats, mpc.variant,
+                                                mpc.trajectory_points, mpc.counts))
     Path(out).with_suffix('.json').write_text(json.dumps(summary, indent=2) + '\n')
     return summary
 
@@ -314,6 +316,47 @@ def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
             n.destroy_node()
         if context.ok():
             rclpy.shutdown(context=context)
+
+
+def compare_config(cfg: dict) -> dict:
+    """Return the configuration of the ``--compare-mpc`` runs: ``compare_mpc`` applied.
+
+    Its ``duration_s`` sets sim's, ``start_time_s`` and the other keys the MPC's; no push.
+    """
+    import copy
+    out = copy.deepcopy(cfg)
+    cmp = dict(cfg.get('compare_mpc') or {})
+    if not cmp:
+        raise ValueError('the demo config has no compare_mpc section')
+    out['sim']['duration_s'] = float(cmp.pop('duration_s', out['sim']['duration_s']))
+    out['sim']['push_duration_s'] = 0.0
+    out['sim']['push_time_s'] = 0.0
+    out['mpc'].update(cmp)
+    return out
+
+
+def compare_mpc(cfg: dict, duration: float | None, out: str | Path, max_rtf: float = 0.0,
+                log=print, variants=('single', 'rti')) -> dict | None:
+    """Fly the ``compare_mpc`` scenario once per MPC variant; write the comparison.
+
+    Each run is a whole demo (``run``) with its report at ``<out>_<variant>`` (.json, .png,
+    and the recording, .npz); ``report.compare_mpc_report`` writes ``<out>_compare.json`` and
+    ``.png`` and returns the table (None if stopped by a signal).
+    """
+    from rbd_linearizer.demo import report
+    ccfg = compare_config(cfg)
+    runs = {}
+    for variant in variants:
+        vcfg = {**ccfg, 'mpc': {**ccfg['mpc'], 'variant': variant}}
+        path = Path(f'{out}_{variant}')
+        log(f'rbd-demo --compare-mpc: MPC variant {variant!r}')
+        summary = run(vcfg, duration, path, max_rtf, log=log,
+                      save_recording=path.with_suffix('.npz'))
+        if summary is None:
+            return None
+        runs[variant] = (summary, path.with_suffix('.npz'))
+    scen = scenario_from_config(ccfg)
+    return report.compare_mpc_report(runs, scen, out)
 
 
 def run_node(cfg: dict, name: str, duration: float | None, out, ros_args,
@@ -463,16 +506,35 @@ def _main(full: list[str]) -> int:
     ap.add_argument('--save-recording', metavar='NPZ',
                     help='also save what the recorder got (states, inputs, linearizations '
                          'with A and B) to this .npz file (report.load_recording reads it)')
+    ap.add_argument('--mpc-variant', choices=('single', 'rti'),
+                    help='MPC variant (default: config mpc.variant): single = one '
+                         'linearization for the whole horizon, rti = linearized along its '
+                         "predicted trajectory (the linearizer's ~/trajectory)")
+    ap.add_argument('--compare-mpc', action='store_true',
+                    help='fly the compare_mpc scenario of the config once per MPC variant and '
+                         'write <out>_compare.json/.png (tracking error, solve time, '
+                         "constraint violations) beside each run's report")
     ap.add_argument('--node', choices=NODE_NAMES,
                     help='run only this node (one process per node: launch/demo.launch.py)')
     from rclpy.utilities import remove_ros_args
     args = ap.parse_args(remove_ros_args(['rbd-demo', *full])[1:])
+    from rbd_linearizer.demo import report
     from rbd_linearizer.demo.report import format_summary
     cfg = load_config(args.config)
     if args.push_time is not None:
         cfg['sim']['push_time_s'] = args.push_time
     if args.mpc_start is not None:
         cfg['mpc']['start_time_s'] = args.mpc_start
+    if args.mpc_variant is not None:
+        cfg['mpc']['variant'] = args.mpc_variant
+    if args.compare_mpc:
+        if args.processes or args.node:
+            ap.error('--compare-mpc runs in one process (no --processes, --node)')
+        table = compare_mpc(cfg, args.duration, args.out, args.max_rtf)
+        if table is None:
+            return 130
+        print(report.format_comparison(table))
+        return 0
     if args.processes:
         rest = [a for a in full if a != '--processes']
         return run_processes(rest)

@@ -229,6 +229,9 @@ def build_report(states: dict, applied: dict, lins: list, scenario: dict, out: s
     summary['mpc_final_error_m'] = float(pos_err[-1]) if in_mpc.any() else float('nan')
     summary['mpc_final_attitude_error_rad'] = float(att_err[-1]) if in_mpc.any() else float('nan')
     summary['min_altitude_m'] = float(Q[:, 2].min()) if t.size else float('nan')
+    summary.update(mpc_tracking(t, Q, q_mpc, pos_err, att_err, t_mpc))
+    if bounds is not None:
+        summary['mpc_saturated_steps'] = saturated_steps(applied, origin, t_mpc, *bounds)
     if commands is not None and bounds is not None:
         summary['lock_step'] = lock_step_check(applied, commands, scenario, *bounds,
                                                origin_ns=origin)
@@ -246,6 +249,204 @@ def build_report(states: dict, applied: dict, lins: list, scenario: dict, out: s
     summary['png'] = str(out.with_suffix('.png'))
     out.with_suffix('.json').write_text(json.dumps(summary, indent=2) + '\n')
     return summary
+
+
+def mpc_tracking(t, Q, q_ref, pos_err, att_err, t_mpc: float) -> dict:
+    """Return the MPC phase's tracking errors (t >= t_mpc) against its setpoint ``q_ref``.
+
+    RMS and integral (IAE, [unit s]) of the position, attitude and joint (largest of the
+    joints) errors.
+    """
+    sel = t >= t_mpc
+    if not sel.any():
+        return {}
+    joint = np.abs(Q[sel, 7:] - np.asarray(q_ref)[7:]).max(axis=1)
+    h = float(np.median(np.diff(t))) if t.size > 1 else 0.0
+    out = {}
+    for name, e in (('position_m', pos_err[sel]), ('attitude_rad', att_err[sel]),
+                    ('joint_rad', joint)):
+        out[f'mpc_rms_{name}'] = float(np.sqrt(np.mean(np.square(e))))
+        out[f'mpc_iae_{name}'] = float(np.sum(e) * h)
+    return out
+
+
+def saturated_steps(applied: dict, origin: int, t_from: float, lo, hi) -> int:
+    """Return how many applied inputs from ``t_from`` on had an actuator at a bound."""
+    lo, hi = np.asarray(lo), np.asarray(hi)
+    n = 0
+    for ns, u in applied.items():
+        if (ns - origin) * 1e-9 >= t_from - 1e-9:
+            n += bool(np.any(u <= lo + 1e-9) or np.any(u >= hi - 1e-9))
+    return n
+
+
+#: a QP answer outside an input bound by more than this (N, N m) counts as a violation (OSQP
+#: meets bounds to its tolerance, 1e-5 scaled: up to ~1e-4 seen); the command is clipped
+BOUND_VIOLATION_TOL = 1e-3
+
+
+def mpc_stats_summary(stats: list, variant: str, trajectory_points=(), counts=None) -> dict:
+    """Return the MPC node's figures: solve and re-plan times, kinds, violations.
+
+    ``stats``: the node's rows (stamp [s], solve time [s], status, kind, re-plan wall time
+    [s], bound violation of the QP answer before clipping).
+    """
+    st = np.array([r[1] for r in stats]) * 1e3
+    rp = np.array([r[4] for r in stats]) * 1e3
+    viol = np.array([r[5] for r in stats])
+    kinds: dict[str, int] = {}
+    for r in stats:
+        kinds[r[3]] = kinds.get(r[3], 0) + 1
+    out = {
+        'mpc_variant': variant, 'mpc_solves': len(stats),
+        'mpc_solve_ms_median': float(np.median(st)),
+        'mpc_solve_ms_p95': float(np.percentile(st, 95)),
+        'mpc_replan_ms_median': float(np.median(rp)),
+        'mpc_replan_ms_p95': float(np.percentile(rp, 95)),
+        'mpc_statuses': sorted({r[2] for r in stats}),
+        'mpc_not_solved': sum(r[2] != 'solved' for r in stats),
+        'mpc_bound_violation_max': float(viol.max()),
+        'mpc_bound_violations': int((viol > BOUND_VIOLATION_TOL).sum()),
+        'mpc_replan_kinds': kinds,
+        'mpc_trajectory_linearizations': len(trajectory_points),
+        'mpc_trajectory_points': sorted(set(int(n) for n in trajectory_points)),
+        'mpc_series': [[float(r[0]), float(r[1]) * 1e3, float(r[4]) * 1e3, r[3]]
+                       for r in stats],
+    }
+    if counts:
+        out['mpc_counts'] = dict(counts)
+    return out
+
+
+#: rows of the --compare-mpc table: (summary key, label, format)
+COMPARE_ROWS = (
+    ('mpc_rms_position_m', 'RMS position error [m]', '.4f'),
+    ('mpc_rms_attitude_rad', 'RMS attitude error [rad]', '.4f'),
+    ('mpc_rms_joint_rad', 'RMS joint error (max joint) [rad]', '.4f'),
+    ('mpc_iae_position_m', 'IAE position [m s]', '.4f'),
+    ('mpc_reach_time_s', 'setpoint reached (2 cm, 0.2 rad) after [s]', '.2f'),
+    ('mpc_final_error_m', 'final position error [m]', '.4f'),
+    ('mpc_final_attitude_error_rad', 'final attitude error [rad]', '.4f'),
+    ('mpc_solve_ms_median', 'QP solve median [ms]', '.2f'),
+    ('mpc_solve_ms_p95', 'QP solve p95 [ms]', '.2f'),
+    ('mpc_replan_ms_median', 're-plan wall median (incl. trajectory round trip) [ms]', '.2f'),
+    ('mpc_replan_ms_p95', 're-plan wall p95 [ms]', '.2f'),
+    ('mpc_bound_violations', f'QP answers outside an input bound (> {BOUND_VIOLATION_TOL:g})',
+     'd'),
+    ('mpc_bound_violation_max', 'largest QP bound violation (before clipping)', '.1e'),
+    ('mpc_not_solved', 'QP solves not solved', 'd'),
+    ('mpc_saturated_steps', 'steps with an actuator at a bound', 'd'),
+    ('min_altitude_m', 'lowest altitude [m]', '.3f'),
+    ('phase_replans', 're-plans while the MPC drives', 'd'),
+    ('phase_trajectory_replans', '... on a trajectory linearization', 'd'),
+    ('phase_fallbacks', '... fallbacks (trajectory linearization lost)', 'd'),
+)
+
+
+def mpc_phase_stats(series, origin_ns: int, t_mpc: float) -> dict:
+    """Return solve / re-plan times and re-plan kinds of the re-plans from ``t_mpc`` on.
+
+    ``series``: the summary's ``mpc_series`` rows (stamp [s], solve [ms], re-plan [ms], kind).
+    Before ``t_mpc`` the driver does not wait for the MPC (another controller drives), so an
+    RTI re-plan is overtaken by the next state and abandoned; only the MPC phase compares.
+    """
+    rows = [r for r in series if r[0] - origin_ns * 1e-9 >= t_mpc - 1e-9]
+    if not rows:
+        return {}
+    st = np.array([r[1] for r in rows])
+    rp = np.array([r[2] for r in rows])
+    return {'mpc_solve_ms_median': float(np.median(st)),
+            'mpc_solve_ms_p95': float(np.percentile(st, 95)),
+            'mpc_replan_ms_median': float(np.median(rp)),
+            'mpc_replan_ms_p95': float(np.percentile(rp, 95)),
+            'phase_replans': len(rows),
+            'phase_trajectory_replans': sum(r[3] == 'trajectory' for r in rows),
+            'phase_fallbacks': sum(r[3] == 'fallback' for r in rows),
+            'phase_cold_starts': sum(r[3] == 'cold_start' for r in rows)}
+
+
+def compare_mpc_report(runs: dict, scenario: dict, out) -> dict:
+    """Write ``<out>_compare.json`` and ``.png`` from the runs of ``rbd-demo --compare-mpc``.
+
+    ``runs``: variant -> (summary, recording .npz path). The plot shows, per variant, the
+    position and attitude errors to the MPC's setpoint over time and the QP solve and re-plan
+    times; the JSON holds the table (``COMPARE_ROWS`` per variant) and the counts.
+    """
+    out = Path(out)
+    table: dict = {'scenario': runs[next(iter(runs))][0].get('scenario', {}), 'variants': {}}
+    t_mpc = float(scenario['mpc_start_s'])
+    for variant, (s, rec) in runs.items():
+        states, applied, _ = load_recording(rec)
+        phase = mpc_phase_stats(s.get('mpc_series', []), report_origin(states, applied), t_mpc)
+        row = {key: phase.get(key, s.get(key)) for key, _, _ in COMPARE_ROWS}
+        row['phase_cold_starts'] = phase.get('phase_cold_starts', 0)
+        row['mpc_replan_kinds'] = s.get('mpc_replan_kinds', {})
+        row['mpc_trajectory_points'] = s.get('mpc_trajectory_points', [])
+        row['mpc_counts'] = s.get('mpc_counts', {})
+        row['lock_step'] = s.get('lock_step', {})
+        table['variants'][variant] = row
+    png = out.parent / f'{out.name}_compare.png'
+    _plot_comparison(png, runs, scenario)
+    table['png'] = str(png)
+    (out.parent / f'{out.name}_compare.json').write_text(json.dumps(table, indent=2) + '\n')
+    return table
+
+
+def _plot_comparison(path, runs: dict, scenario: dict) -> None:
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    q_ref = np.asarray(scenario['q_ref_mpc'])
+    t_mpc = float(scenario['mpc_start_s'])
+    fig, ax = plt.subplots(4, 1, figsize=(10, 11), sharex=True)
+    for variant, (s, rec) in runs.items():
+        states, applied, _ = load_recording(rec)
+        origin = report_origin(states, applied)
+        keys = [k for k in sorted(states) if k >= origin]
+        t = (np.array(keys, dtype=np.int64) - origin) * 1e-9
+        Q = np.array([states[k][0] for k in keys])
+        sel = t >= t_mpc
+        pos = np.linalg.norm(Q[sel, 0:3] - q_ref[0:3], axis=1)
+        att = np.array([attitude_error(q, q_ref) for q in Q[sel]])
+        ax[0].plot(t[sel], pos, label=f"{variant} (RMS {s['mpc_rms_position_m']:.3f} m)")
+        ax[1].plot(t[sel], att, label=f"{variant} (RMS {s['mpc_rms_attitude_rad']:.3f} rad)")
+        series = np.array([r[:3] for r in s.get('mpc_series', [])], dtype=float).reshape(-1, 3)
+        if series.size:
+            ts = series[:, 0] - origin * 1e-9
+            ax[2].plot(ts, series[:, 1], '.', ms=3, label=variant)
+            ax[3].plot(ts, series[:, 2], '.', ms=3, label=variant)
+    for a, label in zip(ax, ('position error [m]', 'attitude error [rad]', 'QP solve [ms]',
+                             're-plan wall [ms]'), strict=True):
+        a.set_ylabel(label)
+        a.grid(alpha=0.3)
+        a.legend(loc='upper right')
+    ax[3].set_yscale('log')
+    ax[3].set_xlabel('simulated time [s]')
+    ax[0].set_title('MPC variants on the same manoeuvre: single linearization vs RTI '
+                    '(linearized along the predicted trajectory)')
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def format_comparison(table: dict) -> str:
+    """Return the printed ``--compare-mpc`` table."""
+    variants = list(table['variants'])
+    w = max(len(label) for _, label, _ in COMPARE_ROWS) + 2
+    lines = ['MPC comparison (' + ' vs '.join(variants) + '):',
+             ' ' * w + ''.join(f'{v:>12}' for v in variants)]
+    for key, label, fmt in COMPARE_ROWS:
+        cells = []
+        for v in variants:
+            x = table['variants'][v].get(key)
+            cells.append(f'{x:>12{fmt}}' if isinstance(x, (int, float)) else f'{"-":>12}')
+        lines.append(f'{label:<{w}}' + ''.join(cells))
+    for v in variants:
+        row = table['variants'][v]
+        lines.append(f"{v}: re-plans {row['mpc_replan_kinds']}, trajectory points "
+                     f"{row['mpc_trajectory_points']}, lock-step {row['lock_step']}")
+    lines.append(f"report: {table['png']}")
+    return '\n'.join(lines)
 
 
 def _plot(path, t, Q, ref, att_err, applied, t_push, t_mpc, pe, origin: int = 0) -> None:
