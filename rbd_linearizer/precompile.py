@@ -43,11 +43,15 @@ class Family:
 #: The node's kernel families, in warm-up order.
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family('linearization', 'the linearization (A, B, f)',
-           ('rbd_linearizer.linearization.continuous:_one_state',), 25.0),
+           ('rbd_linearizer.linearization.continuous:_one_state',
+            # ~/linearize_trajectory: every option of linearize_batch is this one kernel
+            'rbd_linearizer.linearization.horizon:horizon_kernel'), 60.0),
     Family('linearization_wrenches', 'the linearization with wrench inputs (A, B, f)',
            ('rbd_linearizer.algorithm.aba_derivatives:_aba_derivatives_kernel',
             'rbd_linearizer.algorithm.kinematics:_fk_kernel',
-            'rbd_linearizer.linearization.inputs:body_jacobian'), 25.0),
+            'rbd_linearizer.linearization.inputs:body_jacobian',
+            'rbd_linearizer.linearization.inputs:wrench_fext',
+            'rbd_linearizer.linearization.inputs:wrench_columns'), 25.0),
     Family('dynamics', 'the dynamics terms (M, M^-1, C, g, h)',
            ('rbd_linearizer.algorithm.compute_all_terms:_all_terms_kernel',
             'rbd_linearizer.algorithm.coriolis:_coriolis_kernel'), 20.0),
@@ -228,6 +232,7 @@ def _node_paths(model) -> list[tuple[str, Callable[[], None]]]:
     from rbd_linearizer.algorithm.higher_order import forward_dynamics_derivatives
     from rbd_linearizer.algorithm.joint_configuration import neutral
     from rbd_linearizer.linearization import InputSelection, WrenchInput, linearize
+    from rbd_linearizer.linearization.batch import linearize_batch
     from rbd_linearizer.model.data import create_data
 
     data = create_data(model)
@@ -235,7 +240,8 @@ def _node_paths(model) -> list[tuple[str, Callable[[], None]]]:
     frame = next((n for n, fr in model.frames.items() if fr.body >= 0), None)
     wrench = InputSelection(wrenches=(WrenchInput(frame, 'wrench', 'local'),)) if frame else None
     return [
-        ('linearization', lambda: linearize(model, data, q, v)),
+        ('linearization', lambda: (linearize(model, data, q, v), linearize_batch(
+            model, data, np.stack([q, q]), np.stack([v, v])))),
         ('linearization_wrenches',
          lambda: wrench and linearize(model, data, q, v, inputs=wrench)),
         ('dynamics', lambda: (compute_all_terms(model, data, q, v), compute_coriolis_matrix(

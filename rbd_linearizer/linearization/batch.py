@@ -1,16 +1,20 @@
-"""Linearize N states of a horizon in one call (MPC relinearizing along its prediction).
+"""Linearize the N points of a horizon in one compiled call (an MPC relinearizing along it).
 
-``linearize_batch`` returns stacked arrays ``A (N, nx, nx)``, ``B (N, nx, nu)``, ``f (N, nx)``.
-For the common case (joint-torque inputs, no external wrench) the whole horizon runs in one
-compiled call that reuses one workspace, so the per-state cost is below the single call's (no
-per-state Python overhead, no result object per state); with ``parallel=True`` the states
-are split into one chunk per thread (``numba.prange``; this module is the only place where
-parallel kernels are used), each chunk with its own copy of the workspace (owned by the Data:
-``data.batch_workspaces(nchunk)``, allocated on first use). Representations
-and discrete time are applied per state on top (representation.py, discrete.py); wrench
-inputs fall back to one ``linearize_body`` per state. As in ``linearize``, the world-frame
-quantities of each state are taken about its base position (``kinematics.fk_pass``), so A, B
-and f do not depend on how far the base is from the world origin.
+``linearize_batch`` returns stacked arrays ``A (N, nx, nx)``, ``B (N, nx, nu)``, ``f (N, nx)``,
+equal point by point to ``linearize`` (to round-off). Every option runs as ONE compiled call
+over the horizon, with no Python per point (horizon.py): joint-torque and wrench inputs (local
+and world axes), the body / mixed / inertial representations, continuous time, Lie-Euler
+(both schemes) and zero-order hold (a compiled ``expm``, expm.py), fixed or floating base,
+one ``dt`` or one per point. So the per-point cost is below the single call's (no per-state
+Python overhead, no result object per state).
+
+With ``parallel=True`` the points are split into one chunk per thread (``numba.prange``; this
+module and horizon.py are the only places where parallel kernels are used), each chunk with
+its own copy of the workspace (owned by the Data: ``data.batch_workspaces(nchunk)``);
+``parallel='auto'`` does so only where that was measured faster (``AUTO_MIN_WORK``,
+benchmarks/bench_horizon.py). The result is the same bit for bit. As in ``linearize``, the
+world-frame quantities of each point are taken about its base position
+(``kinematics.fk_pass``), so A, B and f do not depend on how far the base is from the origin.
 """
 
 from __future__ import annotations
@@ -20,25 +24,20 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from rbd_linearizer._jit import jit, jit_parallel, register_warmup
-from rbd_linearizer.algorithm.joint_configuration import integrate
+from rbd_linearizer._jit import register_warmup
 from rbd_linearizer.algorithm.kernels import raise_kernel_error
 from rbd_linearizer.conventions import TimeModel
 from rbd_linearizer.errors import ConfigError, StateError
-from rbd_linearizer.linearization.continuous import (
-    DISCRETE_METHODS,
-    _one_state,
-    linearize_body,
-    state_names,
+from rbd_linearizer.linearization.continuous import DISCRETE_METHODS, state_names
+from rbd_linearizer.linearization.discrete import SCHEMES
+from rbd_linearizer.linearization.horizon import (
+    BAD_RESULT,
+    horizon_kernel,
+    horizon_kernel_parallel,
+    scratch_size,
 )
-from rbd_linearizer.linearization.discrete import lie_euler, zero_order_hold
 from rbd_linearizer.linearization.inputs import InputSelection, ResolvedInputs, resolve_inputs
-from rbd_linearizer.linearization.representation import (
-    base_twist_from_body,
-    check_representation,
-    transform_continuous,
-    transform_discrete,
-)
+from rbd_linearizer.linearization.representation import check_representation
 from rbd_linearizer.model.data import check_data
 
 __all__ = ['LinearizationBatch', 'linearize_batch']
@@ -68,51 +67,45 @@ class LinearizationBatch:
         return int(self.A.shape[0])
 
 
-@jit
-def _batch_kernel(mi, mf, Q, V, TAU, fext, ws, dW, dtau, Cm, tau_id, sc, A, B, f, ddq, tau_dofs,
-                  Minv_off, ddq_off, floating, codes):
-    # (int64[:], float64[:], Q (N, nq), V (N, nv), TAU (N, nv), fext (0,), workspaces, outputs
-    #  A (N, nx, nx), B (N, nx, nu), f (N, nx), ddq (N, nv), ..., codes (N,) int64) -> None
-    for k in range(Q.shape[0]):
-        codes[k] = _one_state(mi, mf, Q[k], V[k], TAU[k], fext, ws, dW, dtau, Cm, tau_id, sc,
-                              A[k],
-                              B[k], f[k], ddq[k], tau_dofs, Minv_off, ddq_off, floating)
+#: ``parallel='auto'`` splits the horizon over the threads when N * nv (points x velocity
+#: dimension, the work) is at least this and numba has more than one thread (the gain was
+#: measured by benchmarks/bench_horizon.py: docs/performance.md, "Horizon").
+AUTO_MIN_WORK = 600
 
+_REP_CODES = {'body': 0, 'mixed': 1, 'inertial': 2}
 
-@jit_parallel
-def _batch_kernel_parallel(mi, mf, Q, V, TAU, fext, WS, DW, DTAU, CM, TAUID, SC, A, B, f, ddq,
-                           tau_dofs, Minv_off, ddq_off, floating, codes):
-    # Same as _batch_kernel, states split into WS.shape[0] chunks, one workspace per chunk.
-    nchunk = WS.shape[0]
-    N = Q.shape[0]
-    for c in numba.prange(nchunk):
-        k0 = (N * c) // nchunk
-        k1 = (N * (c + 1)) // nchunk
-        for k in range(k0, k1):
-            codes[k] = _one_state(mi, mf, Q[k], V[k], TAU[k], fext, WS[c], DW[c], DTAU[c],
-                                  CM[c], TAUID[c], SC[c], A[k], B[k], f[k], ddq[k], tau_dofs,
-                                  Minv_off, ddq_off, floating)
+# The batch's kernels under their former names (test/ros/test_node_warmup.py checks that a
+# node configuration that does not use them never compiles or loads them).
+_batch_kernel = horizon_kernel
+_batch_kernel_parallel = horizon_kernel_parallel
 
 
 def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = None,
                     representation='body', time_model='continuous', dt=None,
                     discrete_method: str = 'lie_euler', scheme: str = 'semi_implicit',
-                    parallel: bool = False) -> LinearizationBatch:
-    """Linearize the N states ``(Q[k], V[k], U[k])`` of a horizon (see ``linearize``).
+                    parallel: bool | str = False) -> LinearizationBatch:
+    """Linearize the N points ``(Q[k], V[k], U[k])`` of a horizon (see ``linearize``).
 
     Args:
         Q (N, nq), V (N, nv) (base twist in the BODY frame), U (N, nu) or None (zeros).
         dt: the discrete step, one positive number for every point or an (N,) array of
             per-point steps (point k is discretized over dt[k]); ignored in continuous time.
-        parallel: run the states on numba's thread pool (chunks of states, one workspace
-            each, ``data.batch_workspaces``); the result is the same.
-        Other arguments as ``linearize``.
+        parallel: ``True``: split the points over numba's thread pool (chunks of points, one
+            workspace each, ``data.batch_workspaces``); ``False`` (default): one thread;
+            ``'auto'``: the threads only where measured faster (N * nv >= ``AUTO_MIN_WORK``
+            and more than one thread). The result is the same bit for bit.
+        Other arguments as ``linearize`` (every option, in one compiled call).
 
-    Returns a ``LinearizationBatch`` (fresh arrays). ``data`` is used as the workspace
-    (its outputs are left at the last state; ``data.C`` too, except with ``parallel``).
+    Returns a ``LinearizationBatch`` (fresh arrays). Errors name the point (``state k: ...``)
+    and change nothing in the result. ``data`` is used as the workspace (its outputs are left
+    at the last point; ``data.C`` too, except on the parallel path).
     """
     check_data(model, data)
     rep, tm = _check_models(model, representation, time_model, dt, discrete_method)
+    if tm == 'discrete' and discrete_method == 'lie_euler' and scheme not in SCHEMES:
+        raise ConfigError(f'scheme must be one of {SCHEMES}, got {scheme!r}')
+    if parallel not in (True, False, 'auto'):
+        raise ConfigError(f"parallel must be True, False or 'auto', got {parallel!r}")
     res = resolve_inputs(model, inputs, data)
     Q, V, U = _check_states(model, res, Q, V, U)
     DT, per_point = _check_dt(dt, tm, Q.shape[0])
@@ -121,16 +114,53 @@ def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = N
     B = np.empty((N, 2 * nv, res.nu))
     f = np.empty((N, 2 * nv))
     ddq = np.empty((N, nv))
-    if res.has_wrenches:
-        for k in range(N):
-            pt = linearize_body(model, data, Q[k], V[k], U[k], inputs)
-            A[k], B[k], f[k], ddq[k] = pt.A, pt.B, pt.f, pt.ddq
-    else:
-        _body_batch(model, data, res, Q, V, U, A, B, f, ddq, parallel)
-    if rep != 'body' or tm == 'discrete':
-        _transform_batch(model, Q, V, A, B, f, ddq, rep, tm, DT, discrete_method, scheme)
+    tcode = 0 if tm == 'continuous' else 1 if discrete_method == 'lie_euler' else 2
+    opts = np.array([bool(model.floating_base), _REP_CODES[rep], tcode,
+                     0 if scheme == 'semi_implicit' else 1], dtype=np.int64)
+    _run(model, data, res, Q, V, U, DT, A, B, f, ddq, opts, _use_threads(parallel, N, nv))
     dt_out = DT.copy() if per_point else float(DT[0]) if DT.shape[0] else 0.0
     return LinearizationBatch(A, B, f, ddq, res.names, state_names(model, rep), rep, tm, dt_out)
+
+
+def _use_threads(parallel: bool | str, N: int, nv: int) -> bool:
+    # whether to take the parallel path (see linearize_batch's parallel)
+    if N < 2 or parallel is False:
+        return False
+    if parallel == 'auto':
+        return numba.get_num_threads() > 1 and N * nv >= AUTO_MIN_WORK
+    return True
+
+
+def _run(model, data, res: ResolvedInputs, Q, V, U, DT, A, B, f, ddq, opts, threads: bool):
+    # the one compiled call over the horizon; StateError naming the first bad point
+    N = Q.shape[0]
+    codes = np.zeros(N, dtype=np.int64)
+    mi, mf, ws = data.kernel_buffers
+    dws = data.derivatives
+    offs = np.array([dws.minv_offset, dws.ddq_offset], dtype=np.int64)
+    inp = (res.tau_dofs, res.w_body, res.w_rotation, res.w_translation, res.w_world,
+           res.w_size, res.w_offset, offs, opts, codes)
+    size = scratch_size(int(model.nb), int(model.nv), res.nu)
+    if threads:
+        pw = data.batch_workspaces(min(N, numba.get_num_threads()))
+        PW = np.empty((pw.nchunk, size))
+        IW = np.empty((pw.nchunk, int(model.nb)), dtype=np.int64)
+        horizon_kernel_parallel(mi, mf, Q, V, U, DT, pw.WS, pw.DW, pw.DTAU, pw.CM, pw.TAUID,
+                                pw.SC, PW, IW, A, B, f, ddq, *inp)
+    else:
+        PW = np.empty(size)
+        IW = np.empty(int(model.nb), dtype=np.int64)
+        horizon_kernel(mi, mf, Q, V, U, DT, ws, dws.dW, dws.dtau, dws.C, dws.tau, dws.scratch,
+                       PW, IW, A, B, f, ddq, *inp)
+    bad = np.flatnonzero(codes)
+    if bad.size:
+        k = int(bad[0])
+        if codes[k] == BAD_RESULT:
+            raise StateError(f'state {k}: the linearization is not finite (dt too large?)')
+        try:
+            raise_kernel_error(int(codes[k]))
+        except StateError as err:
+            raise StateError(f'state {k}: {err}') from None
 
 
 def _check_models(model, representation, time_model, dt, discrete_method) -> tuple[str, str]:
@@ -184,56 +214,11 @@ def _check_states(model, res: ResolvedInputs, Q, V, U):
     return Q, V, U
 
 
-def _body_batch(model, data, res: ResolvedInputs, Q, V, U, A, B, f, ddq, parallel: bool):
-    # Torque inputs only: every state in one compiled call (continuous, body representation)
-    N, nv = Q.shape[0], model.nv
-    TAU = np.zeros((N, nv))
-    TAU[:, res.tau_dofs] = U[:, : res.n_tau]
-    codes = np.zeros(N, dtype=np.int64)
-    fext = np.zeros(0)
-    mi, mf, ws = data.kernel_buffers
-    dws = data.derivatives
-    args = (res.tau_dofs, dws.minv_offset, dws.ddq_offset, bool(model.floating_base), codes)
-    if parallel and N > 1:
-        pw = data.batch_workspaces(min(N, numba.get_num_threads()))
-        _batch_kernel_parallel(mi, mf, Q, V, TAU, fext, pw.WS, pw.DW, pw.DTAU, pw.CM, pw.TAUID,
-                               pw.SC, A, B, f, ddq, *args)
-    else:
-        _batch_kernel(mi, mf, Q, V, TAU, fext, ws, dws.dW, dws.dtau, dws.C, dws.tau, dws.scratch,
-                      A, B, f, ddq, *args)
-    bad = np.flatnonzero(codes)
-    if bad.size:
-        k = int(bad[0])
-        try:
-            raise_kernel_error(int(codes[k]))
-        except StateError as err:
-            raise StateError(f'state {k}: {err}') from None
-
-
-def _transform_batch(model, Q, V, A, B, f, ddq, rep: str, tm: str, DT, discrete_method: str,
-                     scheme: str) -> None:
-    # Representation and time model of each state, in place (see linearize)
-    nv = model.nv
-    for k in range(Q.shape[0]):
-        q, v, dt = Q[k], V[k], float(DT[k])
-        if tm == 'continuous' or discrete_method == 'zoh':
-            A[k], B[k], f[k] = transform_continuous(A[k], B[k], f[k], q, v, ddq[k], rep, nv)
-            if tm == 'discrete':
-                A[k], B[k], f[k] = zero_order_hold(A[k], B[k], f[k], dt)
-        else:
-            Ad, Bd, fd, q1, v1 = lie_euler(A[k], B[k], q, v, ddq[k], dt, nv,
-                                           model.floating_base,
-                                           lambda q0, dq: integrate(model, q0, dq), scheme)
-            if rep != 'body':
-                Ad, Bd = transform_discrete(Ad, Bd, q, v, q1, v1, rep, nv)
-                fd[nv : nv + 6] = (base_twist_from_body(q1, v1[0:6], rep)
-                                   - base_twist_from_body(q, v[0:6], rep))
-            A[k], B[k], f[k] = Ad, Bd, fd
-
-
 @register_warmup('linearize_batch')
 def _warmup(model, data):
     from rbd_linearizer.algorithm.joint_configuration import neutral
 
     Q = np.stack([neutral(model)] * 2)
-    linearize_batch(model, data, Q, np.zeros((2, model.nv)))
+    V = np.zeros((2, model.nv))
+    linearize_batch(model, data, Q, V)
+    linearize_batch(model, data, Q, V, parallel=True)

@@ -48,7 +48,8 @@ from rbd_linearizer.linearization.inputs import (
     WrenchInput,
     body_jacobian,
     resolve_inputs,
-    wrench_map,
+    wrench_columns,
+    wrench_fext,
 )
 from rbd_linearizer.linearization.representation import (
     base_twist_from_body,
@@ -96,7 +97,8 @@ def state_names(model, representation='body') -> tuple[str, ...]:
 
 
 def _generalized_inputs(model, data, q, u, res: ResolvedInputs):
-    # tau (nv,) of the joint inputs and the body-frame external wrenches (nb, 6) of u
+    # tau (nv,) of the joint inputs, the body-frame external wrenches (nb * 6,) of u and the
+    # map G (6, 6) of each wrench input (compiled wrench_fext: the horizon uses it too)
     tau = np.zeros(model.nv)
     tau[res.tau_dofs] = u[: res.n_tau]
     if not res.has_wrenches:
@@ -104,11 +106,13 @@ def _generalized_inputs(model, data, q, u, res: ResolvedInputs):
     forward_kinematics(model, data, q)
     fext = np.zeros((model.nb, 6))
     maps = []
+    H3 = np.empty((3, 3))
     for k in range(res.w_body.shape[0]):
         b = int(res.w_body[k])
-        G = wrench_map(res, k, data.oR[b])
-        o = int(res.w_offset[k])
-        fext[b] += G @ u[o : o + G.shape[1]]
+        R = np.ascontiguousarray(data.oR[b].T) if res.w_world[k] else res.w_rotation[k]
+        o, size = int(res.w_offset[k]), int(res.w_size[k])
+        G = np.empty((6, 6))
+        wrench_fext(R, res.w_translation[k], size, u[o : o + size], fext[b], G, H3)
         maps.append(G)
     return tau, fext.reshape(-1), maps
 
@@ -209,25 +213,18 @@ def _linearize_body(model, data, q, v, u, res: ResolvedInputs) -> LinearizationP
     Minv = data.Minv
     B = np.zeros((nx, res.nu))
     B[nv:, : res.n_tau] = Minv[:, res.tau_dofs]
-    if maps is not None:
-        # data.liR/lip hold the parent-relative poses of this q (the kernel's kinematics pass)
-        J = np.empty((6, nv))
-        for k, G in enumerate(maps):
-            b = int(res.w_body[k])
-            body_jacobian(mi, mf, ws, b, J, dws.scratch)
-            JtG = J.T @ G
-            o = int(res.w_offset[k])
-            B[nv:, o : o + G.shape[1]] = Minv @ JtG
-            if res.w_world[k]:
-                # world-fixed wrench: F_b = G(R_b) u turns with the body, dF_b/dq_k = Om w_k
-                # (w_k the body angular velocity column of J); adds M^-1 J^T Om J_w to ddq_dq
-                Fb = G @ u[o : o + G.shape[1]]
-                fb = Fb[0:3]
-                nb_ = Fb[3:6] - np.cross(res.w_translation[k], fb)
-                Om = np.zeros((6, 3))
-                Om[0:3] = hat(fb)
-                Om[3:6] = hat(nb_) + hat(res.w_translation[k]) @ hat(fb)
-                A[nv:, :nv] += Minv @ (J.T @ (Om @ J[3:6]))
+    # data.liR/lip hold the parent-relative poses of this q (the kernel's kinematics pass)
+    J = np.empty((6, nv))
+    MJ = np.empty((nv, 6))
+    W = np.empty((3, 6, 6))
+    tmp = np.empty((6, nv))
+    for k, G in enumerate(maps):
+        o, size = int(res.w_offset[k]), int(res.w_size[k])
+        body_jacobian(mi, mf, ws, int(res.w_body[k]), J, dws.scratch)
+        # B columns M^-1 J^T G; world axes: + M^-1 J^T Om J_w in ddq_dq (inputs.wrench_columns)
+        wrench_columns(ws, dws.minv_offset, J, G, size, bool(res.w_world[k]),
+                       res.w_translation[k], u[o : o + size], A[nv:, :nv], B[nv:, o : o + size],
+                       MJ, W, tmp)
     f = np.concatenate([v, data.ddq])
     return LinearizationPoint(A, B, f, f[nv:], Minv.copy(), dws.C.copy())
 

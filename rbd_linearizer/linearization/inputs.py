@@ -35,7 +35,8 @@ from rbd_linearizer.errors import ConfigError
 from rbd_linearizer.spatial.kernels import motion_act_inv
 from rbd_linearizer.spatial.so3 import hat
 
-__all__ = ['InputSelection', 'ResolvedInputs', 'WrenchInput', 'resolve_inputs']
+__all__ = ['InputSelection', 'ResolvedInputs', 'WrenchInput', 'resolve_inputs', 'wrench_columns',
+           'wrench_fext']
 
 _KINDS = ('wrench', 'force')
 _EXPRESSED = ('local', 'world')
@@ -243,3 +244,108 @@ def wrench_map(resolved: ResolvedInputs, k: int, oR_body: np.ndarray) -> np.ndar
     if size == 6:
         G[3:6, 3:6] = R
     return G
+
+
+# --- compiled wrench terms, shared by linearize (continuous.py) and the horizon (horizon.py) so
+# that both give the same bits ------------------------------------------------------------------
+
+
+@jit
+def hat3(w, out):
+    """Write hat(w) into out (3, 3) (compiled; ``spatial.so3.hat`` is the numpy one)."""
+    out[0, 0] = 0.0
+    out[0, 1] = -w[2]
+    out[0, 2] = w[1]
+    out[1, 0] = w[2]
+    out[1, 1] = 0.0
+    out[1, 2] = -w[0]
+    out[2, 0] = -w[1]
+    out[2, 1] = w[0]
+    out[2, 2] = 0.0
+
+
+@jit
+def wrench_fext(R, trans, size, u_seg, fext_b, G, H3):
+    """G (6, 6; first ``size`` columns) of ``wrench_map`` for the axes R; ``fext_b += G u_seg``.
+
+    R: the input's axes in the body frame (the frame's rotation, or ``oR_body^T`` for 'world');
+    trans: the frame origin in the body frame; fext_b (6,): the body's external wrench.
+    """
+    hat3(trans, H3)
+    for r in range(6):
+        for c in range(6):
+            G[r, c] = 0.0
+    for r in range(3):
+        for c in range(3):
+            G[r, c] = R[r, c]
+            G[3 + r, c] = H3[r, 0] * R[0, c] + H3[r, 1] * R[1, c] + H3[r, 2] * R[2, c]
+            if size == 6:
+                G[3 + r, 3 + c] = R[r, c]
+    for r in range(6):
+        s = 0.0
+        for c in range(size):
+            s += G[r, c] * u_seg[c]
+        fext_b[r] += s
+
+
+@jit
+def wrench_columns(ws, minv_off, J, G, size, world, trans, u_seg, A_vq, B_cols, MJ, W, tmp):
+    """B columns ``M^-1 J^T G`` of one wrench input and, for 'world' axes, its pose term.
+
+    ws, minv_off: the packed workspace holding M^-1 (nv, nv) at ``minv_off``; J (6, nv) the body
+    Jacobian (``body_jacobian``); G from ``wrench_fext``. Writes ``B_cols`` (nv, size) and,
+    when ``world``, adds ``M^-1 J^T Om J_w`` to ``A_vq`` (nv, nv): the body-frame wrench
+    ``F_b = G(R_b) u`` turns with the body, ``dF_b/dq_k = Om w_k`` (w_k the angular column k of
+    J). Scratch: MJ (nv, 6), W (3, 6, 6), tmp (6, >= nv).
+    """
+    nv = J.shape[1]
+    for r in range(nv):
+        for m in range(6):
+            s = 0.0
+            for j in range(nv):
+                s += ws[minv_off + r * nv + j] * J[m, j]
+            MJ[r, m] = s
+    for r in range(nv):
+        for c in range(size):
+            s = 0.0
+            for m in range(6):
+                s += MJ[r, m] * G[m, c]
+            B_cols[r, c] = s
+    if not world:
+        return
+    Fb = W[0, 0]
+    nb_ = W[0, 1]
+    for r in range(6):
+        s = 0.0
+        for c in range(size):
+            s += G[r, c] * u_seg[c]
+        Fb[r] = s
+    nb_[0] = Fb[3] - (trans[1] * Fb[2] - trans[2] * Fb[1])
+    nb_[1] = Fb[4] - (trans[2] * Fb[0] - trans[0] * Fb[2])
+    nb_[2] = Fb[5] - (trans[0] * Fb[1] - trans[1] * Fb[0])
+    Om = W[1]  # (6, 3) in its first 3 columns
+    Hf = W[2, 0:3, 0:3]
+    Ht = W[2, 3:6, 3:6]
+    Hn = W[2, 0:3, 3:6]
+    hat3(Fb[0:3], Hf)
+    hat3(trans, Ht)
+    hat3(nb_[0:3], Hn)
+    for r in range(3):
+        for c in range(3):
+            Om[r, c] = Hf[r, c]
+            s = 0.0
+            for m in range(3):
+                s += Ht[r, m] * Hf[m, c]
+            Om[3 + r, c] = Hn[r, c] + s
+    for r in range(6):
+        for c in range(nv):
+            s = 0.0
+            for m in range(3):
+                s += Om[r, m] * J[3 + m, c]
+            tmp[r, c] = s
+    for r in range(nv):
+        for c in range(nv):
+            s = 0.0
+            for m in range(6):
+                s += MJ[r, m] * tmp[m, c]
+            A_vq[r, c] += s
