@@ -1,0 +1,208 @@
+"""Contact-consistent linearization: A, B, f with active rigid contacts, and d lambda/d(x, u).
+
+``linearize_contact(model, data, q, v, u, contacts)`` linearizes the constrained forward
+dynamics of ``algorithm.contact`` (``M qdd = S u - h + J^T lambda``, ``J qdd + Jdot v = a_des``)
+on the same geometric error state as ``linearize`` (``z = (z_H, z_s, z_nu, z_r)``, right
+body-frame pose perturbation; docs/linearization.md, docs/contacts.md)::
+
+    A = [[ K,          1_nv        ],     K = blockdiag(-ad(v_b), 0_n)
+         [ dqdd_dq,    dqdd_dv     ]]
+    B = [[ 0 ], [ dqdd_dtau S_u ]],       f = [v; qdd]
+    dlambda_dx = [dlam_dq, dlam_dv],      dlambda_du = dlam_dtau S_u
+
+(the constrained derivatives of ``algorithm.contact.contact_dynamics_derivatives``). Other
+velocity representations and the time models reuse ``representation.py`` and ``discrete.py``
+exactly as ``linearize`` does; ``lambda`` is an instantaneous function of the state and input
+at the point, so in every representation and time model ``dlambda_dx`` is taken w.r.t. the
+error state of the point in that representation: ``dlambda_dz_rep = dlambda_dz_body P(x)^-1``
+(``P`` = ``representation.state_map``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import time
+
+import numpy as np
+
+from rbd_linearizer.algorithm.contact import (
+    PointContact,
+    SurfaceContact,
+    check_contacts,
+    contact_dynamics_derivatives,
+)
+from rbd_linearizer.algorithm.joint_configuration import integrate
+from rbd_linearizer.conventions import TimeModel
+from rbd_linearizer.errors import ConfigError, StateError
+from rbd_linearizer.linearization.discrete import lie_euler, zero_order_hold
+from rbd_linearizer.linearization.inputs import InputSelection, resolve_inputs
+from rbd_linearizer.linearization.representation import (
+    base_twist_from_body,
+    check_representation,
+    state_map,
+    transform_continuous,
+    transform_discrete,
+)
+from rbd_linearizer.model.data import check_data
+from rbd_linearizer.results import Linearization
+from rbd_linearizer.spatial.so3 import hat
+
+__all__ = ['ContactLinearization', 'PointContact', 'SurfaceContact', 'linearize_contact']
+
+_DISCRETE_METHODS = ('lie_euler', 'zoh')
+
+
+@dataclass(frozen=True, eq=False)
+class ContactLinearization:
+    """Result of ``linearize_contact``: the linearization and the contact forces' Jacobians.
+
+    Attributes:
+        linearization: the ``results.Linearization`` (A, B, f, the point, names, time model).
+        lam (m,): contact forces at the point (``lambda_names``; point contacts: world axes,
+            surface contacts: the frame's axes).
+        dlambda_dx (m, nx): d lambda / d z (the error state of ``linearization``'s
+            representation). dlambda_du (m, nu): d lambda / d u.
+        contact_frames: the contacts' frames, in row order. lambda_names: one per row.
+    """
+
+    linearization: Linearization
+    lam: np.ndarray
+    dlambda_dx: np.ndarray
+    dlambda_du: np.ndarray
+    contact_frames: tuple[str, ...]
+    lambda_names: tuple[str, ...]
+
+    def __post_init__(self):
+        for name in ('lam', 'dlambda_dx', 'dlambda_du'):
+            a = np.array(getattr(self, name), dtype=np.float64)
+            a.setflags(write=False)
+            object.__setattr__(self, name, a)
+
+    @property
+    def A(self) -> np.ndarray:
+        """State matrix (nx, nx)."""
+        return self.linearization.A
+
+    @property
+    def B(self) -> np.ndarray:
+        """Input matrix (nx, nu)."""
+        return self.linearization.B
+
+    @property
+    def f(self) -> np.ndarray:
+        """Drift (nx,)."""
+        return self.linearization.f
+
+
+def _time_model(time_model, dt, discrete_method) -> str:
+    tm = str(time_model.value if isinstance(time_model, TimeModel) else time_model)
+    if tm not in ('continuous', 'discrete'):
+        raise ConfigError(f"time_model must be 'continuous' or 'discrete', got {time_model!r}")
+    if tm == 'discrete':
+        if dt is None:
+            raise ConfigError('a discrete-time linearization needs dt')
+        if discrete_method not in _DISCRETE_METHODS:
+            raise ConfigError(f'discrete_method must be one of {_DISCRETE_METHODS}, '
+                              f'got {discrete_method!r}')
+    return tm
+
+
+def _vector(x, n, name) -> np.ndarray:
+    x = np.array(x, dtype=np.float64).reshape(-1)
+    if x.shape != (n,):
+        raise StateError(f'{name} must have {n} entries, got {x.shape[0]}')
+    if not np.isfinite(x).all():
+        raise StateError(f'{name} contains NaN or inf')
+    return x
+
+
+def linearize_contact(model, data, q, v, u=None, contacts=(), inputs: InputSelection | None = None,
+                      representation='body', time_model='continuous', dt=None,
+                      discrete_method: str = 'lie_euler', scheme: str = 'semi_implicit',
+                      stamp: int = 0) -> ContactLinearization:
+    """Linearize the dynamics with rigid contacts at (q, v, u): A, B, f, lambda, d lambda.
+
+    Args:
+        model, data, q, v, u, representation, time_model, dt, discrete_method, scheme, stamp:
+            as ``linearization.linearize`` (q, v in the package convention, body twist).
+        contacts: ``PointContact`` / ``SurfaceContact`` (``algorithm.contact``), at least one;
+            their anchors default to the current placements (zero Baumgarte position error).
+        inputs: an ``InputSelection`` of joint torques (default: every joint). Wrench inputs
+            are not supported together with contacts yet (ConfigError).
+
+    Returns a ``ContactLinearization`` (``.A``, ``.B``, ``.f``, ``.lam``, ``.dlambda_dx``,
+    ``.dlambda_du``). Bad input raises ConfigError / StateError and changes nothing.
+    """
+    t0 = time.perf_counter()
+    rep = check_representation(representation)
+    tm = _time_model(time_model, dt, discrete_method)
+    if not model.floating_base:
+        rep = 'body'
+    check_data(model, data)
+    contacts = check_contacts(model, contacts)
+    if not contacts:
+        raise ConfigError('linearize_contact needs at least one contact (use linearize)')
+    res = resolve_inputs(model, inputs, data)
+    if res.has_wrenches:
+        raise ConfigError('wrench inputs are not supported together with contacts yet')
+    nv = model.nv
+    q = _vector(q, model.nq, 'q')
+    v = _vector(v, nv, 'v')
+    u = np.zeros(res.nu) if u is None else _vector(u, res.nu, 'u')
+    tau = np.zeros(nv)
+    tau[res.tau_dofs] = u
+    der = contact_dynamics_derivatives(model, data, q, v, tau, contacts)
+    qdd = der.dynamics.qdd
+    nx = 2 * nv
+    A = np.zeros((nx, nx))
+    A[:nv, nv:] = np.eye(nv)
+    if model.floating_base:
+        A[0:3, 0:3] = -hat(v[3:6])
+        A[0:3, 3:6] = -hat(v[0:3])
+        A[3:6, 3:6] = -hat(v[3:6])
+    A[nv:, :nv] = der.dqdd_dq
+    A[nv:, nv:] = der.dqdd_dv
+    B = np.zeros((nx, res.nu))
+    B[nv:] = der.dqdd_dtau[:, res.tau_dofs]
+    f = np.concatenate([v, qdd])
+    dlam_dx = np.hstack([der.dlam_dq, der.dlam_dv])
+    dlam_du = der.dlam_dtau[:, res.tau_dofs]
+    if tm == 'continuous':
+        A, B, f = transform_continuous(A, B, f, q, v, qdd, rep, nv)
+        dt_out = 0.0
+    elif discrete_method == 'zoh':
+        A, B, f = transform_continuous(A, B, f, q, v, qdd, rep, nv)
+        A, B, f = zero_order_hold(A, B, f, dt)
+        dt_out = float(dt)
+    else:
+        A, B, f, q1, v1 = lie_euler(A, B, q, v, qdd, dt, nv, model.floating_base,
+                                    lambda q0, dq: integrate(model, q0, dq), scheme)
+        if rep != 'body':
+            A, B = transform_discrete(A, B, q, v, q1, v1, rep, nv)
+            f = np.array(f)
+            f[nv : nv + 6] = (base_twist_from_body(q1, v1[0:6], rep)
+                              - base_twist_from_body(q, v[0:6], rep))
+        dt_out = float(dt)
+    if rep != 'body':
+        # z_rep = P z_body: d lambda / d z_rep = d lambda / d z_body P^-1
+        P = state_map(q, v, rep, nv)
+        dlam_dx = np.linalg.solve(P.T, dlam_dx.T).T
+    if model.floating_base:
+        twist = v[0:6] if rep == 'body' else base_twist_from_body(q, v[0:6], rep)
+        base = dict(base_position=q[0:3], base_quaternion=q[3:7], base_twist=twist,
+                    joint_positions=q[7:], joint_velocities=v[6:])
+    else:
+        base = dict(joint_positions=q, joint_velocities=v)
+    for name, arr in (('A', A), ('B', B), ('f', f), ('lambda', der.dynamics.lam),
+                      ('dlambda_dx', dlam_dx), ('dlambda_du', dlam_du)):
+        if not np.isfinite(arr).all():
+            raise StateError(f'the contact linearization produced a non-finite {name}')
+    lin = Linearization(
+        A=A, B=B, f=f, u0=u, joint_names=tuple(model.joint_names),
+        input_names=tuple(res.names), velocity_representation=str(rep), time_model=str(tm),
+        dt=dt_out, model_name=model.name, model_hash=model.urdf_hash,
+        floating_base=bool(model.floating_base), compute_time=time.perf_counter() - t0,
+        stamp=int(stamp), **base)
+    names = tuple(n for c in contacts for n in c.names())
+    return ContactLinearization(lin, der.dynamics.lam, dlam_dx, dlam_du,
+                                tuple(c.frame for c in contacts), names)
