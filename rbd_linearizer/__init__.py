@@ -63,6 +63,9 @@ _EXPORTS = {
     'linearize_batch': 'rbd_linearizer.linearization.batch',
     'InputSelection': 'rbd_linearizer.linearization.inputs',
     'WrenchInput': 'rbd_linearizer.linearization.inputs',
+    'PointContact': 'rbd_linearizer.algorithm.contact',
+    'SurfaceContact': 'rbd_linearizer.algorithm.contact',
+    'linearize_contact': 'rbd_linearizer.linearization.contact',
     # results
     'Linearization': 'rbd_linearizer.results',
     'DynamicsTerms': 'rbd_linearizer.results',
