@@ -382,6 +382,7 @@ def compare_mpc_report(runs: dict, scenario: dict, out) -> dict:
         row['phase_cold_starts'] = phase.get('phase_cold_starts', 0)
         row['mpc_replan_kinds'] = s.get('mpc_replan_kinds', {})
         row['mpc_trajectory_points'] = s.get('mpc_trajectory_points', [])
+        row['mpc_trajectory_linearizations'] = s.get('mpc_trajectory_linearizations', 0)
         row['mpc_counts'] = s.get('mpc_counts', {})
         row['lock_step'] = s.get('lock_step', {})
         table['variants'][variant] = row
@@ -501,6 +502,11 @@ def format_summary(s: dict) -> str:
         f"{s['mpc_final_error_m'] * 1e3:.2f} mm, attitude "
         f"{s['mpc_final_attitude_error_rad']:.2e} rad",
     ]
+    if s.get('mpc_variant'):
+        lines.append(f"MPC variant {s['mpc_variant']}: {s['mpc_solves']} re-plans "
+                     f"{s['mpc_replan_kinds']}, RMS error in the MPC phase "
+                     f"{s.get('mpc_rms_position_m', float('nan')):.3f} m, "
+                     f"{s.get('mpc_rms_attitude_rad', float('nan')):.3f} rad")
     if s.get('prediction_samples'):
         mx, md = s['prediction_error_max'], s['prediction_error_median']
         zmx, zmd = s['zero_order_error_max'], s['zero_order_error_median']
