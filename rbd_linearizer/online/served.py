@@ -141,10 +141,14 @@ class Served:
             if fam.startswith('linearization'):  # (through other kernels with wrench inputs)
                 for tm in ('continuous', 'discrete'):
                     self.linearize(q, v, None, cfg, time_model=tm)
-                    # ~/linearize_trajectory, ~/trajectory: the batch of the same kernels
+                    # ~/linearize_trajectory, ~/trajectory: linearize_batch (precompile's
+                    # family 'linearization' holds its kernel), on the parallel path too
+                    # unless trajectory_parallel is 'never'
                     pts = TrajectoryPoints(np.stack([q, q]), np.stack([v, v]), None, rep, tm,
                                            cfg['dt'] if tm == 'discrete' else None)
-                    self.linearize_trajectory(pts, cfg)
+                    serial_only = cfg['trajectory_parallel'] == 'never'
+                    for par in ('never',) if serial_only else ('never', 'always'):
+                        self.linearize_trajectory(pts, dict(cfg, trajectory_parallel=par))
             elif fam == 'dynamics':
                 self.dynamics(q, v, 0, rep)
             elif fam == 'derivatives':
