@@ -161,16 +161,18 @@ def check_contacts(model, contacts) -> tuple:
     return contacts
 
 
+def _c3(a, b):
+    # 3-D cross product of (3,) or (3, k) arrays (broadcasting), without np.cross's overhead
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                     a[0] * b[1] - a[1] * b[0]])
+
+
 def _cross(a, b):
     # motion cross product a x b of 6-vectors (linear first); b may be (6,) or (6, k)
     w, vl = a[3:6], a[0:3]
     out = np.empty_like(b)
-    if b.ndim == 1:
-        out[0:3] = np.cross(w, b[0:3]) + np.cross(vl, b[3:6])
-        out[3:6] = np.cross(w, b[3:6])
-    else:
-        out[0:3] = np.cross(w, b[0:3], axis=0) + np.cross(vl, b[3:6], axis=0)
-        out[3:6] = np.cross(w, b[3:6], axis=0)
+    out[0:3] = _c3(w, b[0:3]) + _c3(vl, b[3:6])
+    out[3:6] = _c3(w, b[3:6])
     return out
 
 
@@ -229,7 +231,7 @@ def _world_kinematics(model, data, q, v, qdd) -> _Chain:
             root[iv : iv + 6] = True
             continue
         a = R @ model.joint_axis[i]
-        s = np.concatenate([np.cross(p, a), a]) if jt == JOINT_REVOLUTE else \
+        s = np.concatenate([_c3(p, a), a]) if jt == JOINT_REVOLUTE else \
             np.concatenate([a, np.zeros(3)])
         S[:, iv] = s
         if lam >= 0:
@@ -315,7 +317,7 @@ def _kinematics(model, data, q, v, contacts, qdd):
         poses.append(se3.make(Rc, pw))
         if c.size == 3:
             J[rs] = Rc @ Jc[0:3]
-            drift[rs] = Rc @ (ac0[0:3] + np.cross(vc[3:6], vc[0:3]))
+            drift[rs] = Rc @ (ac0[0:3] + _c3(vc[3:6], vc[0:3]))
             anchor = _anchor_pose(c, Rc, pw)
             target[rs] = -kp * (pw - anchor) - kd * (Rc @ vc[0:3])
         else:
@@ -430,13 +432,13 @@ def _body_wrenches(model, ch: _Chain, contacts, rows, lam):
         if c.size == 3:
             fb = ch.oR[b].T @ lam[rs]
             fext[b, 0:3] += fb
-            fext[b, 3:6] += np.cross(pf, fb)
+            fext[b, 3:6] += _c3(pf, fb)
             world.append((b, fb, pf))
         else:
             f = fr.rotation @ lam[rs][0:3]
             n = fr.rotation @ lam[rs][3:6]
             fext[b, 0:3] += f
-            fext[b, 3:6] += n + np.cross(pf, f)
+            fext[b, 3:6] += n + _c3(pf, f)
     return fext, world
 
 
@@ -471,15 +473,15 @@ def _acc_derivatives(model, ch: _Chain, c, qdd):
         return E_q, E_v
     w_s = S[3:6]  # world angular part of the columns: dR_c = hat(w_s) R_c
     w, vl = vc[3:6], vc[0:3]
-    acl = ac[0:3] + np.cross(w, vl)  # classical acceleration, local axes
+    acl = ac[0:3] + _c3(w, vl)  # classical acceleration, local axes
     a_p = Rc @ acl
     pdot = Rc @ vl
-    da_q = np.cross(w_s, a_p[:, None], axis=0) + Rc @ (
-        dac_dq[0:3] + np.cross(dvc_dq[3:6], vl[:, None], axis=0)
-        + np.cross(w[:, None], dvc_dq[0:3], axis=0))
-    da_v = Rc @ (dac_dv[0:3] + np.cross(dvc_dv[3:6], vl[:, None], axis=0)
-                 + np.cross(w[:, None], dvc_dv[0:3], axis=0))
-    dpdot_q = np.cross(w_s, pdot[:, None], axis=0) + Rc @ dvc_dq[0:3]
+    da_q = _c3(w_s, a_p[:, None]) + Rc @ (
+        dac_dq[0:3] + _c3(dvc_dq[3:6], vl[:, None])
+        + _c3(w[:, None], dvc_dq[0:3]))
+    da_v = Rc @ (dac_dv[0:3] + _c3(dvc_dv[3:6], vl[:, None])
+                 + _c3(w[:, None], dvc_dv[0:3]))
+    dpdot_q = _c3(w_s, pdot[:, None]) + Rc @ dvc_dq[0:3]
     dp_q = Rc @ dvc_dv[0:3]
     E_q[:, sup] = da_q + kd * dpdot_q + kp * dp_q
     E_v[:, sup] = da_v + kd * dp_q
@@ -489,8 +491,8 @@ def _acc_derivatives(model, ch: _Chain, c, qdd):
 def _cross_cols(A, B):
     # column-wise motion cross products A[:, k] x B[:, k]
     out = np.empty_like(B)
-    out[0:3] = np.cross(A[3:6], B[0:3], axis=0) + np.cross(A[0:3], B[3:6], axis=0)
-    out[3:6] = np.cross(A[3:6], B[3:6], axis=0)
+    out[0:3] = _c3(A[3:6], B[0:3]) + _c3(A[0:3], B[3:6])
+    out[3:6] = _c3(A[3:6], B[3:6])
     return out
 
 
