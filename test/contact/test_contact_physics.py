@@ -135,7 +135,9 @@ def _fd(model, data, q, v, tau, contacts, eps=1e-6):
 FD_CASES = [('go2', True, ('point',) * 4, GO2_FEET, (0.0, 0.0)),
             ('go2', True, ('point',) * 2, GO2_FEET[1:3], (25.0, 5.0)),
             ('go2', False, ('point',), GO2_FEET[:1], (25.0, 5.0)),
-            ('talos', True, ('surface', 'point'), TALOS_SOLES, (25.0, 5.0))]
+            ('talos', True, ('surface', 'point'), TALOS_SOLES, (25.0, 5.0)),
+            ('talos', True, ('surface', 'point'), ('wrist_right_ft_tool_link',
+                                                   'wrist_left_ft_link'), (25.0, 5.0))]
 
 
 @pytest.mark.parametrize('case', FD_CASES, ids=lambda c: f'{c[0]}-{"fl" if c[1] else "fx"}-'
