@@ -188,3 +188,19 @@ def test_bad_input():
     with pytest.raises(ConfigError):
         linearize_contact(model, data, q, v, contacts=(PointContact('RR_foot'),),
                           representation='spatial')
+
+
+def test_fixed_base_equals_fd():
+    from reference.cases import robot_or_skip
+
+    model, data = robot_or_skip('go2', False)
+    q, v, _ = state(model, 15)
+    u = np.random.default_rng(15).standard_normal(model.n_joints)
+    contacts = make_contacts(('point',), GO2_FEET[:1], (20.0, 4.0))
+    fixed = anchored(model, data, q, v, contacts)
+    res = linearize_contact(model, data, q, v, u, contacts, representation='mixed')
+    assert res.linearization.velocity_representation == 'body'  # no base: body = mixed
+    A, B, L, Lu = _fd(lambda z, du: _field(model, data, q, v, u, z, 'body', fixed, None, du),
+                      2 * model.nv, len(u))
+    for got, ref in ((res.A, A), (res.B, B), (res.dlambda_dx, L), (res.dlambda_du, Lu)):
+        assert _rel(got, ref) < FD_REL
