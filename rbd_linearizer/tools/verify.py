@@ -591,8 +591,9 @@ def format_summary(r: dict) -> str:
                      f'{m["joints"]} joints' if m['error'] is None else
                      f'model: invalid robot_description: {m["error"]}')
     st = r.get('states', {})
-    lines.append(f'states: {st.get("used", 0)} used of {st.get("joint_states", 0)} joint_states'
-                 f' ({st.get("odom", 0)} odom)')
+    if 'states' in r:
+        lines.append(f'states: {st.get("used", 0)} used of {st.get("joint_states", 0)} '
+                     f'joint_states ({st.get("odom", 0)} odom)')
     for reason, n in sorted(st.get('skipped', {}).items()):
         lines.append(f'  skipped {n}: {reason}')
     ag = r.get('agreement')
