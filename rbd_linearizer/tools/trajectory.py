@@ -36,6 +36,7 @@ import zipfile
 
 import numpy as np
 
+from rbd_linearizer.conventions import REPRESENTATIONS
 from rbd_linearizer.errors import RbdError
 
 TRAJECTORY_TYPE = 'rbd_linearizer/msg/Trajectory'
@@ -134,6 +135,10 @@ def parse_file(model, content: dict, selection=None):
         dt = np.zeros(0) if dt is None else np.asarray(dt, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):
         raise TrajectoryError('dt must be a number or a list of numbers') from None
+    rep = str(content.get('twist_representation', 'body'))
+    if rep not in REPRESENTATIONS:
+        raise TrajectoryError(f'twist_representation must be one of {", ".join(REPRESENTATIONS)},'
+                              f' got {rep!r}')
     base_q, base_v = (7, 6) if model.floating_base else (0, 0)
     cfg = {'velocity_representation': 'body', 'time_model': 'continuous', 'dt': 0.0}
     return check_trajectory(
@@ -142,7 +147,7 @@ def parse_file(model, content: dict, selection=None):
         base_poses=Q[:, 0:base_q], base_twists=V[:, 0:base_v],
         joint_positions=Q[:, base_q:], joint_velocities=V[:, base_v:],
         inputs=np.zeros(0) if U is None else U,
-        representation=str(content.get('twist_representation', 'body')),
+        representation=rep,
         time_model='discrete' if dt.size else 'continuous', dt=dt, max_points=None)
 
 

@@ -160,7 +160,7 @@ def test_fixed_base(tmp_path, capsys, aerial):
     (lambda c: c.pop('V'), (), 'the trajectory file has no V'),
     (lambda c: c.__setitem__('Q', c['Q'][:, :-1]), (), 'Q must be (N, 13) and V (N, 12)'),
     (lambda c: c.__setitem__('joint_names', ['q2', 'q3']), (), 'model joints missing'),
-    (lambda c: c.__setitem__('twist_representation', 'world'), (), 'velocity_representation'),
+    (lambda c: c.__setitem__('twist_representation', 'world'), (), 'twist_representation must'),
     (lambda c: None, ('--order', 2), '--order is not available with --trajectory'),
 ])
 def test_bad_trajectory_files_exit_2_naming_the_point(tmp_path, capsys, aerial, change, extra,
