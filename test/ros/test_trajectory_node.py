@@ -253,6 +253,9 @@ def test_bad_requests_name_the_point_and_change_nothing(probe):
     nan_v = V.copy()
     nan_v[4, 8] = np.nan
     cases.append((trajectory_to_msg(Q, nan_v, U), 'point 4: non-finite joint velocity'))
+    huge = V.copy()
+    huge[2, 6:] = 1e200  # finite, but the linearization overflows: refused, never sent
+    cases.append((trajectory_to_msg(Q, huge, U), 'point 2: non-finite A'))
     long = trajectory_to_msg(np.repeat(Q, 200, axis=0), np.repeat(V, 200, axis=0))
     cases.append((long, f'exceeds max_trajectory_points = {FLOOD_N}'))
     for msg, reason in cases:
