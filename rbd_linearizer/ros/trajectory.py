@@ -59,8 +59,9 @@ class TrajectoryMixin:
     _trajectories: NewestOnly | None = None
 
     def _activate_trajectory(self) -> None:
-        self._traj_cdr = TrajectoryLinearizationEncoder()  # used by the worker thread only
-        self._trajectories = NewestOnly(self._trajectory_work, 'trajectory')
+        encoder = TrajectoryLinearizationEncoder()  # this activation's worker's only
+        self._trajectories = NewestOnly(lambda raw: self._trajectory_work(raw, encoder),
+                                        'trajectory')
         self._traj_pub = self.create_publisher(TrajectoryLinearizationMsg,
                                                '~/trajectory_linearization',
                                                TRAJECTORY_OUTPUT_QOS)
@@ -94,7 +95,7 @@ class TrajectoryMixin:
         box.submit(raw)  # (only this thread submits)
         st.trajectories_superseded += box.superseded - before
 
-    def _trajectory_work(self, raw: bytes) -> None:
+    def _trajectory_work(self, raw: bytes, encoder: TrajectoryLinearizationEncoder) -> None:
         # Worker thread (one at a time): the newest trajectory; the tick keeps running.
         served, cfg = self._served, self._cfg
         if served is None or not self._active:
@@ -104,7 +105,7 @@ class TrajectoryMixin:
             msg = deserialize_message(raw, TrajectoryMsg)
             res = self._trajectory_result(served, cfg, conv.trajectory_fields(msg),
                                           served.trajectory_data)
-            out = self._traj_cdr.encode(res, cfg['world_frame'])
+            out = encoder.encode(res, cfg['world_frame'])
         except Exception as e:  # noqa: BLE001 - a bad trajectory is refused, never the node
             reason = str(e) if isinstance(e, RbdError) else f'{type(e).__name__}: {e}'
             self._reject('trajectory', reason)
