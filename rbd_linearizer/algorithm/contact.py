@@ -32,8 +32,11 @@ body twist held fixed, as ``compute_aba_derivatives``)::
     dqdd/dx = D + M^-1 J^T dlambda/dx,          dqdd/dtau = M^-1 + M^-1 J^T dlambda/dtau
 
 No dense inverse of the KKT matrix: M^-1 is the recursive algorithm's, the only factorization
-is the m x m Cholesky of ``J M^-1 J^T``. Plain numpy on top of the compiled algorithms (the
-frame kinematics and E are O(nv) 6-vector operations per contact row).
+is the m x m Cholesky of ``J M^-1 J^T``. One compiled kernel (``_contact_kernel``: world
+kinematics, then per contact its rows of J, drift, target and E, O(nv) 6-vector operations
+per contact) on top of the compiled algorithms (ABA, M^-1, ABA derivatives); the m x m and
+m x nv linear algebra is numpy / scipy. Not registered for warm-up: its first call compiles
+(or loads from the kernel cache).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
+from rbd_linearizer._jit import jit, jit_inline
 from rbd_linearizer.algorithm.aba import aba, compute_minverse
 from rbd_linearizer.algorithm.aba_derivatives import compute_aba_derivatives
 from rbd_linearizer.algorithm.kinematics import forward_kinematics
@@ -161,96 +165,302 @@ def check_contacts(model, contacts) -> tuple:
     return contacts
 
 
-def _c3(a, b):
-    # 3-D cross product of (3,) or (3, k) arrays (broadcasting), without np.cross's overhead
+@jit_inline
+def _cross3(a0, a1, a2, b0, b1, b2, out, o):
+    out[o] = a1 * b2 - a2 * b1
+    out[o + 1] = a2 * b0 - a0 * b2
+    out[o + 2] = a0 * b1 - a1 * b0
+
+
+@jit_inline
+def _mcross(a, b, out):
+    # motion cross product a x b of 6-vectors (linear first): [w x bv + av x bw; w x bw]
+    _cross3(a[3], a[4], a[5], b[0], b[1], b[2], out, 0)
+    t0 = a[1] * b[5] - a[2] * b[4]
+    t1 = a[2] * b[3] - a[0] * b[5]
+    t2 = a[0] * b[4] - a[1] * b[3]
+    out[0] += t0
+    out[1] += t1
+    out[2] += t2
+    _cross3(a[3], a[4], a[5], b[3], b[4], b[5], out, 3)
+
+
+@jit_inline
+def _adinv(R, p, m, out):
+    # Ad(H^-1) m for H = (R, p): [R^T (m_lin + m_ang x p); R^T m_ang]
+    l0 = m[0] + m[4] * p[2] - m[5] * p[1]
+    l1 = m[1] + m[5] * p[0] - m[3] * p[2]
+    l2 = m[2] + m[3] * p[1] - m[4] * p[0]
+    for r in range(3):
+        out[r] = R[0, r] * l0 + R[1, r] * l1 + R[2, r] * l2
+        out[3 + r] = R[0, r] * m[3] + R[1, r] * m[4] + R[2, r] * m[5]
+
+
+@jit_inline
+def _rot(R, x, o, out, oo):
+    # out[oo:oo+3] = R x[o:o+3]
+    for r in range(3):
+        out[oo + r] = R[r, 0] * x[o] + R[r, 1] * x[o + 1] + R[r, 2] * x[o + 2]
+
+
+@jit
+def _contact_kernel(parents, jtype, idx_v, nvj, axis, oR, op, v, qdd, c_body, c_R, c_p, c_size,
+                    c_row, c_gain, c_err, c_jri, S, V, A, Vp, Ap, root, mask, J,
+                    drift, target, E):
+    # World kinematics about the base origin (S (6, nv) columns, V, A (nb, 6) at qdd, Vp, Ap
+    # (6, nv) of each dof's parent body, root = free-base dofs) and, per contact, its rows of
+    # J, drift (qdd = 0), Baumgarte target and E = d(J qdd + gamma - a_des)/d(q, v) at fixed
+    # qdd (formulas in docs/contacts.md §3). c_gain (nc, 2) = (kp, kd); c_err (nc, 6): the
+    # position error (point: p - anchor in [0:3]; surface: log6(H_anchor^-1 H_c));
+    # c_jri (nc, 6, 6): Jr^-1(c_err) (surface).
+    nb = parents.shape[0]
+    nv = v.shape[0]
+    s = np.empty(6)
+    t = np.empty(6)
+    u = np.empty(6)
+    w6 = np.empty(6)
+    for i in range(nb):
+        jt = jtype[i]
+        iv = idx_v[i]
+        lam = parents[i]
+        R = oR[i]
+        p = op[i]
+        if jt == JOINT_FREE:
+            for c in range(6):
+                for r in range(6):
+                    S[r, iv + c] = 0.0
+                    Vp[r, iv + c] = 0.0
+                    Ap[r, iv + c] = 0.0
+                if c < 3:
+                    for r in range(3):
+                        S[r, iv + c] = R[r, c]
+                else:
+                    col = S[:, iv + c]
+                    _cross3(p[0], p[1], p[2], R[0, c - 3], R[1, c - 3], R[2, c - 3], col, 0)
+                    for r in range(3):
+                        S[3 + r, iv + c] = R[r, c - 3]
+                root[iv + c] = True
+            for r in range(6):
+                V[i, r] = 0.0
+                A[i, r] = 0.0
+                for c in range(6):
+                    V[i, r] += S[r, iv + c] * v[iv + c]
+                    A[i, r] += S[r, iv + c] * qdd[iv + c]
+            continue
+        root[iv] = False
+        a0 = R[0, 0] * axis[i, 0] + R[0, 1] * axis[i, 1] + R[0, 2] * axis[i, 2]
+        a1 = R[1, 0] * axis[i, 0] + R[1, 1] * axis[i, 1] + R[1, 2] * axis[i, 2]
+        a2 = R[2, 0] * axis[i, 0] + R[2, 1] * axis[i, 1] + R[2, 2] * axis[i, 2]
+        if jt == JOINT_REVOLUTE:
+            _cross3(p[0], p[1], p[2], a0, a1, a2, s, 0)
+            s[3], s[4], s[5] = a0, a1, a2
+        else:
+            s[0], s[1], s[2] = a0, a1, a2
+            s[3] = s[4] = s[5] = 0.0
+        for r in range(6):
+            S[r, iv] = s[r]
+            Vp[r, iv] = V[lam, r] if lam >= 0 else 0.0
+            Ap[r, iv] = A[lam, r] if lam >= 0 else 0.0
+            V[i, r] = Vp[r, iv] + s[r] * v[iv]
+        _mcross(V[i], s, t)
+        for r in range(6):
+            A[i, r] = Ap[r, iv] + s[r] * qdd[iv] + t[r] * v[iv]
+    nc = c_body.shape[0]
+    Rc = np.empty((3, 3))
+    pc = np.empty(3)
+    vc = np.empty(6)
+    ac = np.empty(6)
+    ac0 = np.empty(6)
+    jc = np.empty(6)
+    dvq = np.empty(6)
+    daq = np.empty(6)
+    dav = np.empty(6)
+    Vd = np.empty(6)
+    eq = np.empty(6)
+    ev = np.empty(6)
+    ap = np.empty(3)
+    pd = np.empty(3)
+    x3 = np.empty(3)
+    for ci in range(nc):
+        b = c_body[ci]
+        r0 = c_row[ci]
+        size = c_size[ci]
+        kp = c_gain[ci, 0]
+        kd = c_gain[ci, 1]
+        for r in range(3):
+            for c in range(3):
+                Rc[r, c] = (oR[b, r, 0] * c_R[ci, 0, c] + oR[b, r, 1] * c_R[ci, 1, c]
+                            + oR[b, r, 2] * c_R[ci, 2, c])
+            pc[r] = op[b, r] + (oR[b, r, 0] * c_p[ci, 0] + oR[b, r, 1] * c_p[ci, 1]
+                                + oR[b, r, 2] * c_p[ci, 2])
+        for k in range(nv):
+            mask[ci, k] = False
+        j = b
+        while j >= 0:
+            for d in range(nvj[j]):
+                mask[ci, idx_v[j] + d] = True
+            j = parents[j]
+        _adinv(Rc, pc, V[b], vc)
+        _adinv(Rc, pc, A[b], ac)
+        for r in range(6):
+            ac0[r] = ac[r]
+        for k in range(nv):
+            if mask[ci, k]:
+                _adinv(Rc, pc, S[:, k], jc)
+                for r in range(6):
+                    ac0[r] -= jc[r] * qdd[k]
+        w0, w1, w2 = vc[3], vc[4], vc[5]
+        if size == 3:
+            _cross3(w0, w1, w2, vc[0], vc[1], vc[2], x3, 0)
+            for r in range(3):
+                u[r] = ac0[r] + x3[r]
+                t[r] = ac[r] + x3[r]
+            _rot(Rc, u, 0, drift, r0)
+            _rot(Rc, t, 0, ap, 0)  # classical acceleration of the point, world
+            _rot(Rc, vc, 0, pd, 0)  # its velocity, world
+            for r in range(3):
+                target[r0 + r] = -kp * c_err[ci, r] - kd * pd[r]
+        else:
+            for r in range(6):
+                drift[r0 + r] = ac0[r]
+                target[r0 + r] = -kp * c_err[ci, r] - kd * vc[r]
+        for k in range(nv):
+            if not mask[ci, k]:
+                for r in range(size):
+                    J[r0 + r, k] = 0.0
+                    E[r0 + r, k] = 0.0
+                    E[r0 + r, nv + k] = 0.0
+                continue
+            _adinv(Rc, pc, S[:, k], jc)
+            for r in range(6):
+                s[r] = S[r, k]
+                Vd[r] = V[b, r] - Vp[r, k]
+            _mcross(s, Vp[:, k], t)  # S x V_lambda
+            _adinv(Rc, pc, t, dvq)
+            _mcross(t, Vd, u)  # (S x V_lambda) x (V_b - V_lambda)
+            _mcross(s, Ap[:, k], t)  # S x A_lambda
+            for r in range(6):
+                t[r] += u[r]
+                dvq[r] = -dvq[r]
+            _adinv(Rc, pc, t, daq)
+            for r in range(6):
+                daq[r] = -daq[r]
+                w6[r] = (V[0, r] - V[b, r]) if root[k] else (2.0 * Vp[r, k] - V[b, r])
+            _mcross(w6, s, t)
+            _adinv(Rc, pc, t, dav)
+            if size == 3:
+                # a_p = Rc (a_lin + w x v_lin), p_dot = Rc v_lin; dRc/dq_k = hat(S_ang) Rc
+                _cross3(dvq[3], dvq[4], dvq[5], vc[0], vc[1], vc[2], x3, 0)
+                for r in range(3):
+                    u[r] = daq[r] + x3[r]
+                _cross3(w0, w1, w2, dvq[0], dvq[1], dvq[2], x3, 0)
+                for r in range(3):
+                    u[r] += x3[r]
+                _rot(Rc, u, 0, eq, 0)
+                _cross3(s[3], s[4], s[5], ap[0], ap[1], ap[2], x3, 0)
+                for r in range(3):
+                    eq[r] += x3[r]
+                _cross3(s[3], s[4], s[5], pd[0], pd[1], pd[2], x3, 0)
+                _rot(Rc, dvq, 0, u, 0)
+                _rot(Rc, jc, 0, t, 0)  # the point's world Jacobian column
+                for r in range(3):
+                    eq[r] += kd * (x3[r] + u[r]) + kp * t[r]
+                _cross3(jc[3], jc[4], jc[5], vc[0], vc[1], vc[2], x3, 0)
+                for r in range(3):
+                    u[r] = dav[r] + x3[r]
+                _cross3(w0, w1, w2, jc[0], jc[1], jc[2], x3, 0)
+                for r in range(3):
+                    u[r] += x3[r]
+                _rot(Rc, u, 0, ev, 0)
+                for r in range(3):
+                    ev[r] += kd * t[r]
+                    J[r0 + r, k] = t[r]
+            else:
+                for r in range(6):
+                    acc = 0.0
+                    for c in range(6):
+                        acc += c_jri[ci, r, c] * jc[c]
+                    eq[r] = daq[r] + kd * dvq[r] + kp * acc
+                    ev[r] = dav[r] + kd * jc[r]
+                    J[r0 + r, k] = jc[r]
+            for r in range(size):
+                E[r0 + r, k] = eq[r]
+                E[r0 + r, nv + k] = ev[r]
+
+
+def _cross(a, b) -> np.ndarray:
+    # 3-D cross product without np.cross's axis handling (it dominated the Python overhead)
     return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
                      a[0] * b[1] - a[1] * b[0]])
 
 
-def _cross(a, b):
-    # motion cross product a x b of 6-vectors (linear first); b may be (6,) or (6, k)
-    w, vl = a[3:6], a[0:3]
-    out = np.empty_like(b)
-    out[0:3] = _c3(w, b[0:3]) + _c3(vl, b[3:6])
-    out[3:6] = _c3(w, b[3:6])
-    return out
+class _Packed:
+    # the contacts as the kernel's arrays (bound to one model), and the kernel's outputs
+    def __init__(self, model, contacts):
+        nc = len(contacts)
+        nv, nb = model.nv, model.nb
+        self.contacts = contacts
+        self.body = np.zeros(nc, dtype=np.int64)
+        self.R = np.zeros((nc, 3, 3))
+        self.p = np.zeros((nc, 3))
+        self.size = np.zeros(nc, dtype=np.int64)
+        self.row = np.zeros(nc, dtype=np.int64)
+        self.gain = np.zeros((nc, 2))
+        rows, r = [], 0
+        for k, c in enumerate(contacts):
+            fr = model.frames[c.frame]
+            self.body[k] = fr.body
+            self.R[k] = fr.rotation
+            self.p[k] = fr.translation
+            self.size[k] = c.size
+            self.row[k] = r
+            self.gain[k] = c.baumgarte
+            rows.append(slice(r, r + c.size))
+            r += c.size
+        self.rows = tuple(rows)
+        self.m = r
+        self.err = np.zeros((nc, 6))
+        self.jri = np.zeros((nc, 6, 6))
+        self.S = np.zeros((6, nv))
+        self.V = np.zeros((nb, 6))
+        self.A = np.zeros((nb, 6))
+        self.Vp = np.zeros((6, nv))
+        self.Ap = np.zeros((6, nv))
+        self.root = np.zeros(nv, dtype=np.bool_)
+        self.mask = np.zeros((nc, nv), dtype=np.bool_)
+        self.J = np.zeros((r, nv))
+        self.drift = np.zeros(r)
+        self.target = np.zeros(r)
+        self.E = np.zeros((r, 2 * nv))
 
 
-def _ad_inv(R, p):
-    # Ad(H^-1) for H = (R, p): [[R^T, -R^T p^], [0, R^T]]
-    X = np.zeros((6, 6))
-    X[0:3, 0:3] = R.T
-    X[0:3, 3:6] = -R.T @ hat(p)
-    X[3:6, 3:6] = R.T
-    return X
-
-
-@dataclass(frozen=True, eq=False)
-class _Chain:
-    # world-frame (recentred) kinematics of every body: S (6, nv) columns, V, A (nb, 6),
-    # per-dof parent velocity / acceleration (6, nv), root flags, and the recentring offset
-    S: np.ndarray
-    V: np.ndarray
-    A: np.ndarray
-    Vp: np.ndarray
-    Ap: np.ndarray
-    root: np.ndarray
-    oR: np.ndarray
-    op: np.ndarray
-    origin: np.ndarray
-
-
-def _world_kinematics(model, data, q, v, qdd) -> _Chain:
-    # Spatial velocities/accelerations of all bodies in world axes about the base origin
-    # (oV_i = oV_p + oS_i v_i, oA_i = oA_p + oS_i qdd_i + (oV_i x oS_i) v_i; FREE root:
-    # oV = Ad(H) v_b, oA = Ad(H) a_b). No gravity: true accelerations.
+def _run(model, data, q, v, qdd, contacts) -> tuple[_Packed, np.ndarray, np.ndarray, list]:
+    # forward kinematics, the Baumgarte errors, then the kernel; returns (packed, oR, op
+    # recentred, world poses of the contact frames)
+    pk = _Packed(model, contacts)
     forward_kinematics(model, data, q)
-    nb, nv = model.nb, model.nv
-    oR = data.oR.copy()
+    oR = data.oR
     origin = data.op[0].copy() if model.floating_base else np.zeros(3)
     op = data.op - origin
-    S = np.zeros((6, nv))
-    V = np.zeros((nb, 6))
-    A = np.zeros((nb, 6))
-    Vp = np.zeros((6, nv))
-    Ap = np.zeros((6, nv))
-    root = np.zeros(nv, dtype=bool)
-    for i in range(nb):
-        jt = int(model.joint_type[i])
-        iv = int(model.idx_v[i])
-        lam = int(model.parents[i])
-        R, p = oR[i], op[i]
-        if jt == JOINT_FREE:
-            X = np.zeros((6, 6))
-            X[0:3, 0:3] = R
-            X[0:3, 3:6] = hat(p) @ R
-            X[3:6, 3:6] = R
-            S[:, iv : iv + 6] = X
-            V[i] = X @ v[iv : iv + 6]
-            A[i] = X @ qdd[iv : iv + 6]
-            root[iv : iv + 6] = True
-            continue
-        a = R @ model.joint_axis[i]
-        s = np.concatenate([_c3(p, a), a]) if jt == JOINT_REVOLUTE else \
-            np.concatenate([a, np.zeros(3)])
-        S[:, iv] = s
-        if lam >= 0:
-            Vp[:, iv] = V[lam]
-            Ap[:, iv] = A[lam]
-        V[i] = Vp[:, iv] + s * v[iv]
-        A[i] = Ap[:, iv] + s * qdd[iv] + _cross(V[i], s) * v[iv]
-    return _Chain(S, V, A, Vp, Ap, root, oR, op, origin)
-
-
-def _support(model, body) -> np.ndarray:
-    # v indices of the joints from the root to ``body`` (its Jacobian's non-zero columns)
-    dofs = []
-    j = body
-    while j >= 0:
-        iv = int(model.idx_v[j])
-        dofs.extend(range(iv, iv + int(model.nv_joint[j])))
-        j = int(model.parents[j])
-    return np.array(sorted(dofs), dtype=np.int64)
+    poses = []
+    for k, c in enumerate(contacts):
+        b = int(pk.body[k])
+        H = np.eye(4)
+        H[:3, :3] = oR[b] @ pk.R[k]
+        H[:3, 3] = data.op[b] + oR[b] @ pk.p[k]
+        poses.append(H)
+        if c.size == 3:
+            if c.anchor is not None:
+                pk.err[k, 0:3] = H[:3, 3] - c.anchor
+        else:
+            e = np.zeros(6) if c.anchor is None else se3.log(se3.inverse(c.anchor) @ H)
+            pk.err[k] = e
+            pk.jri[k] = se3.right_jacobian_inv(e) if c.anchor is not None else np.eye(6)
+    _contact_kernel(model.parents, model.joint_type, model.idx_v, model.nv_joint,
+                    model.joint_axis, oR, op, v, qdd, pk.body, pk.R, pk.p, pk.size, pk.row,
+                    pk.gain, pk.err, pk.jri, pk.S, pk.V, pk.A, pk.Vp, pk.Ap,
+                    pk.root, pk.mask, pk.J, pk.drift, pk.target, pk.E)
+    return pk, oR.copy(), op, poses
 
 
 @dataclass(frozen=True, eq=False)
@@ -269,64 +479,10 @@ class ContactKinematics:
     rows: tuple[slice, ...]
 
 
-def _frame_pose(model, ch: _Chain, c):
-    fr = model.frames[c.frame]
-    b = fr.body
-    Rc = ch.oR[b] @ fr.rotation
-    pc = ch.op[b] + ch.oR[b] @ fr.translation
-    return b, Rc, pc
-
-
-def _local(model, ch: _Chain, c):
-    # (b, Rc, pc (recentred), Ad(H_c^-1), v_c, a_c (local spatial), J_c (6, nv) local)
-    b, Rc, pc = _frame_pose(model, ch, c)
-    X = _ad_inv(Rc, pc)
-    sup = _support(model, b)
-    Jc = np.zeros((6, model.nv))
-    Jc[:, sup] = X @ ch.S[:, sup]
-    return b, Rc, pc, X, X @ ch.V[b], X @ ch.A[b], Jc, sup
-
-
-def _rows(contacts):
-    rows, r = [], 0
-    for c in contacts:
-        rows.append(slice(r, r + c.size))
-        r += c.size
-    return tuple(rows), r
-
-
-def _anchor_pose(c, Rc, pc_world):
-    if c.anchor is None:
-        return se3.make(Rc, pc_world) if c.size == 6 else pc_world
-    return c.anchor
-
-
 def _kinematics(model, data, q, v, contacts, qdd):
-    # ContactKinematics plus the chain (at the given qdd: the drift uses qdd = 0 separately)
-    ch = _world_kinematics(model, data, q, v, qdd)
-    rows, m = _rows(contacts)
-    J = np.zeros((m, model.nv))
-    drift = np.zeros(m)
-    target = np.zeros(m)
-    poses = []
-    for c, rs in zip(contacts, rows, strict=True):
-        b, Rc, pc, X, vc, ac, Jc, _ = _local(model, ch, c)
-        ac0 = ac - Jc @ qdd  # local spatial acceleration at qdd = 0
-        kp, kd = c.baumgarte
-        pw = pc + ch.origin
-        poses.append(se3.make(Rc, pw))
-        if c.size == 3:
-            J[rs] = Rc @ Jc[0:3]
-            drift[rs] = Rc @ (ac0[0:3] + _c3(vc[3:6], vc[0:3]))
-            anchor = _anchor_pose(c, Rc, pw)
-            target[rs] = -kp * (pw - anchor) - kd * (Rc @ vc[0:3])
-        else:
-            J[rs] = Jc
-            drift[rs] = ac0
-            anchor = _anchor_pose(c, Rc, pw)
-            e = se3.log(se3.inverse(anchor) @ se3.make(Rc, pw))
-            target[rs] = -kp * e - kd * vc
-    return ContactKinematics(J, drift, target, tuple(poses), rows), ch
+    # ContactKinematics and the packed kernel outputs at (q, v, qdd)
+    pk, oR, op, poses = _run(model, data, q, v, qdd, contacts)
+    return ContactKinematics(pk.J, pk.drift, pk.target, tuple(poses), pk.rows), pk, oR, op
 
 
 def contact_kinematics(model, data, q, v, contacts) -> ContactKinematics:
@@ -379,11 +535,11 @@ def _factor(G):
 def _dynamics(model, data, q, v, tau, contacts) -> ContactDynamics:
     qdd_free = aba(model, data, q, v, tau).copy()
     Minv = compute_minverse(model, data, q).copy()
-    ck, _ = _kinematics(model, data, q, v, contacts, np.zeros(model.nv))
+    ck = _kinematics(model, data, q, v, contacts, np.zeros(model.nv))[0]
     J = ck.J
     JMinv = J @ Minv
     cf = _factor(JMinv @ J.T)
-    lam = scipy.linalg.cho_solve(cf, ck.target - ck.drift - J @ qdd_free)
+    lam = scipy.linalg.cho_solve(cf, ck.target - ck.drift - J @ qdd_free, check_finite=False)
     qdd = qdd_free + JMinv.T @ lam
     return ContactDynamics(qdd, lam, J, ck.drift, ck.target, Minv, qdd_free, ck.rows)
 
@@ -420,80 +576,21 @@ class ContactDerivatives:
     dynamics: ContactDynamics
 
 
-def _body_wrenches(model, ch: _Chain, contacts, rows, lam):
-    # (nb, 6) body-frame wrenches of the contact forces, and (body, f_body, frame translation)
-    # of each point contact (world-axes forces: they turn in their body frame with q)
+def _body_wrenches(model, oR, pk: _Packed, lam):
+    # (nb, 6) body-frame wrenches of the contact forces (external forces of the ABA derivatives)
     fext = np.zeros((model.nb, 6))
-    world = []
-    for c, rs in zip(contacts, rows, strict=True):
-        fr = model.frames[c.frame]
-        b = fr.body
-        pf = fr.translation
-        if c.size == 3:
-            fb = ch.oR[b].T @ lam[rs]
-            fext[b, 0:3] += fb
-            fext[b, 3:6] += _c3(pf, fb)
-            world.append((b, fb, pf))
+    for k, rs in enumerate(pk.rows):
+        b = int(pk.body[k])
+        pf = pk.p[k]
+        if pk.size[k] == 3:
+            f = oR[b].T @ lam[rs]
+            n = _cross(pf, f)
         else:
-            f = fr.rotation @ lam[rs][0:3]
-            n = fr.rotation @ lam[rs][3:6]
-            fext[b, 0:3] += f
-            fext[b, 3:6] += n + _c3(pf, f)
-    return fext, world
-
-
-def _acc_derivatives(model, ch: _Chain, c, qdd):
-    # d(J qdd + gamma - a_des)/d(q, v) at fixed qdd for one contact: (size, nv) each
-    nv = model.nv
-    b, Rc, pc, X, vc, ac, Jc, sup = _local(model, ch, c)
-    kp, kd = c.baumgarte
-    Vb = ch.V[b]
-    S = ch.S[:, sup]
-    Vp = ch.Vp[:, sup]
-    Ap = ch.Ap[:, sup]
-    root = ch.root[sup]
-    # local spatial velocity / acceleration derivatives (columns of the support)
-    SxVp = _cross_cols(S, Vp)
-    dvc_dq = -X @ SxVp
-    dac_dq = -X @ (_cross_cols(S, Ap) + _cross_cols(SxVp, Vb[:, None] - Vp))
-    W = np.where(root[None, :], ch.V[0][:, None] - Vb[:, None],
-                 2.0 * Vp - Vb[:, None])
-    dac_dv = X @ _cross_cols(W, S)
-    dvc_dv = Jc[:, sup]
-    E_q = np.zeros((c.size, nv))
-    E_v = np.zeros((c.size, nv))
-    if c.size == 6:
-        E_q[:, sup] = dac_dq + kd * dvc_dq
-        E_v[:, sup] = dac_dv + kd * dvc_dv
-        if kp != 0.0:
-            pw = pc + ch.origin
-            anchor = _anchor_pose(c, Rc, pw)
-            e = se3.log(se3.inverse(anchor) @ se3.make(Rc, pw))
-            E_q[:, sup] += kp * se3.right_jacobian_inv(e) @ dvc_dv
-        return E_q, E_v
-    w_s = S[3:6]  # world angular part of the columns: dR_c = hat(w_s) R_c
-    w, vl = vc[3:6], vc[0:3]
-    acl = ac[0:3] + _c3(w, vl)  # classical acceleration, local axes
-    a_p = Rc @ acl
-    pdot = Rc @ vl
-    da_q = _c3(w_s, a_p[:, None]) + Rc @ (
-        dac_dq[0:3] + _c3(dvc_dq[3:6], vl[:, None])
-        + _c3(w[:, None], dvc_dq[0:3]))
-    da_v = Rc @ (dac_dv[0:3] + _c3(dvc_dv[3:6], vl[:, None])
-                 + _c3(w[:, None], dvc_dv[0:3]))
-    dpdot_q = _c3(w_s, pdot[:, None]) + Rc @ dvc_dq[0:3]
-    dp_q = Rc @ dvc_dv[0:3]
-    E_q[:, sup] = da_q + kd * dpdot_q + kp * dp_q
-    E_v[:, sup] = da_v + kd * dp_q
-    return E_q, E_v
-
-
-def _cross_cols(A, B):
-    # column-wise motion cross products A[:, k] x B[:, k]
-    out = np.empty_like(B)
-    out[0:3] = _c3(A[3:6], B[0:3]) + _c3(A[0:3], B[3:6])
-    out[3:6] = _c3(A[3:6], B[3:6])
-    return out
+            f = pk.R[k] @ lam[rs][0:3]
+            n = pk.R[k] @ lam[rs][3:6] + _cross(pf, f)
+        fext[b, 0:3] += f
+        fext[b, 3:6] += n
+    return fext
 
 
 def contact_dynamics_derivatives(model, data, q, v, tau, contacts) -> ContactDerivatives:
@@ -512,30 +609,24 @@ def contact_dynamics_derivatives(model, data, q, v, tau, contacts) -> ContactDer
     tau = _vec(tau, model.nv, 'tau')
     dyn = _dynamics(model, data, q, v, tau, contacts)
     nv = model.nv
-    ch = _world_kinematics(model, data, q, v, dyn.qdd)
-    fext, world = _body_wrenches(model, ch, contacts, dyn.rows, dyn.lam)
+    _, pk, oR, _ = _kinematics(model, data, q, v, contacts, dyn.qdd)
+    fext = _body_wrenches(model, oR, pk, dyn.lam)
     ddq_dq, ddq_dv, Minv = compute_aba_derivatives(model, data, q, v, tau, fext)
     D = np.hstack([ddq_dq, ddq_dv])
     Minv = Minv.copy()
-    if world:
-        # forces fixed in world axes turn in their body frame: + M^-1 J_b^T Om J_b[3:6]
-        for b, fb, pf in world:
-            Jb = np.zeros((6, nv))
-            sup = _support(model, b)
-            Jb[:, sup] = _ad_inv(ch.oR[b], ch.op[b]) @ ch.S[:, sup]
-            Om = np.vstack([hat(fb), hat(pf) @ hat(fb)])
-            D[:, :nv] += Minv @ (Jb.T @ (Om @ Jb[3:6]))
-    m = dyn.lam.shape[0]
-    E = np.zeros((m, 2 * nv))
-    for c, rs in zip(contacts, dyn.rows, strict=True):
-        Eq, Ev = _acc_derivatives(model, ch, c, dyn.qdd)
-        E[rs, :nv] = Eq
-        E[rs, nv:] = Ev
+    for k, rs in enumerate(pk.rows):
+        if pk.size[k] == 3:
+            # a force fixed in the world axes turns in its body frame: the generalized force
+            # J_p^T f gains d/dq_l = J_p^T (f x w_l), w_l the world angular column l of the
+            # body's support (docs/linearization.md §4, in world terms)
+            W = pk.S[3:6] * pk.mask[k]
+            D[:, :nv] += Minv @ (pk.J[rs].T @ (hat(dyn.lam[rs]) @ W))
+    E = pk.E
     J = dyn.J
     JMinv = J @ Minv
     cf = _factor(JMinv @ J.T)
-    dlam_dx = -scipy.linalg.cho_solve(cf, J @ D + E)
-    dlam_dtau = -scipy.linalg.cho_solve(cf, JMinv)
+    dlam_dx = -scipy.linalg.cho_solve(cf, J @ D + E, check_finite=False)
+    dlam_dtau = -scipy.linalg.cho_solve(cf, JMinv, check_finite=False)
     dqdd_dx = D + JMinv.T @ dlam_dx
     dqdd_dtau = Minv + JMinv.T @ dlam_dtau
     return ContactDerivatives(dqdd_dx[:, :nv], dqdd_dx[:, nv:], dqdd_dtau, dlam_dx[:, :nv],
