@@ -20,6 +20,7 @@ world-frame quantities of each point are taken about its base position
 from __future__ import annotations
 
 from dataclasses import dataclass
+import os
 
 import numba
 import numpy as np
@@ -67,10 +68,15 @@ class LinearizationBatch:
         return int(self.A.shape[0])
 
 
-#: ``parallel='auto'`` splits the horizon over the threads when N * nv (points x velocity
-#: dimension, the work) is at least this and numba has more than one thread (the gain was
-#: measured by benchmarks/bench_horizon.py: docs/performance.md, "Horizon").
-AUTO_MIN_WORK = 600
+#: ``parallel='auto'`` splits the horizon over numba's threads (more than one) when the work
+#: N * nv (points x velocity dimension) is at least ``AUTO_MIN_WORK`` and the machine has an
+#: idle core (1-minute load average below the number of cores + 1), or when the work is at least
+#: ``AUTO_MIN_WORK_BUSY`` whatever the load. Measured (benchmarks/bench_horizon.py,
+#: docs/performance.md "Horizon", 2 cores): at load 2-3 the threads won from N = 50 on go2 and
+#: g1 (N * nv = 900, 1750; x1.2, x1.3); at load 5 they lost up to N * nv = 3600 (x1.3-5.9
+#: slower: a woken thread waits for a core) and won from 7000 (g1, N = 200: x0.89).
+AUTO_MIN_WORK = 1750
+AUTO_MIN_WORK_BUSY = 7000
 
 _REP_CODES = {'body': 0, 'mixed': 1, 'inertial': 2}
 
@@ -92,8 +98,9 @@ def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = N
             per-point steps (point k is discretized over dt[k]); ignored in continuous time.
         parallel: ``True``: split the points over numba's thread pool (chunks of points, one
             workspace each, ``data.batch_workspaces``); ``False`` (default): one thread;
-            ``'auto'``: the threads only where measured faster (N * nv >= ``AUTO_MIN_WORK``
-            and more than one thread). The result is the same bit for bit.
+            ``'auto'``: the threads only where measured faster (enough work, N * nv >=
+            ``AUTO_MIN_WORK``, and an idle core; see there). The result is the same bit for
+            bit.
         Other arguments as ``linearize`` (every option, in one compiled call).
 
     Returns a ``LinearizationBatch`` (fresh arrays). Errors name the point (``state k: ...``)
@@ -127,7 +134,10 @@ def _use_threads(parallel: bool | str, N: int, nv: int) -> bool:
     if N < 2 or parallel is False:
         return False
     if parallel == 'auto':
-        return numba.get_num_threads() > 1 and N * nv >= AUTO_MIN_WORK
+        work = N * nv
+        if numba.get_num_threads() < 2 or work < AUTO_MIN_WORK:
+            return False
+        return work >= AUTO_MIN_WORK_BUSY or os.getloadavg()[0] < (os.cpu_count() or 1) + 1
     return True
 
 

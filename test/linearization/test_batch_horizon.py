@@ -189,7 +189,16 @@ def test_bad_points_and_options_are_refused_by_index():
                         discrete_method='zoh')
 
 
-def test_auto_rule():
-    assert not batch_mod._use_threads('auto', 1, 1000)
-    assert not batch_mod._use_threads(False, 100, 100)
-    assert batch_mod._use_threads(True, 2, 1)
+def test_auto_rule(monkeypatch):
+    monkeypatch.setattr(batch_mod.numba, 'get_num_threads', lambda: 2)
+    monkeypatch.setattr(batch_mod.os, 'cpu_count', lambda: 2)
+    monkeypatch.setattr(batch_mod.os, 'getloadavg', lambda: (0.5, 0.5, 0.5))
+    assert not batch_mod._use_threads('auto', 1, 10000)  # one point
+    assert not batch_mod._use_threads('auto', 20, 35)  # too little work
+    assert batch_mod._use_threads('auto', 50, 35)  # g1, N = 50, idle cores
+    assert not batch_mod._use_threads(False, 500, 35) and batch_mod._use_threads(True, 2, 1)
+    monkeypatch.setattr(batch_mod.os, 'getloadavg', lambda: (5.0, 5.0, 5.0))
+    assert not batch_mod._use_threads('auto', 50, 35)  # busy machine
+    assert batch_mod._use_threads('auto', 200, 35)  # busy, but much work
+    monkeypatch.setattr(batch_mod.numba, 'get_num_threads', lambda: 1)
+    assert not batch_mod._use_threads('auto', 200, 35)  # one thread
