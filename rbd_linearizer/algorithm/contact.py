@@ -35,8 +35,8 @@ No dense inverse of the KKT matrix: M^-1 is the recursive algorithm's, the only 
 is the m x m Cholesky of ``J M^-1 J^T``. One compiled kernel (``_contact_kernel``: world
 kinematics, then per contact its rows of J, drift, target and E, O(nv) 6-vector operations
 per contact) on top of the compiled algorithms (ABA, M^-1, ABA derivatives); the m x m and
-m x nv linear algebra is numpy / scipy. Not registered for warm-up: its first call compiles
-(or loads from the kernel cache).
+m x nv linear algebra is numpy / scipy. The kernel's warm-up is registered as 'contact'
+(``algorithm.warmup`` once this module is imported; ``precompile --all``).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from rbd_linearizer._jit import jit, jit_inline
+from rbd_linearizer._jit import jit, jit_inline, register_warmup
 from rbd_linearizer.algorithm.aba import aba, compute_minverse
 from rbd_linearizer.algorithm.aba_derivatives import compute_aba_derivatives
 from rbd_linearizer.algorithm.kinematics import forward_kinematics
@@ -631,3 +631,14 @@ def contact_dynamics_derivatives(model, data, q, v, tau, contacts) -> ContactDer
     dqdd_dtau = Minv + JMinv.T @ dlam_dtau
     return ContactDerivatives(dqdd_dx[:, :nv], dqdd_dx[:, nv:], dqdd_dtau, dlam_dx[:, :nv],
                               dlam_dx[:, nv:], dlam_dtau, dyn)
+
+
+@register_warmup('contact')
+def _warmup(model, data):
+    from rbd_linearizer.algorithm.joint_configuration import neutral
+
+    frame = next((name for name, fr in model.frames.items() if fr.body >= 0), None)
+    if frame is None:
+        return
+    zero = np.zeros(model.nv)
+    _run(model, data, neutral(model), zero, zero, (PointContact(frame),))
