@@ -1,4 +1,4 @@
-"""Compute the dynamics terms (M, M^-1, C, g, h, forward dynamics) of one robot state.
+"""Compute the dynamics terms and linearization of one robot state, or A, B, f along a trajectory.
 
 ``rbd-linearizer compute --urdf FILE --state STATE.yaml [--fixed-base] [--rotors ROTORS.yaml]
 [--velocity-representation body|mixed|inertial] [--discrete DT] [--discrete-method
