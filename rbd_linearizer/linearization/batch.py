@@ -80,11 +80,6 @@ AUTO_MIN_WORK_BUSY = 7000
 
 _REP_CODES = {'body': 0, 'mixed': 1, 'inertial': 2}
 
-# The batch's kernels under their former names (test/ros/test_node_warmup.py checks that a
-# node configuration that does not use them never compiles or loads them).
-_batch_kernel = horizon_kernel
-_batch_kernel_parallel = horizon_kernel_parallel
-
 
 def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = None,
                     representation='body', time_model='continuous', dt=None,
