@@ -68,12 +68,15 @@ from __future__ import annotations
 
 import argparse
 import math
-import pathlib
 
 import numpy as np
 
 from rbd_linearizer.conventions import REPRESENTATIONS
 from rbd_linearizer.errors import RbdError
+from rbd_linearizer.tools._files import InputError
+from rbd_linearizer.tools._files import load_yaml as _load_yaml
+from rbd_linearizer.tools._files import one_line as _one_line
+from rbd_linearizer.tools._files import read_text as _read_text
 
 #: Keys accepted in STATE.yaml, its ``base`` mapping, a joint entry and a rotor entry.
 STATE_KEYS = ('base', 'joints', 'inputs')
@@ -84,10 +87,6 @@ MAX_ORDER = 10
 ROTOR_KEYS = ('inertia', 'gear_ratio')
 INPUT_KEYS = ('actuated', 'wrenches')
 WRENCH_KEYS = ('frame', 'kind', 'expressed_in', 'value')
-
-
-class InputError(RbdError):
-    """A command-line input (file, YAML content) is invalid; the message is one line."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -132,31 +131,6 @@ def _order(text: str) -> int:
     if not 0 <= k <= MAX_ORDER:
         raise argparse.ArgumentTypeError(f'must be an integer in [0, {MAX_ORDER}], got {k}')
     return k
-
-
-def _read_text(path: str, what: str) -> str:
-    try:
-        return pathlib.Path(path).read_text(encoding='utf-8')
-    except FileNotFoundError:
-        raise InputError(f'{what} file not found: {path}') from None
-    except IsADirectoryError:
-        raise InputError(f'{what} path is a directory: {path}') from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f'cannot read {what} file {path}: {err}') from None
-
-
-def _load_yaml(path: str, what: str):
-    import yaml
-
-    text = _read_text(path, what)
-    try:
-        content = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise InputError(f'{what} file {path} is not valid YAML: {_one_line(err)}') from None
-    if not isinstance(content, dict):
-        raise InputError(f'{what} file {path} must hold a YAML mapping, got '
-                         f'{type(content).__name__}')
-    return content
 
 
 def _check_keys(mapping, allowed, where: str) -> None:
@@ -466,10 +440,6 @@ def run(args: argparse.Namespace) -> dict[str, np.ndarray]:
                                             getattr(args, 'discrete', None),
                                             getattr(args, 'discrete_method', 'lie_euler')))
     return result
-
-
-def _one_line(err) -> str:
-    return ' '.join(str(err).split())
 
 
 def main(args: argparse.Namespace) -> int:

@@ -74,7 +74,9 @@ def _matrix(value, what: str) -> np.ndarray:
 
 def load_file(path: str) -> dict:
     """Read a trajectory file (``.npz``, ``.yaml`` / ``.yml``, ``.json``) into a mapping."""
-    from rbd_linearizer.tools.compute import InputError, _load_yaml, _read_text
+    from rbd_linearizer.tools._files import InputError
+    from rbd_linearizer.tools._files import load_yaml as _load_yaml
+    from rbd_linearizer.tools._files import read_text as _read_text
 
     p = Path(path)
     suffix = p.suffix.lower()

@@ -89,8 +89,10 @@ NEVER = ('rbd_linearizer.algorithm.coriolis._christoffel_kernel',
          'rbd_linearizer.algorithm.crba._crba_kernel',
          'rbd_linearizer.algorithm.rnea._rnea_kernel',
          'rbd_linearizer.algorithm._higher_order_kernels.id_kernel',
-         'rbd_linearizer.linearization.batch._batch_kernel',
-         'rbd_linearizer.linearization.batch._batch_kernel_parallel')
+         'rbd_linearizer.linearization.horizon.horizon_kernel_parallel')
+#: ~/linearize_trajectory answers in the executor thread: its kernel is warmed up with the
+#: linearization (trajectory_parallel 'never' by default: the parallel one is not)
+HORIZON = 'rbd_linearizer.linearization.horizon.horizon_kernel'
 
 
 def _build(**params) -> dict:
@@ -108,6 +110,7 @@ def test_default_configuration_warms_up_the_linearization_only():
     res = _build()
     sigs = res['build']
     assert sigs[LINEARIZATION] >= 1
+    assert sigs[HORIZON] >= 1
     for name in (*LINEARIZATION_WRENCHES, *DYNAMICS, *DERIVATIVES, *NEVER):
         assert sigs[name] == 0, f'{name} compiled or loaded for a configuration not using it'
     assert res['new'] == [], f'compiled or loaded inside the first calls: {res["new"]}'
@@ -118,7 +121,7 @@ def test_enabled_outputs_are_warmed_up_and_their_first_calls_compile_nothing():
                  wrench_input_frames=['B7'], wrench_input_kinds=['wrench'],
                  wrench_input_expressed_in=['local'])
     sigs = res['build']
-    for name in (*LINEARIZATION_WRENCHES, *DYNAMICS, *DERIVATIVES):
+    for name in (*LINEARIZATION_WRENCHES, *DYNAMICS, *DERIVATIVES, HORIZON):
         assert sigs[name] >= 1, f'{name} not warmed up'
     for name in (LINEARIZATION, *NEVER):  # with wrench inputs: another linearization kernel
         assert sigs[name] == 0, f'{name} compiled or loaded for a configuration not using it'

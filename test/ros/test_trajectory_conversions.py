@@ -6,8 +6,9 @@
 * ``trajectory_linearization_to_msg`` / ``_from_msg`` / ``trajectory_linearization_arrays``:
   shapes (N, nx, nx), (N, nx, nu), (N, nx), bit for bit (NaN payloads, -0.0, denormals).
 * ``cdr.TrajectoryLinearizationEncoder.encode`` equals rclpy's ``serialize_message`` of the
-  message field for field (same length; both decode to the result bit for bit), and ``trajectory_linearization_from_cdr`` reads it back bit for bit; malformed bytes
-  raise StateError.
+  message field for field (same length; both decode to the result bit for bit), and
+  ``trajectory_linearization_from_cdr`` reads it back bit for bit; malformed bytes raise
+  StateError.
 """
 
 import numpy as np
