@@ -148,13 +148,11 @@ def _run(model, data, res: ResolvedInputs, Q, V, U, DT, A, B, f, ddq, opts, thre
     size = scratch_size(int(model.nb), int(model.nv), res.nu)
     if threads:
         pw = data.batch_workspaces(min(N, numba.get_num_threads()))
-        PW = np.empty((pw.nchunk, size))
-        IW = np.empty((pw.nchunk, int(model.nb)), dtype=np.int64)
+        PW, IW = data.horizon_scratch(size, pw.nchunk)
         horizon_kernel_parallel(mi, mf, Q, V, U, DT, pw.WS, pw.DW, pw.DTAU, pw.CM, pw.TAUID,
                                 pw.SC, PW, IW, A, B, f, ddq, *inp)
     else:
-        PW = np.empty(size)
-        IW = np.empty(int(model.nb), dtype=np.int64)
+        PW, IW = data.horizon_scratch(size)
         horizon_kernel(mi, mf, Q, V, U, DT, ws, dws.dW, dws.dtau, dws.C, dws.tau, dws.scratch,
                        PW, IW, A, B, f, ddq, *inp)
     bad = np.flatnonzero(codes)

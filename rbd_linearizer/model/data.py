@@ -192,6 +192,7 @@ class Data:
         self._coriolis: CoriolisWorkspace | None = None
         self._derivatives: DerivativeWorkspace | None = None
         self._batch: dict[int, BatchWorkspaces] = {}
+        self._horizon: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 
     @property
     def coriolis(self) -> CoriolisWorkspace:
@@ -231,6 +232,23 @@ class Data:
         if pw is None:
             pw = self._batch[nchunk] = BatchWorkspaces(self, nchunk)
         return pw
+
+    def horizon_scratch(self, size: int, nchunk: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Scratch of the compiled horizon linearization (``linearization.batch``).
+
+        Returns ``(float64 (size,), int64 (nb,))``, or one row per chunk ``(nchunk, ...)`` for
+        the parallel kernel (``nchunk`` > 0). ``size`` depends on the input selection
+        (``linearization.horizon.scratch_size``). Allocated on first use for each
+        ``(size, nchunk)`` and kept with this Data, like ``batch_workspaces``.
+        """
+        key = (int(size), int(nchunk))
+        got = self._horizon.get(key)
+        if got is None:
+            nb = int(self.model.nb)
+            shape = (key[1],) if key[1] else ()
+            got = self._horizon[key] = (np.empty((*shape, key[0])),
+                                        np.empty((*shape, nb), dtype=np.int64))
+        return got
 
     def _offset(self, view: np.ndarray) -> int:
         # offset (float64 entries) of a field view in the packed workspace
