@@ -1,0 +1,205 @@
+"""Round trip of the node's trajectory interfaces over real DDS (issue 14's service target).
+
+Usage: python benchmarks/bench_trajectory_service.py [--robots g1 go2] [--points 20]
+           [--calls 500] [--representation mixed] [--dt 0.01] [--rt-priority N]
+
+Per robot: starts ``python -m rbd_linearizer.ros.node`` (its own ROS domain, localhost
+discovery, the robot's URDF; no state topics needed) and, in this process, a client. Then
+``--calls`` times, one after the other:
+
+* service: a ``~/linearize_trajectory`` request of ``--points`` random states (around the
+  neutral pose, N inputs, one ``dt`` when ``--dt`` > 0: discrete time) -> the response
+  received (rclpy client, ``call_async`` + spinning this process's executor);
+* topic: the same trajectory published on ``~/trajectory`` (new stamp each time) -> its
+  ``~/trajectory_linearization`` received (raw subscription, decoded with
+  ``ros.cdr.trajectory_linearization_from_cdr``).
+
+Prints p50 / p99 / max of each round trip [ms], the node's own compute time (p50 of the
+responses' ``compute_time``), the machine's load, and checks every answer is the requested size
+and finite. ``--rt-priority N`` runs the node under ``chrt -f N`` and this process in SCHED_FIFO
+N (as bench_node_latency.py; needs CAP_SYS_NICE). Not a timed test: figures depend on the
+machine; see docs/performance.md ("Horizon").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+from _node_driver import isolate_ros_domain
+import numpy as np
+
+TARGET_P99_MS = 3.0  # issue 14: N = 20 on g1, under SCHED_FIFO
+
+
+def _trajectory(model, n_points: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    from rbd_linearizer.algorithm.joint_configuration import neutral
+
+    q0 = neutral(model)
+    Q = np.repeat(q0[None, :], n_points, axis=0)
+    V = rng.normal(scale=0.2, size=(n_points, model.nv))
+    if model.floating_base:
+        Q[:, 2] = 0.8
+        Q[:, 7:] += rng.normal(scale=0.1, size=(n_points, model.nq - 7))
+    else:
+        Q += rng.normal(scale=0.1, size=Q.shape)
+    U = rng.normal(scale=1.0, size=(n_points, model.nv - (6 if model.floating_base else 0)))
+    return Q, V, U
+
+
+def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
+        rt_priority: int) -> dict:
+    """Start the node for ``robot``, time ``calls`` service and topic round trips."""
+    import rclpy
+
+    from rbd_linearizer.model import build_model
+    from rbd_linearizer.model.robots import example_robot_urdf
+    from rbd_linearizer.msg import Trajectory, TrajectoryLinearization
+    from rbd_linearizer.ros.cdr import trajectory_linearization_from_cdr
+    from rbd_linearizer.ros.conversions import (
+        trajectory_linearization_arrays,
+        trajectory_to_msg,
+    )
+    from rbd_linearizer.ros.executor import DirectExecutor
+    from rbd_linearizer.ros.qos import result_qos
+    from rbd_linearizer.srv import LinearizeTrajectory
+
+    urdf = example_robot_urdf(robot)
+    model = build_model(urdf, check_triangle_inequality=False)
+    ns = f'/bench_traj_{robot}'
+    log_path = f'/tmp/bench_trajectory_{robot}.log'
+    cmd = [sys.executable, '-m', 'rbd_linearizer.ros.node', '--ros-args',
+           '-p', f'robot_description_file:={urdf}', '-p', 'check_triangle_inequality:=false',
+           '-p', 'status_period_s:=0.0', '-r', f'__ns:={ns}']
+    prefix = ('chrt', '-f', str(rt_priority)) if rt_priority > 0 else ()
+    log = open(log_path, 'w')  # noqa: SIM115
+    proc = subprocess.Popen([*prefix, *cmd], stdout=log, stderr=subprocess.STDOUT)
+    context = rclpy.context.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node(f'bench_trajectory_client_{robot}', context=context)
+    executor = DirectExecutor(context=context)
+    executor.add_node(node)
+    received: list[tuple[int, float]] = []  # (stamp ns, receive time)
+    last: list = [None]
+
+    def on_result(raw: bytes) -> None:
+        t = time.perf_counter()
+        res = trajectory_linearization_from_cdr(raw)
+        received.append((res.stamp, t))
+        last[0] = res
+
+    node.create_subscription(TrajectoryLinearization, f'{ns}/linearizer/trajectory_linearization',
+                             on_result, result_qos(10), raw=True)
+    pub = node.create_publisher(Trajectory, f'{ns}/linearizer/trajectory', result_qos(1))
+    client = node.create_client(LinearizeTrajectory, f'{ns}/linearizer/linearize_trajectory')
+    rng = np.random.default_rng(0)
+    Q, V, U = _trajectory(model, n_points, rng)
+    kw = dict(velocity_representation=representation,
+              time_model='discrete' if dt > 0 else 'continuous',
+              dt=dt if dt > 0 else None)
+    nx = 2 * model.nv
+    try:
+        deadline = time.monotonic() + 600.0  # hang guard: a cold kernel cache compiles first
+        while not client.wait_for_service(timeout_sec=0.5):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f'the node did not start; see {log_path}')
+
+        def call(msg) -> object:
+            request = LinearizeTrajectory.Request(trajectory=msg)
+            future = client.call_async(request)
+            end = time.monotonic() + 600.0
+            while not future.done():
+                executor.spin_once(timeout_sec=0.01)
+                if time.monotonic() > end:
+                    raise RuntimeError('no response within 600 s')
+            return future.result()
+
+        first = call(trajectory_to_msg(Q, V, U, **kw))  # warm: the model is served, kernels hot
+        if not first.success:
+            raise RuntimeError(f'the node refused the trajectory: {first.message}')
+        service_ms, compute_ms = [], []
+        for k in range(calls):
+            msg = trajectory_to_msg(Q, V, U, stamp_ns=k + 1, **kw)
+            t0 = time.perf_counter()
+            response = call(msg)
+            service_ms.append((time.perf_counter() - t0) * 1e3)
+            A, B, f = trajectory_linearization_arrays(response.linearization)
+            if not response.success or A.shape != (n_points, nx, nx) or \
+                    not (np.isfinite(A).all() and np.isfinite(B).all() and np.isfinite(f).all()):
+                raise RuntimeError(f'call {k}: bad answer ({response.message})')
+            compute_ms.append(response.linearization.compute_time * 1e3)
+        # topic mode: wait until the subscription has matched (answers arrive)
+        stamp = 10_000_000
+        topic_ms = []
+        end = time.monotonic() + 60.0
+        while not received and time.monotonic() < end:
+            pub.publish(trajectory_to_msg(Q, V, U, stamp_ns=stamp, **kw))
+            executor.spin_once(timeout_sec=0.2)
+        if not received:
+            raise RuntimeError('no ~/trajectory_linearization within 60 s')
+        for k in range(calls):
+            stamp += 1
+            msg = trajectory_to_msg(Q, V, U, stamp_ns=stamp, **kw)
+            t0 = time.perf_counter()
+            pub.publish(msg)
+            end = time.monotonic() + 60.0
+            while not (received and received[-1][0] == stamp):
+                executor.spin_once(timeout_sec=0.01)
+                if time.monotonic() > end:
+                    raise RuntimeError(f'topic answer {k} lost')
+            topic_ms.append((received[-1][1] - t0) * 1e3)
+        s, t = np.array(service_ms), np.array(topic_ms)
+        return {
+            'robot': robot, 'nv': model.nv, 'points': n_points, 'calls': calls,
+            'representation': representation, 'time_model': kw['time_model'],
+            'service_ms_p50': round(float(np.percentile(s, 50)), 3),
+            'service_ms_p99': round(float(np.percentile(s, 99)), 3),
+            'service_ms_max': round(float(s.max()), 3),
+            'topic_ms_p50': round(float(np.percentile(t, 50)), 3),
+            'topic_ms_p99': round(float(np.percentile(t, 99)), 3),
+            'topic_ms_max': round(float(t.max()), 3),
+            'node_compute_ms_p50': round(float(np.median(compute_ms)), 3),
+            'target_p99_ms': TARGET_P99_MS if robot == 'g1' and n_points == 20 else None,
+            'load_avg_1min': round(os.getloadavg()[0], 2), 'rt_priority': rt_priority,
+        }
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=20)
+        log.close()
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark for each robot and print one line of figures each."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--robots', nargs='+', default=['g1'])
+    parser.add_argument('--points', type=int, default=20)
+    parser.add_argument('--calls', type=int, default=500)
+    parser.add_argument('--representation', default='mixed',
+                        choices=('body', 'mixed', 'inertial'))
+    parser.add_argument('--dt', type=float, default=0.01,
+                        help='discrete step [s]; 0: continuous time')
+    parser.add_argument('--rt-priority', type=int, default=0,
+                        help='SCHED_FIFO priority of the node and this client (0: normal)')
+    args = parser.parse_args(argv)
+    if args.rt_priority > 0:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
+    isolate_ros_domain()
+    for robot in args.robots:
+        figures = run(robot, args.points, args.calls, args.representation, args.dt,
+                      args.rt_priority)
+        print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
