@@ -216,6 +216,105 @@ def _errors(ours: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
     return d, (d / scale if scale > 0 else d)
 
 
+class _Skip(Exception):
+    """A recorded linearization ``agreement`` does not compare; the argument is the reason."""
+
+
+class _Mismatch(Exception):
+    """A recorded linearization does not answer its Trajectory; the argument is the reason."""
+
+
+def _segment_for(tl, by_hash: dict):
+    """Return the verify segment whose model ``tl`` was computed with (else ``_Skip``)."""
+    seg = by_hash.get(tl.model_hash)
+    if seg is None and len(by_hash) == 1:
+        seg = next(iter(by_hash.values()))
+        if tuple(seg.model.joint_names) != tuple(tl.joint_names):
+            raise _Skip('model differs (hash and joints)')
+    if seg is None:
+        raise _Skip('model hash not in the bag')
+    if tuple(tl.joint_names) != tuple(seg.model.joint_names):
+        raise _Skip('joint order differs')
+    return seg
+
+
+def _matched(topic: str, stamp: int, tl, by_hash: dict, served: dict, by_stamp: dict):
+    """Match ``tl`` to its model and checked Trajectory: (seg, served, points, refs, n).
+
+    Raises ``_Skip`` when it cannot be compared and ``_Mismatch`` when it does not answer its
+    Trajectory (in this order of checks).
+    """
+    from rbd_linearizer.ros.conversions import (
+        ConversionError,
+        trajectory_fields,
+        trajectory_linearization_arrays,
+    )
+
+    seg = _segment_for(tl, by_hash)
+    model = seg.model
+    if id(seg) not in served:
+        served[id(seg)] = _served(model, seg.selection)
+    res = served[id(seg)].resolved
+    if tuple(tl.input_names) != tuple(res.names):
+        raise _Skip('input columns differ (give --inputs)')
+    try:
+        refs = trajectory_linearization_arrays(tl)
+    except ConversionError:
+        raise _Skip('malformed: a, b, f sizes do not match n_points, nx, nu') from None
+    A_ref, B_ref, _ = refs
+    n = A_ref.shape[0]
+    if A_ref.shape[1:] != (2 * model.nv, 2 * model.nv) or B_ref.shape[2] != res.nu:
+        raise _Skip('nx or nu differs from the model')
+    found = _candidates(topic, stamp, by_stamp)
+    if not found:
+        raise _Skip('no Trajectory with its stamp in the bag')
+    decoded = [trajectory_fields(c[2]) for c in found]
+    if any(not _same(decoded[0], d) for d in decoded[1:]):
+        raise _Skip('several different Trajectory messages with its stamp')
+    try:
+        points = _checked(served[id(seg)], tl, decoded[0])
+    except RbdError as e:   # the node refuses it: an answer to it is wrong
+        raise _Mismatch('its trajectory is invalid: ' + ' '.join(str(e).split())) from None
+    why = _request_mismatch(tl, points, n)
+    if why is not None:
+        raise _Mismatch(why)
+    return seg, served[id(seg)], points, refs, n
+
+
+def _recomputed(seg, res, points, refs, n: int, discrete_method: str):
+    """Recompute every point with ``linearize``: (errs, abs_k, rel_k, worst); else ``_Skip``."""
+    from rbd_linearizer.linearization import linearize
+
+    A_ref, B_ref, f_ref = refs
+    rep, tm = points.representation, points.time_model
+    dts = points.dt_per_point()
+    Q, V = points.Q, points.V
+    U = np.zeros((n, res.nu)) if points.U is None else points.U
+    abs_k = np.zeros(n)
+    rel_k = np.zeros(n)
+    worst = {'point': 0, 'key': 'A', 'abs': 0.0}
+    errs = {k: {'max_abs': 0.0, 'max_rel': 0.0} for k in ('A', 'B', 'f')}
+    try:
+        for k in range(n):
+            lin = linearize(seg.model, seg.data, Q[k], V[k], U[k], inputs=seg.selection,
+                            representation=rep, time_model=tm,
+                            dt=float(dts[k]) if tm == 'discrete' else None,
+                            discrete_method=discrete_method)
+            for key, ours, ref in (('A', lin.A, A_ref[k]), ('B', lin.B, B_ref[k]),
+                                   ('f', lin.f, f_ref[k])):
+                d, r = _errors(ours, ref)
+                errs[key]['max_abs'] = max(errs[key]['max_abs'], d)
+                errs[key]['max_rel'] = max(errs[key]['max_rel'], r)
+                if d > abs_k[k]:
+                    abs_k[k] = d
+                    if d > worst['abs']:
+                        worst = {'point': k, 'key': key, 'abs': d}
+                rel_k[k] = max(rel_k[k], r)
+    except (RbdError, ValueError) as e:
+        raise _Skip(f'cannot recompute: {type(e).__name__}') from None
+    return errs, abs_k, rel_k, worst
+
+
 def agreement(tlins, trajectories, segments, *, discrete_method: str = 'lie_euler',
               max_error: float | None = None) -> dict:
     """Check recorded trajectory linearizations; return the report's ``trajectory_agreement``.
@@ -225,13 +324,7 @@ def agreement(tlins, trajectories, segments, *, discrete_method: str = 'lie_eule
     stamp and recomputed per point (``linearize``); ``max_error`` (verify's
     ``--max-agreement-error``) marks the points whose A, B or f differ by more (abs).
     """
-    from rbd_linearizer.linearization import linearize
-    from rbd_linearizer.ros.conversions import (
-        ConversionError,
-        stamp_from_msg,
-        trajectory_fields,
-        trajectory_linearization_arrays,
-    )
+    from rbd_linearizer.ros.conversions import stamp_from_msg
 
     served = {}
     by_hash = {s.model.urdf_hash: s for s in segments if s.model is not None}
@@ -243,85 +336,17 @@ def agreement(tlins, trajectories, segments, *, discrete_method: str = 'lie_eule
     mismatched: list[dict] = []
     messages: list[dict] = []
     n_compared = failed_points = 0
-
-    def skip(reason):
-        skipped[reason] = skipped.get(reason, 0) + 1
-
     for topic, _, tl in tlins:
         stamp = stamp_from_msg(tl.header.stamp)
-        seg = by_hash.get(tl.model_hash)
-        if seg is None and len(by_hash) == 1:
-            seg = next(iter(by_hash.values()))
-            if tuple(seg.model.joint_names) != tuple(tl.joint_names):
-                skip('model differs (hash and joints)')
-                continue
-        if seg is None:
-            skip('model hash not in the bag')
-            continue
-        model = seg.model
-        if tuple(tl.joint_names) != tuple(model.joint_names):
-            skip('joint order differs')
-            continue
-        if id(seg) not in served:
-            served[id(seg)] = _served(model, seg.selection)
-        res = served[id(seg)].resolved
-        if tuple(tl.input_names) != tuple(res.names):
-            skip('input columns differ (give --inputs)')
-            continue
         try:
-            A_ref, B_ref, f_ref = trajectory_linearization_arrays(tl)
-        except ConversionError:
-            skip('malformed: a, b, f sizes do not match n_points, nx, nu')
+            seg, srv, points, refs, n = _matched(topic, stamp, tl, by_hash, served, by_stamp)
+            errs, abs_k, rel_k, worst = _recomputed(seg, srv.resolved, points, refs, n,
+                                                    discrete_method)
+        except _Skip as e:
+            skipped[e.args[0]] = skipped.get(e.args[0], 0) + 1
             continue
-        n = A_ref.shape[0]
-        if A_ref.shape[1:] != (2 * model.nv, 2 * model.nv) or B_ref.shape[2] != res.nu:
-            skip('nx or nu differs from the model')
-            continue
-        found = _candidates(topic, stamp, by_stamp)
-        if not found:
-            skip('no Trajectory with its stamp in the bag')
-            continue
-        decoded = [trajectory_fields(c[2]) for c in found]
-        if any(not _same(decoded[0], d) for d in decoded[1:]):
-            skip('several different Trajectory messages with its stamp')
-            continue
-        try:
-            points = _checked(served[id(seg)], tl, decoded[0])
-        except RbdError as e:   # the node refuses it: an answer to it is wrong
-            mismatched.append({'stamp': stamp * 1e-9, 'topic': topic,
-                               'reason': 'its trajectory is invalid: '
-                                         + ' '.join(str(e).split())})
-            continue
-        why = _request_mismatch(tl, points, n)
-        if why is not None:
-            mismatched.append({'stamp': stamp * 1e-9, 'topic': topic, 'reason': why})
-            continue
-        rep, tm = points.representation, points.time_model
-        dts = points.dt_per_point()
-        Q, V = points.Q, points.V
-        U = np.zeros((n, res.nu)) if points.U is None else points.U
-        abs_k = np.zeros(n)
-        rel_k = np.zeros(n)
-        worst = {'point': 0, 'key': 'A', 'abs': 0.0}
-        errs = {k: {'max_abs': 0.0, 'max_rel': 0.0} for k in ('A', 'B', 'f')}
-        try:
-            for k in range(n):
-                lin = linearize(model, seg.data, Q[k], V[k], U[k], inputs=seg.selection,
-                                representation=rep, time_model=tm,
-                                dt=float(dts[k]) if tm == 'discrete' else None,
-                                discrete_method=discrete_method)
-                for key, ours, ref in (('A', lin.A, A_ref[k]), ('B', lin.B, B_ref[k]),
-                                       ('f', lin.f, f_ref[k])):
-                    d, r = _errors(ours, ref)
-                    errs[key]['max_abs'] = max(errs[key]['max_abs'], d)
-                    errs[key]['max_rel'] = max(errs[key]['max_rel'], r)
-                    if d > abs_k[k]:
-                        abs_k[k] = d
-                        if d > worst['abs']:
-                            worst = {'point': k, 'key': key, 'abs': d}
-                    rel_k[k] = max(rel_k[k], r)
-        except (RbdError, ValueError) as e:
-            skip(f'cannot recompute: {type(e).__name__}')
+        except _Mismatch as e:
+            mismatched.append({'stamp': stamp * 1e-9, 'topic': topic, 'reason': e.args[0]})
             continue
         entry = {'stamp': stamp * 1e-9, 'topic': topic, 'n_points': n, 'errors': errs,
                  'max_abs': abs_k.tolist(), 'max_rel': rel_k.tolist(), 'worst': worst}
