@@ -260,6 +260,71 @@ def _collect(args, contents, report):
     return desc, js, odom, inputs, lins, trajs, tlins
 
 
+class _SkipState(Exception):
+    """A recorded state ``_samples`` does not use; the argument is the reason."""
+
+
+def _segment_inputs(k: int, model, selection, inputs, issues: dict) -> tuple:
+    """Return (resolved inputs, torque joints, [newest accepted applied input at index j])."""
+    from rbd_linearizer.errors import StateError
+    from rbd_linearizer.linearization.inputs import resolve_inputs
+    from rbd_linearizer.online.state import applied_input
+
+    res = resolve_inputs(model, selection)
+    columns = {n: c for c, n in enumerate(res.names)}
+    newest, accepted, rejected = None, [], 0
+    for stamp, names, values in inputs:
+        try:
+            newest = applied_input(k, columns, stamp, names, values)
+        except StateError:
+            rejected += 1  # not used, as the node rejects it (rejected_inputs)
+        accepted.append(newest)
+    if rejected:
+        issues['inputs_rejected'] = issues.get('inputs_rejected', 0) + rejected
+    base = 6 if model.floating_base else 0
+    return res, res.tau_dofs[: res.n_tau] - base, accepted
+
+
+def _base_sample(odom, odom_t: list, stamp: int, tol: int):
+    """Return the BaseSample ``pair_index`` pairs with a joint state at ``stamp`` (else skip)."""
+    from rbd_linearizer.errors import StateError
+    from rbd_linearizer.model.state import normalize_quaternion
+    from rbd_linearizer.online.state import BaseSample, pair_index
+
+    i = pair_index(odom_t, stamp, tol)
+    if i is None:
+        raise _SkipState('no odom within the sync tolerance')
+    _, p, quat, twist = odom[i]
+    if not (np.isfinite(p).all() and np.isfinite(twist).all()
+            and np.isfinite(quat).all()):
+        raise _SkipState('non-finite base state')
+    try:
+        quat = normalize_quaternion(quat)
+    except StateError:
+        raise _SkipState('bad base quaternion') from None
+    return BaseSample(odom_t[i], p, quat, twist)
+
+
+def _synced_state(model, stamp: int, names, pos, vel, eff, odom, odom_t: list, tol: int):
+    """Return the SyncedState of a recorded joint state (else ``_SkipState``)."""
+    from rbd_linearizer.errors import StateError
+    from rbd_linearizer.model.state import joint_state_to_model_order
+    from rbd_linearizer.online.state import JointSample, SyncedState
+
+    try:
+        s, sdot, tau = joint_state_to_model_order(model, names, pos, vel, eff,
+                                                  allow_extra=True)
+    except StateError as err:
+        msg = str(err)
+        raise _SkipState('non-finite joint state' if 'non-finite' in msg else
+                         'joint names do not match the model') from None
+    if sdot is None:
+        raise _SkipState('no joint velocities')
+    base = _base_sample(odom, odom_t, stamp, tol) if model.floating_base else None
+    return SyncedState(max(stamp, base.stamp_ns) if base else stamp,
+                       JointSample(stamp, s, sdot, tau), base)
+
+
 def _samples(args, segments, js, odom, inputs, report):
     """Return the recorded states as dicts (t, seg, q, v, u), in stamp order.
 
@@ -270,18 +335,7 @@ def _samples(args, segments, js, odom, inputs, report):
     at the state's stamp (``--max-state-age``, the node's ``max_state_age_s``): a stale one
     falls back to the measured efforts, as in the node.
     """
-    from rbd_linearizer.errors import StateError
-    from rbd_linearizer.linearization.inputs import resolve_inputs
-    from rbd_linearizer.model.state import joint_state_to_model_order, normalize_quaternion
-    from rbd_linearizer.online.state import (
-        BaseSample,
-        JointSample,
-        SyncedState,
-        applied_input,
-        assemble,
-        fresh_applied,
-        pair_index,
-    )
+    from rbd_linearizer.online.state import assemble, fresh_applied
 
     issues = report['issues']
     js = _dedup_sorted(js, 'joint_states', issues)
@@ -294,28 +348,6 @@ def _samples(args, segments, js, odom, inputs, report):
     name_sets = []
     skipped: dict[str, int] = {}
     per_segment: dict[int, tuple] = {}
-
-    def skip(reason):
-        skipped[reason] = skipped.get(reason, 0) + 1
-
-    def inputs_of(k: int, model, selection) -> tuple:
-        # (resolved inputs, torque joints, [newest accepted applied input at index j])
-        if k not in per_segment:
-            res = resolve_inputs(model, selection)
-            columns = {n: c for c, n in enumerate(res.names)}
-            newest, accepted, rejected = None, [], 0
-            for stamp, names, values in inputs:
-                try:
-                    newest = applied_input(k, columns, stamp, names, values)
-                except StateError:
-                    rejected += 1  # not used, as the node rejects it (rejected_inputs)
-                accepted.append(newest)
-            if rejected:
-                issues['inputs_rejected'] = issues.get('inputs_rejected', 0) + rejected
-            base = 6 if model.floating_base else 0
-            per_segment[k] = (res, res.tau_dofs[: res.n_tau] - base, accepted)
-        return per_segment[k]
-
     floating = any(s.model is not None and s.model.floating_base for s in segments)
     if floating and not odom:
         raise VerifyError(f'the bag has no base state ({args.odom_topic}) for a floating-base '
@@ -326,41 +358,16 @@ def _samples(args, segments, js, odom, inputs, report):
             name_sets.append(tuple(names))
         k = _segment_at(segments, t_log)
         seg = segments[k]
-        if seg.model is None:
-            skip('no valid model')
-            continue
-        model = seg.model
         try:
-            s, sdot, tau = joint_state_to_model_order(model, names, pos, vel, eff,
-                                                      allow_extra=True)
-        except StateError as err:
-            msg = str(err)
-            skip('non-finite joint state' if 'non-finite' in msg else
-                 'joint names do not match the model')
+            if seg.model is None:
+                raise _SkipState('no valid model')
+            state = _synced_state(seg.model, stamp, names, pos, vel, eff, odom, odom_t, tol)
+        except _SkipState as e:
+            skipped[e.args[0]] = skipped.get(e.args[0], 0) + 1
             continue
-        if sdot is None:
-            skip('no joint velocities')
-            continue
-        base = None
-        if model.floating_base:
-            i = pair_index(odom_t, stamp, tol)
-            if i is None:
-                skip('no odom within the sync tolerance')
-                continue
-            _, p, quat, twist = odom[i]
-            if not (np.isfinite(p).all() and np.isfinite(twist).all()
-                    and np.isfinite(quat).all()):
-                skip('non-finite base state')
-                continue
-            try:
-                quat = normalize_quaternion(quat)
-            except StateError:
-                skip('bad base quaternion')
-                continue
-            base = BaseSample(odom_t[i], p, quat, twist)
-        state = SyncedState(max(stamp, base.stamp_ns) if base else stamp,
-                            JointSample(stamp, s, sdot, tau), base)
-        res, tau_joints, accepted = inputs_of(k, model, seg.selection)
+        if k not in per_segment:
+            per_segment[k] = _segment_inputs(k, seg.model, seg.selection, inputs, issues)
+        res, tau_joints, accepted = per_segment[k]
         j = bisect.bisect_right(in_t, stamp) - 1
         applied = fresh_applied(accepted[j] if j >= 0 else None, state.stamp_ns, max_age)
         q, v, u = assemble(state, res, tau_joints, True, applied, owner=k)
