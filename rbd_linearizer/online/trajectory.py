@@ -151,6 +151,91 @@ def _first_bad(mask_rows: np.ndarray) -> int | None:
     return int(bad[0]) if bad.size else None
 
 
+def _options(cfg: dict[str, Any], representation: str, time_model: str) -> tuple[str, str]:
+    """Return the request's (representation, time model), '' = the configuration's."""
+    rep = representation or cfg['velocity_representation']
+    tm = time_model or cfg['time_model']
+    if rep not in REPRESENTATIONS:
+        raise ConfigError(f'velocity_representation must be one of {list(REPRESENTATIONS)}, '
+                          f'got {rep!r}')
+    if tm not in TIME_MODELS:
+        raise ConfigError(f'time_model must be one of {list(TIME_MODELS)}, got {tm!r}')
+    return rep, tm
+
+
+def _n_points(cfg: dict[str, Any], n_points: int, max_points: int | None) -> int:
+    """Return N, checked against 1 and the largest N (``max_trajectory_points``)."""
+    N = int(n_points)
+    limit = cfg.get('max_trajectory_points') if max_points is None else max_points
+    if N < 1:
+        raise StateError('n_points must be at least 1')
+    if limit is not None and N > limit:
+        raise StateError(f'n_points = {N} exceeds max_trajectory_points = {limit}')
+    return N
+
+
+def _step(cfg: dict[str, Any], tm: str, dt, N: int) -> float | np.ndarray | None:
+    """Return the discrete step (one value or one per point; None when continuous)."""
+    steps = np.asarray(dt, dtype=np.float64).reshape(-1)
+    if steps.size not in (0, 1, N):
+        raise StateError(f'dt has {steps.size} values: expected none, 1 or N = {N}')
+    k = _first_bad(~np.isfinite(steps) | (steps <= 0))
+    if k is not None:
+        where = 'dt' if steps.size == 1 else f'point {k}: dt'
+        raise StateError(f'{where} must be finite and > 0, got {steps[k]}')
+    if tm == 'continuous':
+        return None
+    if steps.size == 0:
+        return float(cfg['dt'])
+    if steps.size == 1 or np.all(steps == steps[0]):
+        return float(steps[0])
+    return steps
+
+
+def _joint_arrays(served, joint_names: Sequence[str], joint_positions, joint_velocities,
+                  N: int):
+    """Return (S, Sd, idx): the joint positions and velocities (N, n) in model order."""
+    m = served.model
+    names = list(joint_names) or list(m.joint_names)
+    idx = served.joint_index(names, False)  # StateError: unknown, missing, duplicate names
+    S = _joint_blocks(joint_positions, N, len(names), 'joint_positions')[:, idx]
+    Sd = _joint_blocks(joint_velocities, N, len(names), 'joint_velocities')[:, idx]
+    for arr, what in ((S, 'joint position'), (Sd, 'joint velocity')):
+        k = _first_bad(~np.isfinite(arr).all(axis=1))
+        if k is not None:
+            raise StateError(f'point {k}: non-finite {what}')
+    return S, Sd, idx
+
+
+def _floating_states(m, base_poses, base_twists, S, Sd, N: int, rep: str):
+    """Return (Q, V) of a floating-base model: unit quaternions, base twists in the body frame."""
+    poses = np.asarray(base_poses, dtype=np.float64).reshape(-1, 7)
+    twists = np.asarray(base_twists, dtype=np.float64).reshape(-1, 6)
+    if poses.shape[0] != N or twists.shape[0] != N:
+        raise StateError(f'a floating-base model needs N = {N} base poses and twists, got '
+                         f'{poses.shape[0]} and {twists.shape[0]}')
+    k = _first_bad(~(np.isfinite(poses[:, 0:3]).all(axis=1)
+                     & np.isfinite(twists).all(axis=1)))
+    if k is not None:
+        raise StateError(f'point {k}: non-finite base position or twist')
+    Q = np.empty((N, m.nq))
+    V = np.empty((N, m.nv))
+    Q[:, 0:3], Q[:, 7:], V[:, 6:] = poses[:, 0:3], S, Sd
+    V[:, 0:6] = twists  # body: as given
+    for k in range(N):  # the single-state path's own functions: the same q, v bit for bit
+        try:
+            Q[k, 3:7] = normalize_quaternion(poses[k, 3:7])
+        except StateError as e:
+            raise StateError(f'point {k}: {e}') from None
+        if rep != 'body':
+            with np.errstate(invalid='ignore', over='ignore'):
+                V[k, 0:6] = base_twist_to_body(Q[k], twists[k], rep)
+    k = _first_bad(~np.isfinite(V[:, 0:6]).all(axis=1))
+    if k is not None:
+        raise StateError(f'point {k}: base twist overflows in the body frame')
+    return Q, V
+
+
 def check_trajectory(served, cfg: dict[str, Any], *, n_points: int, joint_names: Sequence[str],
                      base_poses, base_twists, joint_positions, joint_velocities, inputs,
                      representation: str, time_model: str, dt, stamp_ns: int = 0,
@@ -167,72 +252,15 @@ def check_trajectory(served, cfg: dict[str, Any], *, n_points: int, joint_names:
     offending point (``point 3: quaternion norm ...``) or field; nothing is computed then.
     """
     m = served.model
-    rep = representation or cfg['velocity_representation']
-    tm = time_model or cfg['time_model']
-    if rep not in REPRESENTATIONS:
-        raise ConfigError(f'velocity_representation must be one of {list(REPRESENTATIONS)}, '
-                          f'got {rep!r}')
-    if tm not in TIME_MODELS:
-        raise ConfigError(f'time_model must be one of {list(TIME_MODELS)}, got {tm!r}')
-    N = int(n_points)
-    limit = cfg.get('max_trajectory_points') if max_points is None else max_points
-    if N < 1:
-        raise StateError('n_points must be at least 1')
-    if limit is not None and N > limit:
-        raise StateError(f'n_points = {N} exceeds max_trajectory_points = {limit}')
-    steps = np.asarray(dt, dtype=np.float64).reshape(-1)
-    if steps.size not in (0, 1, N):
-        raise StateError(f'dt has {steps.size} values: expected none, 1 or N = {N}')
-    k = _first_bad(~np.isfinite(steps) | (steps <= 0))
-    if k is not None:
-        where = 'dt' if steps.size == 1 else f'point {k}: dt'
-        raise StateError(f'{where} must be finite and > 0, got {steps[k]}')
-    if tm == 'continuous':
-        step: float | np.ndarray | None = None
-    elif steps.size == 0:
-        step = float(cfg['dt'])
-    elif steps.size == 1 or np.all(steps == steps[0]):
-        step = float(steps[0])
-    else:
-        step = steps
-
-    n = m.n_joints
-    names = list(joint_names) or list(m.joint_names)
-    idx = served.joint_index(names, False)  # StateError: unknown, missing, duplicate names
-    S = _joint_blocks(joint_positions, N, len(names), 'joint_positions')[:, idx]
-    Sd = _joint_blocks(joint_velocities, N, len(names), 'joint_velocities')[:, idx]
-    for arr, what in ((S, 'joint position'), (Sd, 'joint velocity')):
-        k = _first_bad(~np.isfinite(arr).all(axis=1))
-        if k is not None:
-            raise StateError(f'point {k}: non-finite {what}')
+    rep, tm = _options(cfg, representation, time_model)
+    N = _n_points(cfg, n_points, max_points)
+    step = _step(cfg, tm, dt, N)
+    S, Sd, idx = _joint_arrays(served, joint_names, joint_positions, joint_velocities, N)
     if m.floating_base:
-        poses = np.asarray(base_poses, dtype=np.float64).reshape(-1, 7)
-        twists = np.asarray(base_twists, dtype=np.float64).reshape(-1, 6)
-        if poses.shape[0] != N or twists.shape[0] != N:
-            raise StateError(f'a floating-base model needs N = {N} base poses and twists, got '
-                             f'{poses.shape[0]} and {twists.shape[0]}')
-        k = _first_bad(~(np.isfinite(poses[:, 0:3]).all(axis=1)
-                         & np.isfinite(twists).all(axis=1)))
-        if k is not None:
-            raise StateError(f'point {k}: non-finite base position or twist')
-        Q = np.empty((N, m.nq))
-        V = np.empty((N, m.nv))
-        Q[:, 0:3], Q[:, 7:], V[:, 6:] = poses[:, 0:3], S, Sd
-        V[:, 0:6] = twists  # body: as given
-        for k in range(N):  # the single-state path's own functions: the same q, v bit for bit
-            try:
-                Q[k, 3:7] = normalize_quaternion(poses[k, 3:7])
-            except StateError as e:
-                raise StateError(f'point {k}: {e}') from None
-            if rep != 'body':
-                with np.errstate(invalid='ignore', over='ignore'):
-                    V[k, 0:6] = base_twist_to_body(Q[k], twists[k], rep)
-        k = _first_bad(~np.isfinite(V[:, 0:6]).all(axis=1))
-        if k is not None:
-            raise StateError(f'point {k}: base twist overflows in the body frame')
+        Q, V = _floating_states(m, base_poses, base_twists, S, Sd, N, rep)
     else:
         Q, V = np.ascontiguousarray(S), np.ascontiguousarray(Sd)
-    assert Q.shape == (N, m.nq) and V.shape == (N, m.nv) and n == len(idx)
+    assert Q.shape == (N, m.nq) and V.shape == (N, m.nv) and m.n_joints == len(idx)
     U = expand_inputs(inputs, N, served.resolved.nu, served.resolved.names)
     return TrajectoryPoints(Q, V, U, rep, tm, step, int(stamp_ns))
 
