@@ -67,25 +67,96 @@ def _read_raw(path, topics, skip_clock, latched):
     return out
 
 
-def main(args) -> int:
-    """Replay the bag; return the exit code."""
-    if not args.rate > 0:
-        print('rbd-linearizer replay: error: --rate must be > 0', file=sys.stderr)
-        return 2
+def _messages(args, latched_topics: set) -> list | None:
+    """Return the bag's messages to replay; print the error and return None when none."""
     try:
-        latched_topics = {'/robot_description'}
         messages = _read_raw(args.bag, set(args.topics) if args.topics else None, args.clock,
                              latched_topics)
     except Exception as err:  # noqa: BLE001 - any unreadable bag is one line
         print(f'rbd-linearizer replay: error: cannot read bag {args.bag}: '
               f'{" ".join(str(err).split())}', file=sys.stderr)
-        return 2
+        return None
     if not messages:
         print('rbd-linearizer replay: error: nothing to replay', file=sys.stderr)
+        return None
+    return messages
+
+
+def _publishers(node, messages: list, latched_topics: set) -> dict:
+    """Create one publisher per replayed topic (latched topics: transient local, depth 1)."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    pubs = {}
+    for _, topic, msgtype, _ in messages:
+        if topic in pubs:
+            continue
+        latched = topic in latched_topics
+        qos = QoSProfile(depth=1 if latched else 1000,
+                         reliability=ReliabilityPolicy.RELIABLE,
+                         durability=(DurabilityPolicy.TRANSIENT_LOCAL if latched
+                                     else DurabilityPolicy.VOLATILE))
+        pubs[topic] = node.create_publisher(_msg_class(msgtype), topic, qos)
+    return pubs
+
+
+def _wait_for_subscribers(node, topics, stop: list) -> bool:
+    """Wait (30 s at most) for a subscriber on each topic; print the error, False, if none."""
+    deadline = time.monotonic() + 30.0
+    for topic in topics:
+        while node.count_subscribers(topic) == 0 and not stop:
+            if time.monotonic() > deadline:
+                print(f'rbd-linearizer replay: error: no subscriber on {topic}',
+                      file=sys.stderr)
+                return False
+            time.sleep(0.02)
+    return True
+
+
+def _publish_clock(clock_pub, t_ns) -> None:
+    """Publish ``t_ns`` on /clock."""
+    from rosgraph_msgs.msg import Clock
+
+    msg = Clock()
+    msg.clock.sec, msg.clock.nanosec = divmod(int(t_ns), 10**9)
+    clock_pub.publish(msg)
+
+
+def _play(messages: list, pubs: dict, clock_pub, rate: float, stop: list) -> None:
+    """Publish the messages at their bag times scaled by ``rate`` (and /clock if asked)."""
+    t_bag0 = messages[0][0]
+    t_wall0 = time.monotonic()
+    last_clock = None
+    for t_ns, topic, _, raw in messages:
+        if stop:
+            break
+        due = t_wall0 + (t_ns - t_bag0) * 1e-9 / rate
+        while True:
+            now = time.monotonic()
+            if clock_pub is not None and (last_clock is None
+                                          or now - last_clock >= CLOCK_PERIOD_S):
+                _publish_clock(clock_pub, t_bag0 + int((now - t_wall0) * rate * 1e9)
+                               if now < due else t_ns)
+                last_clock = now
+            if now >= due or stop:
+                break
+            time.sleep(min(due - now, CLOCK_PERIOD_S))
+        if clock_pub is not None:
+            _publish_clock(clock_pub, t_ns)
+            last_clock = time.monotonic()
+        pubs[topic].publish(raw)
+
+
+def main(args) -> int:
+    """Replay the bag; return the exit code."""
+    if not args.rate > 0:
+        print('rbd-linearizer replay: error: --rate must be > 0', file=sys.stderr)
+        return 2
+    latched_topics = {'/robot_description'}
+    messages = _messages(args, latched_topics)
+    if messages is None:
         return 2
 
     import rclpy
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
     context = rclpy.context.Context()
     rclpy.init(context=context, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
@@ -95,58 +166,17 @@ def main(args) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.append(1))
     try:
-        pubs = {}
-        for _, topic, msgtype, _ in messages:
-            if topic in pubs:
-                continue
-            latched = topic in latched_topics
-            qos = QoSProfile(depth=1 if latched else 1000,
-                             reliability=ReliabilityPolicy.RELIABLE,
-                             durability=(DurabilityPolicy.TRANSIENT_LOCAL if latched
-                                         else DurabilityPolicy.VOLATILE))
-            pubs[topic] = node.create_publisher(_msg_class(msgtype), topic, qos)
+        pubs = _publishers(node, messages, latched_topics)
         clock_pub = None
         if args.clock:
             from rosgraph_msgs.msg import Clock
 
             clock_pub = node.create_publisher(Clock, '/clock', 10)
-        deadline = time.monotonic() + 30.0
-        for topic in args.wait_for:
-            while node.count_subscribers(topic) == 0 and not stop:
-                if time.monotonic() > deadline:
-                    print(f'rbd-linearizer replay: error: no subscriber on {topic}',
-                          file=sys.stderr)
-                    return 1
-                time.sleep(0.02)
+        if not _wait_for_subscribers(node, args.wait_for, stop):
+            return 1
         if args.delay > 0:
             time.sleep(args.delay)
-
-        def publish_clock(t_ns):
-            msg = Clock()
-            msg.clock.sec, msg.clock.nanosec = divmod(int(t_ns), 10**9)
-            clock_pub.publish(msg)
-
-        t_bag0 = messages[0][0]
-        t_wall0 = time.monotonic()
-        last_clock = None
-        for t_ns, topic, _, raw in messages:
-            if stop:
-                break
-            due = t_wall0 + (t_ns - t_bag0) * 1e-9 / args.rate
-            while True:
-                now = time.monotonic()
-                if clock_pub is not None and (last_clock is None
-                                              or now - last_clock >= CLOCK_PERIOD_S):
-                    publish_clock(t_bag0 + int((now - t_wall0) * args.rate * 1e9)
-                                  if now < due else t_ns)
-                    last_clock = now
-                if now >= due or stop:
-                    break
-                time.sleep(min(due - now, CLOCK_PERIOD_S))
-            if clock_pub is not None:
-                publish_clock(t_ns)
-                last_clock = time.monotonic()
-            pubs[topic].publish(raw)
+        _play(messages, pubs, clock_pub, args.rate, stop)
         print(f'replayed {len(messages)} messages', file=sys.stderr)
         return 0
     finally:
