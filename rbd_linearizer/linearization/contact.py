@@ -116,6 +116,57 @@ def _vector(x, n, name) -> np.ndarray:
     return x
 
 
+def _body_matrices(model, v, res, der):
+    """Return the body-frame continuous (A, B, f, dlam_dx, dlam_du) of the contact dynamics."""
+    nv = model.nv
+    qdd = der.dynamics.qdd
+    nx = 2 * nv
+    A = np.zeros((nx, nx))
+    A[:nv, nv:] = np.eye(nv)
+    if model.floating_base:
+        A[0:3, 0:3] = -hat(v[3:6])
+        A[0:3, 3:6] = -hat(v[0:3])
+        A[3:6, 3:6] = -hat(v[3:6])
+    A[nv:, :nv] = der.dqdd_dq
+    A[nv:, nv:] = der.dqdd_dv
+    B = np.zeros((nx, res.nu))
+    B[nv:] = der.dqdd_dtau[:, res.tau_dofs]
+    f = np.concatenate([v, qdd])
+    dlam_dx = np.hstack([der.dlam_dq, der.dlam_dv])
+    dlam_du = der.dlam_dtau[:, res.tau_dofs]
+    return A, B, f, dlam_dx, dlam_du
+
+
+def _in_time_model(model, A, B, f, q, v, qdd, rep: str, tm: str, dt, discrete_method: str,
+                   scheme: str):
+    """Return (A, B, f, dt) in ``rep`` and the time model, as ``linearize`` transforms them."""
+    nv = model.nv
+    if tm == 'continuous':
+        A, B, f = transform_continuous(A, B, f, q, v, qdd, rep, nv)
+        return A, B, f, 0.0
+    if discrete_method == 'zoh':
+        A, B, f = transform_continuous(A, B, f, q, v, qdd, rep, nv)
+        A, B, f = zero_order_hold(A, B, f, dt)
+        return A, B, f, float(dt)
+    A, B, f, q1, v1 = lie_euler(A, B, q, v, qdd, dt, nv, model.floating_base,
+                                lambda q0, dq: integrate(model, q0, dq), scheme)
+    if rep != 'body':
+        A, B = transform_discrete(A, B, q, v, q1, v1, rep, nv)
+        f = np.array(f)
+        f[nv : nv + 6] = (base_twist_from_body(q1, v1[0:6], rep)
+                          - base_twist_from_body(q, v[0:6], rep))
+    return A, B, f, float(dt)
+
+
+def _state_fields(model, q, v, rep: str) -> dict:
+    """Return the Linearization's state fields (base pose and twist in ``rep``, joints)."""
+    if model.floating_base:
+        twist = v[0:6] if rep == 'body' else base_twist_from_body(q, v[0:6], rep)
+        return dict(base_position=q[0:3], base_quaternion=q[3:7], base_twist=twist,
+                    joint_positions=q[7:], joint_velocities=v[6:])
+    return dict(joint_positions=q, joint_velocities=v)
+
+
 def linearize_contact(model, data, q, v, u=None, contacts=(), inputs: InputSelection | None = None,
                       representation='body', time_model='continuous', dt=None,
                       discrete_method: str = 'lie_euler', scheme: str = 'semi_implicit',
@@ -152,47 +203,14 @@ def linearize_contact(model, data, q, v, u=None, contacts=(), inputs: InputSelec
     tau = np.zeros(nv)
     tau[res.tau_dofs] = u
     der = contact_dynamics_derivatives(model, data, q, v, tau, contacts)
-    qdd = der.dynamics.qdd
-    nx = 2 * nv
-    A = np.zeros((nx, nx))
-    A[:nv, nv:] = np.eye(nv)
-    if model.floating_base:
-        A[0:3, 0:3] = -hat(v[3:6])
-        A[0:3, 3:6] = -hat(v[0:3])
-        A[3:6, 3:6] = -hat(v[3:6])
-    A[nv:, :nv] = der.dqdd_dq
-    A[nv:, nv:] = der.dqdd_dv
-    B = np.zeros((nx, res.nu))
-    B[nv:] = der.dqdd_dtau[:, res.tau_dofs]
-    f = np.concatenate([v, qdd])
-    dlam_dx = np.hstack([der.dlam_dq, der.dlam_dv])
-    dlam_du = der.dlam_dtau[:, res.tau_dofs]
-    if tm == 'continuous':
-        A, B, f = transform_continuous(A, B, f, q, v, qdd, rep, nv)
-        dt_out = 0.0
-    elif discrete_method == 'zoh':
-        A, B, f = transform_continuous(A, B, f, q, v, qdd, rep, nv)
-        A, B, f = zero_order_hold(A, B, f, dt)
-        dt_out = float(dt)
-    else:
-        A, B, f, q1, v1 = lie_euler(A, B, q, v, qdd, dt, nv, model.floating_base,
-                                    lambda q0, dq: integrate(model, q0, dq), scheme)
-        if rep != 'body':
-            A, B = transform_discrete(A, B, q, v, q1, v1, rep, nv)
-            f = np.array(f)
-            f[nv : nv + 6] = (base_twist_from_body(q1, v1[0:6], rep)
-                              - base_twist_from_body(q, v[0:6], rep))
-        dt_out = float(dt)
+    A, B, f, dlam_dx, dlam_du = _body_matrices(model, v, res, der)
+    A, B, f, dt_out = _in_time_model(model, A, B, f, q, v, der.dynamics.qdd, rep, tm, dt,
+                                     discrete_method, scheme)
     if rep != 'body':
         # z_rep = P z_body: d lambda / d z_rep = d lambda / d z_body P^-1
         P = state_map(q, v, rep, nv)
         dlam_dx = np.linalg.solve(P.T, dlam_dx.T).T
-    if model.floating_base:
-        twist = v[0:6] if rep == 'body' else base_twist_from_body(q, v[0:6], rep)
-        base = dict(base_position=q[0:3], base_quaternion=q[3:7], base_twist=twist,
-                    joint_positions=q[7:], joint_velocities=v[6:])
-    else:
-        base = dict(joint_positions=q, joint_velocities=v)
+    base = _state_fields(model, q, v, rep)
     for name, arr in (('A', A), ('B', B), ('f', f), ('lambda', der.dynamics.lam),
                       ('dlambda_dx', dlam_dx), ('dlambda_du', dlam_du)):
         if not np.isfinite(arr).all():
