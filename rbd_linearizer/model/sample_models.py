@@ -57,6 +57,34 @@ def random_inertia(rng: np.random.Generator) -> tuple[float, np.ndarray, np.ndar
     return mass, com, 0.5 * (inertia_com + inertia_com.T)
 
 
+def _check_tree(parents: np.ndarray, joint_type: np.ndarray) -> None:
+    """Raise ValueError unless ``parents[i] < i`` and only a root body 0 has a FREE joint."""
+    nb = len(parents)
+    if nb == 0:
+        raise ValueError('a model needs at least one body')
+    for i in range(nb):
+        if not -1 <= parents[i] < i:
+            raise ValueError(f'parents[{i}] = {parents[i]} is not in [-1, {i})')
+        if joint_type[i] == JOINT_FREE and (i != 0 or parents[i] != -1):
+            raise ValueError('only body 0 (child of the world) may have a FREE joint')
+
+
+def _index_arrays(joint_type: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Return (nq_joint, nv_joint, idx_q, idx_v) of the joints (FREE: 7 / 6, else 1 / 1)."""
+    nq_joint = np.where(joint_type == JOINT_FREE, 7, 1).astype(np.int64)
+    nv_joint = np.where(joint_type == JOINT_FREE, 6, 1).astype(np.int64)
+    idx_q = np.concatenate([[0], np.cumsum(nq_joint)[:-1]]).astype(np.int64)
+    idx_v = np.concatenate([[0], np.cumsum(nv_joint)[:-1]]).astype(np.int64)
+    return nq_joint, nv_joint, idx_q, idx_v
+
+
+def _digest(*arrays) -> str:
+    """Return the sha256 hex digest of the arrays' bytes (the model's ``urdf_hash``)."""
+    return hashlib.sha256(
+        b''.join(np.ascontiguousarray(a).tobytes() for a in arrays)
+    ).hexdigest()
+
+
 def model_from_arrays(
     parents,
     joint_type,
@@ -80,18 +108,8 @@ def model_from_arrays(
     parents = np.asarray(parents, dtype=np.int64)
     joint_type = np.asarray(joint_type, dtype=np.int64)
     nb = len(parents)
-    if nb == 0:
-        raise ValueError('a model needs at least one body')
-    for i in range(nb):
-        if not -1 <= parents[i] < i:
-            raise ValueError(f'parents[{i}] = {parents[i]} is not in [-1, {i})')
-        if joint_type[i] == JOINT_FREE and (i != 0 or parents[i] != -1):
-            raise ValueError('only body 0 (child of the world) may have a FREE joint')
-    floating = bool(joint_type[0] == JOINT_FREE)
-    nq_joint = np.where(joint_type == JOINT_FREE, 7, 1).astype(np.int64)
-    nv_joint = np.where(joint_type == JOINT_FREE, 6, 1).astype(np.int64)
-    idx_q = np.concatenate([[0], np.cumsum(nq_joint)[:-1]]).astype(np.int64)
-    idx_v = np.concatenate([[0], np.cumsum(nv_joint)[:-1]]).astype(np.int64)
+    _check_tree(parents, joint_type)
+    nq_joint, nv_joint, idx_q, idx_v = _index_arrays(joint_type)
     mass = np.asarray(mass, dtype=np.float64)
     com = np.asarray(com, dtype=np.float64).reshape(nb, 3)
     inertia_com = np.asarray(inertia_com, dtype=np.float64).reshape(nb, 3, 3)
@@ -104,17 +122,11 @@ def model_from_arrays(
     n = len(joint_names)
     rotor_inertia = np.zeros(nb) if rotor_inertia is None else rotor_inertia
     gear_ratio = np.ones(nb) if gear_ratio is None else gear_ratio
-    digest = hashlib.sha256(
-        b''.join(
-            np.ascontiguousarray(a).tobytes()
-            for a in (parents, joint_type, joint_axis, tree_rotation, tree_translation, mass,
-                      com, inertia_com)
-        )
-    ).hexdigest()
     return Model(
         name=name,
-        urdf_hash=digest,
-        floating_base=floating,
+        urdf_hash=_digest(parents, joint_type, joint_axis, tree_rotation, tree_translation,
+                          mass, com, inertia_com),
+        floating_base=bool(joint_type[0] == JOINT_FREE),
         nq=int(nq_joint.sum()),
         nv=int(nv_joint.sum()),
         nb=nb,
@@ -142,6 +154,56 @@ def model_from_arrays(
     )
 
 
+_LIMB = 4  # bodies per limb of a 'branched' sample model
+
+
+def _draw_parent(rng: np.random.Generator, i: int, topology: str, floating_base: bool,
+                 first: int) -> int:
+    """Return the parent of body ``i`` (drawing from ``rng`` for a 'tree')."""
+    if topology == 'chain':
+        return i - 1
+    if topology == 'tree':
+        low = -1 if not floating_base else 0
+        parent = rng.integers(low, i) if i > 0 else -1
+        if not floating_base and i > 0 and parent == -1 and rng.random() < 0.7:
+            parent = i - 1
+        return parent
+    # branched: root, then limbs of _LIMB bodies hanging from the root
+    k = i - first - (0 if floating_base else 1)
+    if not floating_base and i == 0:
+        return -1
+    if k % _LIMB == 0:
+        return 0
+    return i - 1
+
+
+def _draw_tree(rng: np.random.Generator, n_joints: int, topology: str, floating_base: bool,
+               prismatic_fraction: float) -> tuple[np.ndarray, ...]:
+    """Draw (parents, joint_type, axis, tree_rotation, tree_translation) of a sample model."""
+    nb = n_joints + (1 if floating_base else 0)
+    parents = np.empty(nb, dtype=np.int64)
+    joint_type = np.empty(nb, dtype=np.int64)
+    axis = np.zeros((nb, 3))
+    tree_rotation = np.empty((nb, 3, 3))
+    tree_translation = np.empty((nb, 3))
+    first = 0
+    if floating_base:
+        parents[0] = -1
+        joint_type[0] = JOINT_FREE
+        tree_rotation[0] = np.eye(3)
+        tree_translation[0] = 0.0
+        first = 1
+    for i in range(first, nb):
+        parents[i] = _draw_parent(rng, i, topology, floating_base, first)
+        joint_type[i] = JOINT_PRISMATIC if rng.random() < prismatic_fraction else JOINT_REVOLUTE
+        a = rng.normal(size=3)
+        axis[i] = a / np.linalg.norm(a)
+        tree_rotation[i] = random_rotation(rng)
+        d = rng.normal(size=3)
+        tree_translation[i] = d / np.linalg.norm(d) * rng.uniform(0.05, 0.4)
+    return parents, joint_type, axis, tree_rotation, tree_translation
+
+
 def sample_model(
     n_joints: int,
     *,
@@ -164,45 +226,12 @@ def sample_model(
     if topology not in ('chain', 'tree', 'branched'):
         raise ValueError(f'unknown topology {topology!r}')
     rng = np.random.default_rng(seed)
-    nb = n_joints + (1 if floating_base else 0)
-    parents = np.empty(nb, dtype=np.int64)
-    joint_type = np.empty(nb, dtype=np.int64)
-    axis = np.zeros((nb, 3))
-    tree_rotation = np.empty((nb, 3, 3))
-    tree_translation = np.empty((nb, 3))
+    parents, joint_type, axis, tree_rotation, tree_translation = _draw_tree(
+        rng, n_joints, topology, floating_base, prismatic_fraction)
+    nb = len(parents)
     masses = np.empty(nb)
     coms = np.empty((nb, 3))
     inertias = np.empty((nb, 3, 3))
-    first = 0
-    if floating_base:
-        parents[0] = -1
-        joint_type[0] = JOINT_FREE
-        tree_rotation[0] = np.eye(3)
-        tree_translation[0] = 0.0
-        first = 1
-    limb = 4
-    for i in range(first, nb):
-        if topology == 'chain':
-            parents[i] = i - 1
-        elif topology == 'tree':
-            low = -1 if not floating_base else 0
-            parents[i] = rng.integers(low, i) if i > 0 else -1
-            if not floating_base and i > 0 and parents[i] == -1 and rng.random() < 0.7:
-                parents[i] = i - 1
-        else:  # branched: root, then limbs of `limb` bodies hanging from the root
-            k = i - first - (0 if floating_base else 1)
-            if not floating_base and i == 0:
-                parents[i] = -1
-            elif k % limb == 0:
-                parents[i] = 0
-            else:
-                parents[i] = i - 1
-        joint_type[i] = JOINT_PRISMATIC if rng.random() < prismatic_fraction else JOINT_REVOLUTE
-        a = rng.normal(size=3)
-        axis[i] = a / np.linalg.norm(a)
-        tree_rotation[i] = random_rotation(rng)
-        d = rng.normal(size=3)
-        tree_translation[i] = d / np.linalg.norm(d) * rng.uniform(0.05, 0.4)
     for i in range(nb):
         masses[i], coms[i], inertias[i] = random_inertia(rng)
     rotor_inertia = gear_ratio = None
