@@ -203,23 +203,16 @@ def _rot(R, x, o, out, oo):
         out[oo + r] = R[r, 0] * x[o] + R[r, 1] * x[o + 1] + R[r, 2] * x[o + 2]
 
 
-@jit
-def _contact_kernel(parents, jtype, idx_v, nvj, axis, oR, op, v, qdd, c_body, c_R, c_p, c_size,
-                    c_row, c_gain, c_err, c_jri, S, V, A, Vp, Ap, root, mask, J,
-                    drift, target, E):
-    # World kinematics about the base origin (S (6, nv) columns, V, A (nb, 6) at qdd, Vp, Ap
-    # (6, nv) of each dof's parent body, root = free-base dofs) and, per contact, its rows of
-    # J, drift (qdd = 0), Baumgarte target and E = d(J qdd + gamma - a_des)/d(q, v) at fixed
-    # qdd (formulas in docs/contacts.md §3). c_gain (nc, 2) = (kp, kd); c_err (nc, 6): the
-    # position error (point: p - anchor in [0:3]; surface: log6(H_anchor^-1 H_c));
-    # c_jri (nc, 6, 6): Jr^-1(c_err) (surface).
-    nb = parents.shape[0]
-    nv = v.shape[0]
-    s = np.empty(6)
-    t = np.empty(6)
-    u = np.empty(6)
-    w6 = np.empty(6)
-    for i in range(nb):
+@jit_inline
+def _world_kinematics(parents, jtype, idx_v, axis, oR, op, v, qdd, S, V, A, Vp, Ap, root, s,
+                      t):
+    """Pass 1 (docs/contacts.md §3): the world kinematics about the base origin, root-down.
+
+    ``S`` (6, nv): each dof's world motion axis; ``V``, ``A`` (nb, 6): the bodies' world
+    (spatial) velocities and accelerations at ``qdd``, ``A_i = A_lambda + S qdd + (V_i x S) v``;
+    ``Vp``, ``Ap`` (6, nv): those of each dof's parent body; ``root``: the free-base dofs.
+    """
+    for i in range(parents.shape[0]):
         jt = jtype[i]
         iv = idx_v[i]
         lam = parents[i]
@@ -265,28 +258,29 @@ def _contact_kernel(parents, jtype, idx_v, nvj, axis, oR, op, v, qdd, c_body, c_
         _mcross(V[i], s, t)
         for r in range(6):
             A[i, r] = Ap[r, iv] + s[r] * qdd[iv] + t[r] * v[iv]
-    nc = c_body.shape[0]
-    Rc = np.empty((3, 3))
-    pc = np.empty(3)
-    vc = np.empty(6)
-    ac = np.empty(6)
-    ac0 = np.empty(6)
-    jc = np.empty(6)
-    dvq = np.empty(6)
-    daq = np.empty(6)
-    dav = np.empty(6)
-    Vd = np.empty(6)
-    eq = np.empty(6)
-    ev = np.empty(6)
-    ap = np.empty(3)
-    pd = np.empty(3)
-    x3 = np.empty(3)
-    for ci in range(nc):
+
+
+@jit_inline
+def _contact_frames(parents, idx_v, nvj, oR, op, qdd, c_body, c_R, c_p, c_size, c_row, c_gain,
+                    c_err, S, V, A, mask, drift, target, Rcs, pcs, vcs, aps, pds, ac, ac0, jc,
+                    u, t, x3):
+    """Pass 2 (docs/contacts.md §2): per contact, its frame, drift and Baumgarte target.
+
+    The frame's world pose ``(Rc, pc)`` (``Rcs``, ``pcs``), the dofs it depends on (``mask``),
+    its local twist ``vc``; the drift ``gamma`` = its acceleration at ``qdd = 0`` (point: the
+    classical acceleration of the origin in world axes, surface: the local spatial one) and
+    ``a_des = -Kp e - Kd e_dot``. Point contacts also keep their world classical acceleration
+    (``aps``) and velocity (``pds``) for pass 3.
+    """
+    nv = qdd.shape[0]
+    for ci in range(c_body.shape[0]):
         b = c_body[ci]
         r0 = c_row[ci]
-        size = c_size[ci]
         kp = c_gain[ci, 0]
         kd = c_gain[ci, 1]
+        Rc = Rcs[ci]
+        pc = pcs[ci]
+        vc = vcs[ci]
         for r in range(3):
             for c in range(3):
                 Rc[r, c] = (oR[b, r, 0] * c_R[ci, 0, c] + oR[b, r, 1] * c_R[ci, 1, c]
@@ -309,21 +303,73 @@ def _contact_kernel(parents, jtype, idx_v, nvj, axis, oR, op, v, qdd, c_body, c_
                 _adinv(Rc, pc, S[:, k], jc)
                 for r in range(6):
                     ac0[r] -= jc[r] * qdd[k]
-        w0, w1, w2 = vc[3], vc[4], vc[5]
-        if size == 3:
-            _cross3(w0, w1, w2, vc[0], vc[1], vc[2], x3, 0)
+        if c_size[ci] == 3:
+            _cross3(vc[3], vc[4], vc[5], vc[0], vc[1], vc[2], x3, 0)
             for r in range(3):
                 u[r] = ac0[r] + x3[r]
                 t[r] = ac[r] + x3[r]
             _rot(Rc, u, 0, drift, r0)
-            _rot(Rc, t, 0, ap, 0)  # classical acceleration of the point, world
-            _rot(Rc, vc, 0, pd, 0)  # its velocity, world
+            _rot(Rc, t, 0, aps[ci], 0)  # classical acceleration of the point, world
+            _rot(Rc, vc, 0, pds[ci], 0)  # its velocity, world
             for r in range(3):
-                target[r0 + r] = -kp * c_err[ci, r] - kd * pd[r]
+                target[r0 + r] = -kp * c_err[ci, r] - kd * pds[ci, r]
         else:
             for r in range(6):
                 drift[r0 + r] = ac0[r]
                 target[r0 + r] = -kp * c_err[ci, r] - kd * vc[r]
+
+
+@jit_inline
+def _point_columns(kp, kd, Rc, vc, ap, pd, s, jc, dvq, daq, dav, eq, ev, u, t, x3):
+    """Pass 3, a point contact's column k (docs/contacts.md §3), world axes.
+
+    ``eq``, ``ev`` and (in ``t``) the world ``J`` column from the frame-local derivatives
+    ``dvq``, ``daq``, ``dav``.
+
+    ``a_p = Rc (a_lin + w x v_lin)``, ``p_dot = Rc v_lin``; ``dRc/dq_k = hat(S_ang) Rc``.
+    """
+    _cross3(dvq[3], dvq[4], dvq[5], vc[0], vc[1], vc[2], x3, 0)
+    for r in range(3):
+        u[r] = daq[r] + x3[r]
+    _cross3(vc[3], vc[4], vc[5], dvq[0], dvq[1], dvq[2], x3, 0)
+    for r in range(3):
+        u[r] += x3[r]
+    _rot(Rc, u, 0, eq, 0)
+    _cross3(s[3], s[4], s[5], ap[0], ap[1], ap[2], x3, 0)
+    for r in range(3):
+        eq[r] += x3[r]
+    _cross3(s[3], s[4], s[5], pd[0], pd[1], pd[2], x3, 0)
+    _rot(Rc, dvq, 0, u, 0)
+    _rot(Rc, jc, 0, t, 0)  # the point's world Jacobian column
+    for r in range(3):
+        eq[r] += kd * (x3[r] + u[r]) + kp * t[r]
+    _cross3(jc[3], jc[4], jc[5], vc[0], vc[1], vc[2], x3, 0)
+    for r in range(3):
+        u[r] = dav[r] + x3[r]
+    _cross3(vc[3], vc[4], vc[5], jc[0], jc[1], jc[2], x3, 0)
+    for r in range(3):
+        u[r] += x3[r]
+    _rot(Rc, u, 0, ev, 0)
+    for r in range(3):
+        ev[r] += kd * t[r]
+
+
+@jit_inline
+def _contact_columns(c_body, c_size, c_row, c_gain, c_jri, S, V, Vp, Ap, root, mask, J, E,
+                     Rcs, pcs, vcs, aps, pds, s, t, u, w6, jc, dvq, daq, dav, Vd, eq, ev, x3):
+    """Pass 3 (docs/contacts.md §3): per contact and dof k, the columns k of J and E.
+
+    ``E = d(J qdd + gamma - a_des)/d(q, v)`` at fixed ``qdd``.
+    """
+    nv = S.shape[1]
+    for ci in range(c_body.shape[0]):
+        b = c_body[ci]
+        r0 = c_row[ci]
+        size = c_size[ci]
+        kp = c_gain[ci, 0]
+        kd = c_gain[ci, 1]
+        Rc = Rcs[ci]
+        pc = pcs[ci]
         for k in range(nv):
             if not mask[ci, k]:
                 for r in range(size):
@@ -349,31 +395,9 @@ def _contact_kernel(parents, jtype, idx_v, nvj, axis, oR, op, v, qdd, c_body, c_
             _mcross(w6, s, t)
             _adinv(Rc, pc, t, dav)
             if size == 3:
-                # a_p = Rc (a_lin + w x v_lin), p_dot = Rc v_lin; dRc/dq_k = hat(S_ang) Rc
-                _cross3(dvq[3], dvq[4], dvq[5], vc[0], vc[1], vc[2], x3, 0)
+                _point_columns(kp, kd, Rc, vcs[ci], aps[ci], pds[ci], s, jc, dvq, daq, dav, eq,
+                               ev, u, t, x3)
                 for r in range(3):
-                    u[r] = daq[r] + x3[r]
-                _cross3(w0, w1, w2, dvq[0], dvq[1], dvq[2], x3, 0)
-                for r in range(3):
-                    u[r] += x3[r]
-                _rot(Rc, u, 0, eq, 0)
-                _cross3(s[3], s[4], s[5], ap[0], ap[1], ap[2], x3, 0)
-                for r in range(3):
-                    eq[r] += x3[r]
-                _cross3(s[3], s[4], s[5], pd[0], pd[1], pd[2], x3, 0)
-                _rot(Rc, dvq, 0, u, 0)
-                _rot(Rc, jc, 0, t, 0)  # the point's world Jacobian column
-                for r in range(3):
-                    eq[r] += kd * (x3[r] + u[r]) + kp * t[r]
-                _cross3(jc[3], jc[4], jc[5], vc[0], vc[1], vc[2], x3, 0)
-                for r in range(3):
-                    u[r] = dav[r] + x3[r]
-                _cross3(w0, w1, w2, jc[0], jc[1], jc[2], x3, 0)
-                for r in range(3):
-                    u[r] += x3[r]
-                _rot(Rc, u, 0, ev, 0)
-                for r in range(3):
-                    ev[r] += kd * t[r]
                     J[r0 + r, k] = t[r]
             else:
                 for r in range(6):
@@ -386,6 +410,44 @@ def _contact_kernel(parents, jtype, idx_v, nvj, axis, oR, op, v, qdd, c_body, c_
             for r in range(size):
                 E[r0 + r, k] = eq[r]
                 E[r0 + r, nv + k] = ev[r]
+
+
+@jit
+def _contact_kernel(parents, jtype, idx_v, nvj, axis, oR, op, v, qdd, c_body, c_R, c_p, c_size,
+                    c_row, c_gain, c_err, c_jri, S, V, A, Vp, Ap, root, mask, J,
+                    drift, target, E):
+    # World kinematics about the base origin (S (6, nv) columns, V, A (nb, 6) at qdd, Vp, Ap
+    # (6, nv) of each dof's parent body, root = free-base dofs) and, per contact, its rows of
+    # J, drift (qdd = 0), Baumgarte target and E = d(J qdd + gamma - a_des)/d(q, v) at fixed
+    # qdd (formulas in docs/contacts.md §3). c_gain (nc, 2) = (kp, kd); c_err (nc, 6): the
+    # position error (point: p - anchor in [0:3]; surface: log6(H_anchor^-1 H_c));
+    # c_jri (nc, 6, 6): Jr^-1(c_err) (surface). Three passes (above).
+    nc = c_body.shape[0]
+    s = np.empty(6)
+    t = np.empty(6)
+    u = np.empty(6)
+    w6 = np.empty(6)
+    Rcs = np.empty((nc, 3, 3))
+    pcs = np.empty((nc, 3))
+    vcs = np.empty((nc, 6))
+    aps = np.empty((nc, 3))
+    pds = np.empty((nc, 3))
+    ac = np.empty(6)
+    ac0 = np.empty(6)
+    jc = np.empty(6)
+    dvq = np.empty(6)
+    daq = np.empty(6)
+    dav = np.empty(6)
+    Vd = np.empty(6)
+    eq = np.empty(6)
+    ev = np.empty(6)
+    x3 = np.empty(3)
+    _world_kinematics(parents, jtype, idx_v, axis, oR, op, v, qdd, S, V, A, Vp, Ap, root, s, t)
+    _contact_frames(parents, idx_v, nvj, oR, op, qdd, c_body, c_R, c_p, c_size, c_row, c_gain,
+                    c_err, S, V, A, mask, drift, target, Rcs, pcs, vcs, aps, pds, ac, ac0, jc,
+                    u, t, x3)
+    _contact_columns(c_body, c_size, c_row, c_gain, c_jri, S, V, Vp, Ap, root, mask, J, E,
+                     Rcs, pcs, vcs, aps, pds, s, t, u, w6, jc, dvq, daq, dav, Vd, eq, ev, x3)
 
 
 def _cross(a, b) -> np.ndarray:

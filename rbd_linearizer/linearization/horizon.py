@@ -30,7 +30,7 @@ import math
 import numba
 import numpy as np
 
-from rbd_linearizer._jit import jit, jit_parallel
+from rbd_linearizer._jit import jit, jit_inline, jit_parallel
 from rbd_linearizer.algorithm.kernels import (
     BAD_V,
     aba_derivatives_passes,
@@ -437,72 +437,41 @@ def _integrate_base(q, dq, q1, W):
     q1[6] = nw_ / n
 
 
-@jit
-def point_kernel(mi, mf, q, v, u, dt, ws, dW, dtau, Cm, tau_id, sc, pw, iw, A, B, f, ddq,
-                 tau_dofs, w_body, w_rot, w_tr, w_world, w_size, w_off, offs, opts):
-    """One point of the horizon: A, B, f, ddq of ``linearize`` with the options ``opts``.
+@jit_inline
+def _generalized_inputs(mi, mf, q, u, tau, fext, iw, W, H3, tau_dofs, w_body, w_rot, w_tr,
+                        w_world, w_size, w_off):
+    """Pass 1 (docs/linearization.md §4): the joint torques ``tau`` and the body-frame wrenches.
 
-    Returns an error code (0 = fine; the kernel API's codes, ``BAD_RESULT``).
+    ``fext`` (6 nb, or empty without wrench inputs) receives ``F_b = G u`` of each wrench input
+    (``inputs.wrench_map``); world-frame inputs take the body's world orientation.
     """
-    code = check_config(mi, q)
-    if code != 0:
-        return code
-    if not check_finite(v):
-        return BAD_V
-    nb = mi[0]
-    nv = mi[1]
-    nx = 2 * nv
-    nu = B.shape[1]
-    floating = opts[0] != 0
-    rep = opts[1]
-    tm = opts[2]
-    minv_off = offs[0]
-    ddq_off = offs[1]
-    # scratch views
-    o = 0
-    tau = pw[o : o + nv]
-    o += nv
-    fext_full = pw[o : o + 6 * nb]
-    o += 6 * nb
-    J = pw[o : o + 6 * nv].reshape((6, nv))
-    o += 6 * nv
-    MJ = pw[o : o + 6 * nv].reshape((nv, 6))
-    o += 6 * nv
-    W = pw[o : o + 36 * 16].reshape((16, 6, 6))
-    o += 36 * 16
-    tmp = pw[o : o + 6 * (nx + nu)].reshape((6, nx + nu))
-    o += 6 * (nx + nu)
-    vnext = pw[o : o + nv]
-    vstep = pw[o + nv : o + 2 * nv]
-    o += 2 * nv
-    row = pw[o : o + 6]
-    q1 = pw[o + 6 : o + 13]
-    dq = pw[o + 13 : o + 19]
-    nu1 = pw[o + 19 : o + 25]
-    H3 = W[15, 0:3, 0:3]
-    nw = w_body.shape[0]
-    n_tau = tau_dofs.shape[0]
-    # 1. generalized inputs
+    nv = tau.shape[0]
     for r in range(nv):
         tau[r] = 0.0
-    for c in range(n_tau):
+    for c in range(tau_dofs.shape[0]):
         tau[tau_dofs[c]] = u[c]
-    fext = fext_full[0:0]
-    if nw > 0:
-        fext = fext_full
-        for r in range(6 * nb):
-            fext[r] = 0.0
-        for k in range(nw):
-            b = w_body[k]
-            size = w_size[k]
-            _input_axes(mi, mf, q, b, w_world[k], w_rot[k], W[10, 0:3, 0:3], iw, W)
-            wrench_fext(W[10, 0:3, 0:3], w_tr[k], size, u[w_off[k] : w_off[k] + size],
-                        fext[6 * b : 6 * b + 6], W[9], H3)
-    # 2. continuous body-representation linearization
-    code = aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc,
-                                  A[nv:])
-    if code != 0:
-        return code
+    for r in range(fext.shape[0]):
+        fext[r] = 0.0
+    for k in range(w_body.shape[0]):
+        b = w_body[k]
+        size = w_size[k]
+        _input_axes(mi, mf, q, b, w_world[k], w_rot[k], W[10, 0:3, 0:3], iw, W)
+        wrench_fext(W[10, 0:3, 0:3], w_tr[k], size, u[w_off[k] : w_off[k] + size],
+                    fext[6 * b : 6 * b + 6], W[9], H3)
+
+
+@jit_inline
+def _body_rows(mi, mf, q, v, u, ws, sc, iw, A, B, f, ddq, J, MJ, W, H3, row, tmp, tau_dofs,
+               w_body, w_rot, w_tr, w_world, w_size, w_off, minv_off, ddq_off, floating):
+    """Pass 2 (docs/linearization.md §2, §4): the body-representation rows after the ABA pass.
+
+    ``aba_derivatives_passes`` has filled ``A[nv:]``; this adds the kinematic rows
+    ``[-ad(v_b) (floating base), 1]``; ``B = [0; M^-1 S_u]`` with the torque
+    columns of ``M^-1`` and, per wrench input, ``M^-1 J_b^T G`` plus the pose term
+    ``M^-1 J^T Om J_w`` of world-frame inputs (``inputs.wrench_columns``); ``f = [v; ddq]``.
+    """
+    nv = v.shape[0]
+    nu = B.shape[1]
     for r in range(nv):
         for c in range(nv):
             A[r, c] = 0.0
@@ -522,12 +491,12 @@ def point_kernel(mi, mf, q, v, u, dt, ws, dW, dtau, Cm, tau_id, sc, pw, iw, A, B
     for r in range(nv):
         for c in range(nu):
             B[r, c] = 0.0
-        for c in range(n_tau):
+        for c in range(tau_dofs.shape[0]):
             B[nv + r, c] = ws[minv_off + r * nv + tau_dofs[c]]
         f[r] = v[r]
         f[nv + r] = ws[ddq_off + r]
         ddq[r] = ws[ddq_off + r]
-    for k in range(nw):
+    for k in range(w_body.shape[0]):
         b = w_body[k]
         size = w_size[k]
         oc = w_off[k]
@@ -539,58 +508,79 @@ def point_kernel(mi, mf, q, v, u, dt, ws, dW, dtau, Cm, tau_id, sc, pw, iw, A, B
         wrench_fext(W[10, 0:3, 0:3], w_tr[k], size, u[oc : oc + size], row, G, H3)
         wrench_columns(ws, minv_off, J, G, size, w_world[k], w_tr[k], u[oc : oc + size],
                        A[nv:, 0:nv], B[nv:, oc : oc + size], MJ, W[12:15], tmp)
-    if rep == 0 and tm == 0:
-        return 0
-    # 3. representation and time model
+
+
+@jit_inline
+def _represent_continuous(q, v, ddq, rep, A, B, f, W, H3, tmp, row):
+    """Pass 3 (docs/linearization.md §3): the continuous model in the mixed / inertial twist.
+
+    ``A_r = (P_dot + P A) P^-1``, ``B_r = P B``, ``f_r = T ddq + T_dot v`` (base-twist rows and
+    columns only: ``P`` is the identity elsewhere).
+    """
+    nv = v.shape[0]
     T = W[0]
     Nm = W[1]
     Td = W[2]
     Nd = W[3]
     Ti = W[4]
     M6 = W[5]
-    Rb3 = W[6, 0:3, 0:3]
-    pb = W[6, 3, 0:3]
-    Wt = W[8:12]
-    if tm == 0 or tm == 2:
-        if rep != 0:
-            _twist_blocks(q, v[0:6], ddq[0:6], rep, True, T, Nm, Td, Nd, Ti, M6, Rb3, pb, H3,
-                          Wt)
-            _left_P(A, nv, Nm, T, tmp)
-            for i in range(6):
-                for j in range(6):
-                    A[nv + i, j] += Nd[i, j]
-                    A[nv + i, nv + j] += Td[i, j]
-            _right_Pinv(A, nv, Nm, Ti, M6, row)
-            _left_P(B, nv, Nm, T, tmp)
-            for i in range(6):
-                s = 0.0
-                for m in range(6):
-                    s += T[i, m] * ddq[m]
-                s2 = 0.0
-                for m in range(6):
-                    s2 += Td[i, m] * v[m]
-                f[nv + i] = s + s2
-        if tm == 2:
-            n = nx + nu + 1
-            Maug = np.zeros((n, n))
-            for r in range(nx):
-                for c in range(nx):
-                    Maug[r, c] = dt * A[r, c]
-                for c in range(nu):
-                    Maug[r, nx + c] = dt * B[r, c]
-                Maug[r, nx + nu] = dt * f[r]
-            E = expm(Maug)
-            for r in range(nx):
-                for c in range(nx):
-                    A[r, c] = E[r, c]
-                for c in range(nu):
-                    B[r, c] = E[r, nx + c]
-                f[r] = E[r, nx + nu]
-        return _check_result(A, B, f)
-    # Lie-Euler (discrete.lie_euler), then the representation (transform_discrete)
+    _twist_blocks(q, v[0:6], ddq[0:6], rep, True, T, Nm, Td, Nd, Ti, M6, W[6, 0:3, 0:3],
+                  W[6, 3, 0:3], H3, W[8:12])
+    _left_P(A, nv, Nm, T, tmp)
+    for i in range(6):
+        for j in range(6):
+            A[nv + i, j] += Nd[i, j]
+            A[nv + i, nv + j] += Td[i, j]
+    _right_Pinv(A, nv, Nm, Ti, M6, row)
+    _left_P(B, nv, Nm, T, tmp)
+    for i in range(6):
+        s = 0.0
+        for m in range(6):
+            s += T[i, m] * ddq[m]
+        s2 = 0.0
+        for m in range(6):
+            s2 += Td[i, m] * v[m]
+        f[nv + i] = s + s2
+
+
+@jit_inline
+def _zero_order_hold(dt, A, B, f):
+    """Pass 4, zero-order hold (docs/linearization.md §5), in place.
+
+    ``[A B f]`` <- the top rows of ``expm(dt [[A, B, f], [0, 0, 0]])`` (expm.py).
+    """
+    nx = A.shape[0]
+    nu = B.shape[1]
+    n = nx + nu + 1
+    Maug = np.zeros((n, n))
+    for r in range(nx):
+        for c in range(nx):
+            Maug[r, c] = dt * A[r, c]
+        for c in range(nu):
+            Maug[r, nx + c] = dt * B[r, c]
+        Maug[r, nx + nu] = dt * f[r]
+    E = expm(Maug)
+    for r in range(nx):
+        for c in range(nx):
+            A[r, c] = E[r, c]
+        for c in range(nu):
+            B[r, c] = E[r, nx + c]
+        f[r] = E[r, nx + nu]
+
+
+@jit_inline
+def _lie_euler(dt, v, ddq, explicit, floating, A, B, f, vnext, vstep, W, H3):
+    """Pass 4, Lie-Euler (docs/linearization.md §5, ``discrete.lie_euler``), body twist.
+
+    In place of the continuous A, B, f: ``v+ = v + dt ddq``, the pose stepped with ``v+``
+    (semi-implicit) or ``v`` (explicit), with the step's exact Jacobians (``Phi``, ``dt Jr`` of
+    ``_lie_euler_frames``) in the base rows; ``vnext`` = v+, ``vstep`` = the pose's velocity.
+    """
+    nv = v.shape[0]
+    nx = 2 * nv
+    nu = B.shape[1]
     for r in range(nv):
         vnext[r] = v[r] + dt * ddq[r]
-    explicit = opts[3] != 0
     for r in range(nv):
         vstep[r] = v[r] if explicit else vnext[r]
     Phi = W[6]
@@ -643,29 +633,111 @@ def point_kernel(mi, mf, q, v, u, dt, ws, dW, dtau, Cm, tau_id, sc, pw, iw, A, B
     for r in range(nv):
         f[r] = dt * vstep[r]
         f[nv + r] = dt * ddq[r]
+
+
+@jit_inline
+def _represent_discrete(q, v, dt, rep, A, B, f, vnext, vstep, W, H3, tmp, row, dq, q1, nu1):
+    """Pass 5 (docs/linearization.md §3, §5, ``transform_discrete``): Lie-Euler, mixed/inertial.
+
+    ``A <- P(x+) A P(x)^-1``, ``B <- P(x+) B`` and the base-twist rows of ``f``:
+    ``T(q+) v+ - T(q) v``.
+    """
+    nv = v.shape[0]
+    T = W[0]
+    Nm = W[1]
+    Td = W[2]
+    Nd = W[3]
+    Ti = W[4]
+    M6 = W[5]
+    Rb3 = W[6, 0:3, 0:3]
+    pb = W[6, 3, 0:3]
+    Wt = W[8:12]
+    for r in range(6):
+        dq[r] = dt * vstep[r]
+    _integrate_base(q, dq, q1, W[8:12])
+    T1 = W[12]
+    N1 = W[13]
+    _twist_blocks(q1, vnext[0:6], vnext[0:6], rep, False, T1, N1, Td, Nd, Ti, M6, Rb3, pb, H3,
+                  Wt)
+    for i in range(6):
+        s = 0.0
+        for m in range(6):
+            s += T1[i, m] * vnext[m]
+        nu1[i] = s
+    _left_P(A, nv, N1, T1, tmp)
+    _left_P(B, nv, N1, T1, tmp)
+    _twist_blocks(q, v[0:6], v[0:6], rep, False, T, Nm, Td, Nd, Ti, M6, Rb3, pb, H3, Wt)
+    _right_Pinv(A, nv, Nm, Ti, M6, row)
+    for i in range(6):
+        s = 0.0
+        for m in range(6):
+            s += T[i, m] * v[m]
+        f[nv + i] = nu1[i] - s
+
+
+@jit
+def point_kernel(mi, mf, q, v, u, dt, ws, dW, dtau, Cm, tau_id, sc, pw, iw, A, B, f, ddq,
+                 tau_dofs, w_body, w_rot, w_tr, w_world, w_size, w_off, offs, opts):
+    """One point of the horizon: A, B, f, ddq of ``linearize`` with the options ``opts``.
+
+    The passes in order (module docstring): generalized inputs, ``aba_derivatives_passes``,
+    the body rows, then the representation and time model. Returns an error code (0 = fine;
+    the kernel API's codes, ``BAD_RESULT``).
+    """
+    code = check_config(mi, q)
+    if code != 0:
+        return code
+    if not check_finite(v):
+        return BAD_V
+    nb = mi[0]
+    nv = mi[1]
+    nx = 2 * nv
+    nu = B.shape[1]
+    floating = opts[0] != 0
+    rep = opts[1]
+    tm = opts[2]
+    # scratch views
+    o = 0
+    tau = pw[o : o + nv]
+    o += nv
+    fext_full = pw[o : o + 6 * nb]
+    o += 6 * nb
+    J = pw[o : o + 6 * nv].reshape((6, nv))
+    o += 6 * nv
+    MJ = pw[o : o + 6 * nv].reshape((nv, 6))
+    o += 6 * nv
+    W = pw[o : o + 36 * 16].reshape((16, 6, 6))
+    o += 36 * 16
+    tmp = pw[o : o + 6 * (nx + nu)].reshape((6, nx + nu))
+    o += 6 * (nx + nu)
+    vnext = pw[o : o + nv]
+    vstep = pw[o + nv : o + 2 * nv]
+    o += 2 * nv
+    row = pw[o : o + 6]
+    q1 = pw[o + 6 : o + 13]
+    dq = pw[o + 13 : o + 19]
+    nu1 = pw[o + 19 : o + 25]
+    H3 = W[15, 0:3, 0:3]
+    fext = fext_full if w_body.shape[0] > 0 else fext_full[0:0]
+    _generalized_inputs(mi, mf, q, u, tau, fext, iw, W, H3, tau_dofs, w_body, w_rot, w_tr,
+                        w_world, w_size, w_off)
+    code = aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc,
+                                  A[nv:])
+    if code != 0:
+        return code
+    _body_rows(mi, mf, q, v, u, ws, sc, iw, A, B, f, ddq, J, MJ, W, H3, row, tmp, tau_dofs,
+               w_body, w_rot, w_tr, w_world, w_size, w_off, offs[0], offs[1], floating)
+    if rep == 0 and tm == 0:
+        return 0
+    if tm == 0 or tm == 2:
+        if rep != 0:
+            _represent_continuous(q, v, ddq, rep, A, B, f, W, H3, tmp, row)
+        if tm == 2:
+            _zero_order_hold(dt, A, B, f)
+        return _check_result(A, B, f)
+    _lie_euler(dt, v, ddq, opts[3] != 0, floating, A, B, f, vnext, vstep, W, H3)
     if rep != 0:
-        # A <- P(x+) A P(x)^-1, B <- P(x+) B; f's base-twist rows T(q+) v+ - T(q) v
-        for r in range(6):
-            dq[r] = dt * vstep[r]
-        _integrate_base(q, dq, q1, W[8:12])
-        T1 = W[12]
-        N1 = W[13]
-        _twist_blocks(q1, vnext[0:6], vnext[0:6], rep, False, T1, N1, Td, Nd, Ti, M6, Rb3, pb,
-                      H3, Wt)
-        for i in range(6):
-            s = 0.0
-            for m in range(6):
-                s += T1[i, m] * vnext[m]
-            nu1[i] = s
-        _left_P(A, nv, N1, T1, tmp)
-        _left_P(B, nv, N1, T1, tmp)
-        _twist_blocks(q, v[0:6], v[0:6], rep, False, T, Nm, Td, Nd, Ti, M6, Rb3, pb, H3, Wt)
-        _right_Pinv(A, nv, Nm, Ti, M6, row)
-        for i in range(6):
-            s = 0.0
-            for m in range(6):
-                s += T[i, m] * v[m]
-            f[nv + i] = nu1[i] - s
+        _represent_discrete(q, v, dt, rep, A, B, f, vnext, vstep, W, H3, tmp, row, dq, q1, nu1)
     return _check_result(A, B, f)
 
 
