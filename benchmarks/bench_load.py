@@ -24,12 +24,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
 
 from _node_driver import NodeDriver, isolate_ros_domain, latency_stats, proc_status_mb
 import numpy as np
+
+#: At most this much of the stream is in flight (published, not yet processed by the node) when
+#: the measured window opens [s]: the node's p99 latency is a few ms on g1 (docs/performance.md).
+IN_FLIGHT_S = 0.05
 
 
 def _mode(mode: str, state_rate: float) -> tuple[str, float]:
@@ -62,6 +67,12 @@ def run(robot: str, mode: str, state_rate: float, duration: float) -> dict:
         drv.wait_first_output(300)  # first start may compile kernels
         drv.start_stream()
         drv.spin_for(3.0)
+        # the window starts on the arrival of a fresh diagnostics message: the node's counters
+        # (d0) and the driver's (pub0) are then read at the same moment, up to the states
+        # still in flight (published, not yet processed: IN_FLIGHT_S of them at most)
+        n_wait, t_wait = len(diags), time.monotonic() + 3.0
+        while len(diags) <= n_wait and time.monotonic() < t_wait:
+            drv.executor.spin_once(timeout_sec=0.005)
         n_diag0 = len(diags)
         d0 = _counters(diags[-1]) if diags else _counters({})
         drv.latencies.clear()
@@ -77,9 +88,9 @@ def run(robot: str, mode: str, state_rate: float, duration: float) -> dict:
                 if drv.alive():
                     rss_peak = max(rss_peak, proc_status_mb(pid, 'VmRSS'))
         t1 = time.monotonic()
+        drv.stop_stream()  # before reading pub1: every state the node may count is counted
         pub1 = drv.published
         d_run = diags[-1] if len(diags) > n_diag0 else {}  # the last one during the run
-        drv.stop_stream()
         n_lat = len(drv.latencies)
         lat = np.array(drv.latencies[:n_lat]) if n_lat else np.full(1, np.nan)
         alive = drv.alive()
@@ -98,6 +109,8 @@ def run(robot: str, mode: str, state_rate: float, duration: float) -> dict:
             'node_rate_hz': node_rate, 'state_rate_hz_target': state_rate,
             'duration_s': round(elapsed, 1),
             'states_published': pub1 - pub0,
+            # states in flight when the window opened: the node may count them in its window
+            'states_in_flight_max': math.ceil(state_rate * IN_FLIGHT_S),
             'state_rate_hz': round((pub1 - pub0) / elapsed, 1),
             'outputs_received': n_lat,
             'output_rate_hz': round(n_lat / elapsed, 1),

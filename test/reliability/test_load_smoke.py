@@ -38,7 +38,9 @@ def test_bench_load_runs_and_memory_stays_flat(tmp_path):
     assert fig['states_published'] > 0 and fig['outputs_received'] > 0
     # every output is the linearization of a published state, none invented or duplicated
     assert fig['outputs_received'] <= fig['states_published']
-    assert fig['node_published'] <= fig['states_published']
+    # (the node's counters and the driver's are read at the same moment, up to the states still
+    # in flight when the window opens)
+    assert fig['node_published'] <= fig['states_published'] + fig['states_in_flight_max']
     assert min(v for k, v in fig.items() if k.startswith('node_') and isinstance(v, int)) >= 0
     assert fig['node_rejected_messages'] == 0 and fig['node_out_of_order'] == 0
     assert fig['rss_mb_growth'] < 20.0, fig
