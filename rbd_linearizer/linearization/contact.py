@@ -31,26 +31,22 @@ from rbd_linearizer.algorithm.contact import (
     check_contacts,
     contact_dynamics_derivatives,
 )
-from rbd_linearizer.algorithm.joint_configuration import integrate
-from rbd_linearizer.conventions import TimeModel
 from rbd_linearizer.errors import ConfigError, StateError
-from rbd_linearizer.linearization.discrete import lie_euler, zero_order_hold
+from rbd_linearizer.linearization.continuous import (
+    _apply_time_model,
+    _check_time_model,
+    _state_fields,
+)
 from rbd_linearizer.linearization.inputs import InputSelection, resolve_inputs
 from rbd_linearizer.linearization.representation import (
-    base_twist_from_body,
     check_representation,
     state_map,
-    transform_continuous,
-    transform_discrete,
 )
 from rbd_linearizer.model.data import check_data
 from rbd_linearizer.results import Linearization
 from rbd_linearizer.spatial.so3 import hat
 
 __all__ = ['ContactLinearization', 'PointContact', 'SurfaceContact', 'linearize_contact']
-
-_DISCRETE_METHODS = ('lie_euler', 'zoh')
-
 
 @dataclass(frozen=True, eq=False)
 class ContactLinearization:
@@ -94,19 +90,6 @@ class ContactLinearization:
         return self.linearization.f
 
 
-def _time_model(time_model, dt, discrete_method) -> str:
-    tm = str(time_model.value if isinstance(time_model, TimeModel) else time_model)
-    if tm not in ('continuous', 'discrete'):
-        raise ConfigError(f"time_model must be 'continuous' or 'discrete', got {time_model!r}")
-    if tm == 'discrete':
-        if dt is None:
-            raise ConfigError('a discrete-time linearization needs dt')
-        if discrete_method not in _DISCRETE_METHODS:
-            raise ConfigError(f'discrete_method must be one of {_DISCRETE_METHODS}, '
-                              f'got {discrete_method!r}')
-    return tm
-
-
 def _vector(x, n, name) -> np.ndarray:
     x = np.array(x, dtype=np.float64).reshape(-1)
     if x.shape != (n,):
@@ -137,36 +120,6 @@ def _body_matrices(model, v, res, der):
     return A, B, f, dlam_dx, dlam_du
 
 
-def _in_time_model(model, A, B, f, q, v, qdd, rep: str, tm: str, dt, discrete_method: str,
-                   scheme: str):
-    """Return (A, B, f, dt) in ``rep`` and the time model, as ``linearize`` transforms them."""
-    nv = model.nv
-    if tm == 'continuous':
-        A, B, f = transform_continuous(A, B, f, q, v, qdd, rep, nv)
-        return A, B, f, 0.0
-    if discrete_method == 'zoh':
-        A, B, f = transform_continuous(A, B, f, q, v, qdd, rep, nv)
-        A, B, f = zero_order_hold(A, B, f, dt)
-        return A, B, f, float(dt)
-    A, B, f, q1, v1 = lie_euler(A, B, q, v, qdd, dt, nv, model.floating_base,
-                                lambda q0, dq: integrate(model, q0, dq), scheme)
-    if rep != 'body':
-        A, B = transform_discrete(A, B, q, v, q1, v1, rep, nv)
-        f = np.array(f)
-        f[nv : nv + 6] = (base_twist_from_body(q1, v1[0:6], rep)
-                          - base_twist_from_body(q, v[0:6], rep))
-    return A, B, f, float(dt)
-
-
-def _state_fields(model, q, v, rep: str) -> dict:
-    """Return the Linearization's state fields (base pose and twist in ``rep``, joints)."""
-    if model.floating_base:
-        twist = v[0:6] if rep == 'body' else base_twist_from_body(q, v[0:6], rep)
-        return dict(base_position=q[0:3], base_quaternion=q[3:7], base_twist=twist,
-                    joint_positions=q[7:], joint_velocities=v[6:])
-    return dict(joint_positions=q, joint_velocities=v)
-
-
 def linearize_contact(model, data, q, v, u=None, contacts=(), inputs: InputSelection | None = None,
                       representation='body', time_model='continuous', dt=None,
                       discrete_method: str = 'lie_euler', scheme: str = 'semi_implicit',
@@ -186,7 +139,7 @@ def linearize_contact(model, data, q, v, u=None, contacts=(), inputs: InputSelec
     """
     t0 = time.perf_counter()
     rep = check_representation(representation)
-    tm = _time_model(time_model, dt, discrete_method)
+    tm = _check_time_model(time_model, dt, discrete_method)
     if not model.floating_base:
         rep = 'body'
     check_data(model, data)
@@ -204,8 +157,8 @@ def linearize_contact(model, data, q, v, u=None, contacts=(), inputs: InputSelec
     tau[res.tau_dofs] = u
     der = contact_dynamics_derivatives(model, data, q, v, tau, contacts)
     A, B, f, dlam_dx, dlam_du = _body_matrices(model, v, res, der)
-    A, B, f, dt_out = _in_time_model(model, A, B, f, q, v, der.dynamics.qdd, rep, tm, dt,
-                                     discrete_method, scheme)
+    A, B, f, dt_out = _apply_time_model(model, A, B, f, der.dynamics.qdd, q, v, rep, tm, dt,
+                                        discrete_method, scheme)
     if rep != 'body':
         # z_rep = P z_body: d lambda / d z_rep = d lambda / d z_body P^-1
         P = state_map(q, v, rep, nv)

@@ -243,17 +243,17 @@ def _check_time_model(time_model, dt, discrete_method: str) -> str:
     return tm
 
 
-def _apply_time_model(model, pt: LinearizationPoint, q, v, rep: str, tm: str, dt,
+def _apply_time_model(model, A, B, f, ddq, q, v, rep: str, tm: str, dt,
                       discrete_method: str, scheme: str):
-    # (A, B, f, dt) of the body-representation continuous point in (rep, tm)
+    # (A, B, f, dt) in (rep, tm) of a body-representation continuous A, B, f whose forward
+    # dynamics at (q, v) is ddq (linearize, linearize_contact)
     nv = model.nv
-    A, B, f = pt.A, pt.B, pt.f
     if tm == 'continuous':
-        return (*transform_continuous(A, B, f, q, v, pt.ddq, rep, nv), 0.0)
+        return (*transform_continuous(A, B, f, q, v, ddq, rep, nv), 0.0)
     if discrete_method == 'zoh':
-        A, B, f = transform_continuous(A, B, f, q, v, pt.ddq, rep, nv)
+        A, B, f = transform_continuous(A, B, f, q, v, ddq, rep, nv)
         return (*zero_order_hold(A, B, f, dt), float(dt))
-    A, B, f, q1, v1 = lie_euler(A, B, q, v, pt.ddq, dt, nv, model.floating_base,
+    A, B, f, q1, v1 = lie_euler(A, B, q, v, ddq, dt, nv, model.floating_base,
                                 lambda q0, dq: integrate(model, q0, dq), scheme)
     if rep != 'body':
         A, B = transform_discrete(A, B, q, v, q1, v1, rep, nv)
@@ -261,6 +261,15 @@ def _apply_time_model(model, pt: LinearizationPoint, q, v, rep: str, tm: str, dt
         f[nv : nv + 6] = (base_twist_from_body(q1, v1[0:6], rep)
                           - base_twist_from_body(q, v[0:6], rep))
     return A, B, f, float(dt)
+
+
+def _state_fields(model, q, v, rep: str) -> dict:
+    # the Linearization's state fields: base pose and twist (in rep), joints
+    if model.floating_base:
+        twist = v[0:6] if rep == 'body' else base_twist_from_body(q, v[0:6], rep)
+        return dict(base_position=q[0:3], base_quaternion=q[3:7], base_twist=twist,
+                    joint_positions=q[7:], joint_velocities=v[6:])
+    return dict(joint_positions=q, joint_velocities=v)
 
 
 def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
@@ -310,13 +319,9 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
     if not np.isfinite(u).all():
         raise StateError('u contains NaN or inf')
     pt = _linearize_body(model, data, q, v, u, res)
-    A, B, f, dt_out = _apply_time_model(model, pt, q, v, rep, tm, dt, discrete_method, scheme)
-    if model.floating_base:
-        twist = v[0:6] if rep == 'body' else base_twist_from_body(q, v[0:6], rep)
-        base = dict(base_position=q[0:3], base_quaternion=q[3:7], base_twist=twist,
-                    joint_positions=q[7:], joint_velocities=v[6:])
-    else:
-        base = dict(joint_positions=q, joint_velocities=v)
+    A, B, f, dt_out = _apply_time_model(model, pt.A, pt.B, pt.f, pt.ddq, q, v, rep, tm, dt,
+                                        discrete_method, scheme)
+    base = _state_fields(model, q, v, rep)
     # Trusted construction: every field is produced above with its final type and shape
     # (validating again costs ~15 us per call; test/test_results.py checks both paths agree).
     return Linearization._trusted(
