@@ -5,6 +5,9 @@ Seed 003 (Echeandia 2020) Ch. 3, as reconstructed and extended in notes/seed-003
 - ``compute_coriolis_matrix``: Alg. 4 (O(N d)), valid with a floating base (6-wide base block,
   Phi_base = 1_6 in base coordinates, v_base = body twist, notes §3). Returns C with
   ``C v = h - g`` and ``M-dot = C + C^T`` (so ``M-dot - 2 C`` is skew), and fills M and M-dot.
+  Evaluated as Pinocchio's computeCoriolisMatrix does: in the world frame with composite
+  inertias and composite B (no transform chains), B in a closed form (docs/algorithms.md,
+  "Coriolis matrix"). The body-frame Alg. 4 kernel serves the rotor-aware C_R (rotor.py).
 - ``compute_christoffel``: Gamma (nv, nv, nv), first kind, ``C_ij = sum_k Gamma_ijk v_k``:
   Alg. 5 (O(N d^2)) generalized to multi-DoF bodies with the formula of notes §2.5.3.
 
@@ -25,9 +28,10 @@ import numpy as np
 
 from rbd_linearizer._jit import jit, jit_inline, register_warmup
 from rbd_linearizer.algorithm import _joints as _j
-from rbd_linearizer.conventions import JOINT_FREE
+from rbd_linearizer.algorithm._joints import _F64, _ND, compose_at, place_at, ract_add_at
+from rbd_linearizer.conventions import JOINT_FREE, JOINT_REVOLUTE
 from rbd_linearizer.errors import StateError
-from rbd_linearizer.model.data import CoriolisWorkspace, check_data
+from rbd_linearizer.model.data import CoriolisWorkspace, Data, check_data
 from rbd_linearizer.model.model import Model
 from rbd_linearizer.spatial.kernels import (
     dot6,
@@ -174,18 +178,20 @@ def _kinematics(mi, mf, q, v, R, p, vel, S, Sd, R3, p3, m66):
 
 
 @jit
-def _coriolis_kernel(mi, mf, rotor_J, rotor_n, use_rotors, q, v, R, p, vel, S, Sd, IC, BC, F,
-                     m66, v6, R3, p3, M, Mdot, C):
+def _coriolis_rotor_kernel(mi, mf, rotor_J, rotor_n, use_rotors, q, v, R, p, vel, S, Sd, IC,
+                           BC, F, m66, v6, R3, p3, M, Mdot, C):
     # (int64[:], float64[:], float64[:], float64[:], bool, float64[:] q, float64[:] v,
     #  workspace..., outputs M, Mdot, C (nv, nv)) -> None
     # Coriolis matrix: seed 003 Alg. 4 (Eqs. 3.13-3.18, 3.22), reconstructed per notes §2.4.2;
-    # multi-DoF (6-wide FREE base) blocks per notes §3. With use_rotors, each joint's rotor
-    # (notes §2.6.4 model: coaxial, on the parent, Phi_R = n [0; a], frame = joint frame) is a
-    # leaf body whose column is added to its joint's (C_R = G^T C_aug G of the augmented tree
-    # with q_R = n q; Christoffel-consistent, equal to the Jacobian form of notes §2.6.4).
-    # One function on purpose: split into inlined passes (setup, own block, rotor, ancestors,
-    # composites; or composites and entries as two loops) it ran 5-13% slower (measured on
-    # go2 and talos: numba's IR inlining adds reference counting per array argument).
+    # multi-DoF (6-wide FREE base) blocks per notes §3, in body frames. With use_rotors, each
+    # joint's rotor (notes §2.6.4 model: coaxial, on the parent, Phi_R = n [0; a], frame =
+    # joint frame) is a leaf body whose column is added to its joint's (C_R = G^T C_aug G of
+    # the augmented tree with q_R = n q; Christoffel-consistent, equal to the Jacobian form of
+    # notes §2.6.4). The rotor algorithms (rotor.py) call it; the plain C has its own
+    # world-frame kernel (_coriolis_kernel, about 3x faster). One function on purpose: split into
+    # inlined passes (setup, own block, rotor, ancestors, composites; or composites and entries
+    # as two loops) it ran 5-13% slower (measured on go2 and talos: numba's IR inlining adds
+    # reference counting per array argument).
     nb, nv, parents, jtype, idx_q, idx_v, nvj, _, _, _, axis, treeR, treep, I10 = _j.model_views(
         mi, mf)
     _kinematics(mi, mf, q, v, R, p, vel, S, Sd, R3, p3, m66[0])
@@ -317,6 +323,259 @@ def _coriolis_kernel(mi, mf, rotor_J, rotor_n, use_rotors, q, v, R, p, vel, S, S
             for r in range(6):
                 for c in range(6):
                     BC[par, r, c] += tmp66[r, c]
+
+
+# --- compute_coriolis_matrix: world-frame composite algorithm --------------------------------
+
+
+@jit_inline
+def _cw_views(nb, nv, cw):
+    # Views of CoriolisWorkspace.cw (model/data.py: 2 nv^2 + CORIOLIS_CW_BODY nb +
+    # CORIOLIS_CW_DOF nv floats): M, Mdot (nv, nv); per body liR (3, 3), lip (3) pose in the
+    # parent, oR (3, 3), op (3) world pose (re-centred at the floating base), oV (6) world
+    # twist, Y (10) world inertia (composite after the backward pass), hc (6) world momentum
+    # (composite), Q (6) symmetric part of the B factor's 3x3 block (composite); per dof oS (6)
+    # world subspace column, dJ (6) = oV x oS.
+    n2 = nv * nv
+    M = cw[0:n2].reshape((nv, nv))
+    Mdot = cw[n2 : 2 * n2].reshape((nv, nv))
+    o = 2 * n2
+    liR = cw[o : o + 9 * nb].reshape((nb, 3, 3))
+    o += 9 * nb
+    lip = cw[o : o + 3 * nb].reshape((nb, 3))
+    o += 3 * nb
+    oR = cw[o : o + 9 * nb].reshape((nb, 3, 3))
+    o += 9 * nb
+    op = cw[o : o + 3 * nb].reshape((nb, 3))
+    o += 3 * nb
+    oV = cw[o : o + 6 * nb].reshape((nb, 6))
+    o += 6 * nb
+    Y = cw[o : o + 10 * nb].reshape((nb, 10))
+    o += 10 * nb
+    hc = cw[o : o + 6 * nb].reshape((nb, 6))
+    o += 6 * nb
+    Q = cw[o : o + 6 * nb].reshape((nb, 6))
+    o += 6 * nb
+    oS = cw[o : o + 6 * nv].reshape((nv, 6))
+    o += 6 * nv
+    dJ = cw[o : o + 6 * nv].reshape((nv, 6))
+    return M, Mdot, liR, lip, oR, op, oV, Y, hc, Q, oS, dJ
+
+
+@jit_inline
+def _coriolis_forward_pass(nb, parents, jtype, idx_q, idx_v, nvj, axis, treeR, treep, I10, q, v,
+                           liR, lip, oR, op, oV, Y, hc, Q, oS, dJ):
+    # Pinocchio's CoriolisMatrixForwardStep in the world frame re-centred at the floating base
+    # (docs/algorithms.md): pose, twist oV_i = oV_parent + oS_i v_i, subspace columns oS and
+    # dJ = oV_i x oS, world inertia Y_i, momentum h_i = Y_i oV_i, and the B factor's block Q_i.
+    for i in range(nb):
+        jt = jtype[i]
+        place_at(jt, axis, treeR, treep, q, idx_q[i], i, liR, lip)
+        lam = parents[i]
+        if lam >= 0:
+            compose_at(oR, op, lam, liR, lip, i)
+            for r in range(6):
+                oV[i, r] = oV[lam, r]
+        else:
+            for r in range(3):
+                for c in range(3):
+                    oR[i, r, c] = liR[i, r, c]
+                if jt == JOINT_FREE:
+                    op[i, r] = 0.0  # the floating base: the new origin (as fk_pass)
+                elif jtype[0] == JOINT_FREE:
+                    op[i, r] = lip[i, r] - lip[0, r]
+                else:
+                    op[i, r] = lip[i, r]
+            for r in range(6):
+                oV[i, r] = 0.0
+        p0, p1, p2 = op[i, 0], op[i, 1], op[i, 2]
+        iv = idx_v[i]
+        for c in range(nvj[i]):
+            k = iv + c
+            # world axis a (rotation part of S's column) and whether it is a rotation
+            if jt == JOINT_FREE:
+                cc = c if c < 3 else c - 3
+                a0, a1, a2 = oR[i, 0, cc], oR[i, 1, cc], oR[i, 2, cc]
+                rot = c >= 3
+            else:
+                x, y, z = axis[i, 0], axis[i, 1], axis[i, 2]
+                a0 = oR[i, 0, 0] * x + oR[i, 0, 1] * y + oR[i, 0, 2] * z
+                a1 = oR[i, 1, 0] * x + oR[i, 1, 1] * y + oR[i, 1, 2] * z
+                a2 = oR[i, 2, 0] * x + oR[i, 2, 1] * y + oR[i, 2, 2] * z
+                rot = jt == JOINT_REVOLUTE
+            if rot:
+                oS[k, 0] = p1 * a2 - p2 * a1  # [p x a; a]
+                oS[k, 1] = p2 * a0 - p0 * a2
+                oS[k, 2] = p0 * a1 - p1 * a0
+                oS[k, 3] = a0
+                oS[k, 4] = a1
+                oS[k, 5] = a2
+            else:
+                oS[k, 0] = a0
+                oS[k, 1] = a1
+                oS[k, 2] = a2
+                oS[k, 3] = 0.0
+                oS[k, 4] = 0.0
+                oS[k, 5] = 0.0
+            vk = v[k]
+            for r in range(6):
+                oV[i, r] += oS[k, r] * vk
+        vl0, vl1, vl2, w0, w1, w2 = oV[i, 0], oV[i, 1], oV[i, 2], oV[i, 3], oV[i, 4], oV[i, 5]
+        for c in range(nvj[i]):
+            k = iv + c
+            s0, s1, s2, s3, s4, s5 = oS[k, 0], oS[k, 1], oS[k, 2], oS[k, 3], oS[k, 4], oS[k, 5]
+            # dJ = oV x oS = [w x s_l + v_l x s_w; w x s_w]
+            dJ[k, 0] = w1 * s2 - w2 * s1 + vl1 * s5 - vl2 * s4
+            dJ[k, 1] = w2 * s0 - w0 * s2 + vl2 * s3 - vl0 * s5
+            dJ[k, 2] = w0 * s1 - w1 * s0 + vl0 * s4 - vl1 * s3
+            dJ[k, 3] = w1 * s5 - w2 * s4
+            dJ[k, 4] = w2 * s3 - w0 * s5
+            dJ[k, 5] = w0 * s4 - w1 * s3
+        ract_add_at(oR, op, i, I10, i, Y, i, False)
+        _momentum_and_q(Y, hc, Q, i, vl0, vl1, vl2, w0, w1, w2)
+
+
+@jit_inline
+def _momentum_and_q(Y, hc, Q, i, vl0, vl1, vl2, w0, w1, w2):
+    # hc[i] = Y_i oV_i = [m v_l - h x w; h x v_l + I w] (momentum, 10-parameter Y, h = m c) and
+    # Q[i] = symmetric part of the 3x3 block of Pinocchio's B_i (derivation: docs/algorithms.md):
+    #   B = Y.variation(oV / 2) + crfbar(Y oV / 2) = 1/2 [crf(oV) Y - Y crm(oV) + crfbar(Y oV)]
+    #     = [[0, -f^], [0, Q - n^/2]],  (f; n) = Y oV,
+    #   Q = 1/2 (P + P^T - h v_l^T - v_l h^T) + (v_l . h) 1_3,  P = w^ I.
+    m, h0, h1, h2 = Y[i, 0], Y[i, 1], Y[i, 2], Y[i, 3]
+    ixx, ixy, iyy, ixz, iyz, izz = Y[i, 4], Y[i, 5], Y[i, 6], Y[i, 7], Y[i, 8], Y[i, 9]
+    hc[i, 0] = m * vl0 - (h1 * w2 - h2 * w1)
+    hc[i, 1] = m * vl1 - (h2 * w0 - h0 * w2)
+    hc[i, 2] = m * vl2 - (h0 * w1 - h1 * w0)
+    hc[i, 3] = h1 * vl2 - h2 * vl1 + ixx * w0 + ixy * w1 + ixz * w2
+    hc[i, 4] = h2 * vl0 - h0 * vl2 + ixy * w0 + iyy * w1 + iyz * w2
+    hc[i, 5] = h0 * vl1 - h1 * vl0 + ixz * w0 + iyz * w1 + izz * w2
+    d = vl0 * h0 + vl1 * h1 + vl2 * h2
+    # P[r, c] = (w x I[:, c])_r
+    p00 = w1 * ixz - w2 * ixy
+    p11 = w2 * ixy - w0 * iyz
+    p22 = w0 * iyz - w1 * ixz
+    p01 = w1 * iyz - w2 * iyy
+    p10 = w2 * ixx - w0 * ixz
+    p02 = w1 * izz - w2 * iyz
+    p20 = w0 * ixy - w1 * ixx
+    p12 = w2 * ixz - w0 * izz
+    p21 = w0 * iyy - w1 * ixy
+    # order of I10's inertia: xx, xy, yy, xz, yz, zz
+    Q[i, 0] = p00 - h0 * vl0 + d
+    Q[i, 1] = 0.5 * (p01 + p10 - h0 * vl1 - vl0 * h1)
+    Q[i, 2] = p11 - h1 * vl1 + d
+    Q[i, 3] = 0.5 * (p02 + p20 - h0 * vl2 - vl0 * h2)
+    Q[i, 4] = 0.5 * (p12 + p21 - h1 * vl2 - vl1 * h2)
+    Q[i, 5] = p22 - h2 * vl2 + d
+
+
+@jit_inline
+def _coriolis_backward_pass(nb, nv, parents, idx_v, nvj, Y, hc, Q, oS, dJ, M, Mdot, C):
+    # Pinocchio's CoriolisMatrixBackwardStep (composites Y, h, Q of body j complete when j is
+    # reached), entries per dof k of body j with the composite B_j = [[0, -F^], [0, Q - N^/2]]
+    # (F, N: linear and angular composite momentum):
+    #   w = Y_j oS_k,  cF = Y_j dJ_k + B_j oS_k,  u = B_j^T oS_k = [0; F x s_l + Q s_w + N x s_w/2]
+    #   r a dof of j or of an ancestor:  C[r, k] = oS_r . cF,  M[r, k] = M[k, r] = oS_r . w
+    #   r a dof of a strict ancestor:    C[k, r] = w . dJ_r + u . oS_r
+    # and Mdot = C + C^T on each pair (Eq. 3.25). Unrelated pairs stay zero.
+    for r in range(nv):
+        for c in range(nv):
+            C[r, c] = 0.0
+            M[r, c] = 0.0
+            Mdot[r, c] = 0.0
+    for j in range(nb - 1, -1, -1):
+        m, h0, h1, h2 = Y[j, 0], Y[j, 1], Y[j, 2], Y[j, 3]
+        ixx, ixy, iyy, ixz, iyz, izz = Y[j, 4], Y[j, 5], Y[j, 6], Y[j, 7], Y[j, 8], Y[j, 9]
+        F0, F1, F2, N0, N1, N2 = hc[j, 0], hc[j, 1], hc[j, 2], hc[j, 3], hc[j, 4], hc[j, 5]
+        qxx, qxy, qyy, qxz, qyz, qzz = Q[j, 0], Q[j, 1], Q[j, 2], Q[j, 3], Q[j, 4], Q[j, 5]
+        jv = idx_v[j]
+        nj = nvj[j]
+        for c in range(nj):
+            k = jv + c
+            s0, s1, s2, s3, s4, s5 = oS[k, 0], oS[k, 1], oS[k, 2], oS[k, 3], oS[k, 4], oS[k, 5]
+            d0, d1, d2, d3, d4, d5 = dJ[k, 0], dJ[k, 1], dJ[k, 2], dJ[k, 3], dJ[k, 4], dJ[k, 5]
+            # w = Y s
+            x0 = m * s0 - (h1 * s5 - h2 * s4)
+            x1 = m * s1 - (h2 * s3 - h0 * s5)
+            x2 = m * s2 - (h0 * s4 - h1 * s3)
+            x3 = h1 * s2 - h2 * s1 + ixx * s3 + ixy * s4 + ixz * s5
+            x4 = h2 * s0 - h0 * s2 + ixy * s3 + iyy * s4 + iyz * s5
+            x5 = h0 * s1 - h1 * s0 + ixz * s3 + iyz * s4 + izz * s5
+            # Q s_w and N x s_w / 2
+            g0 = qxx * s3 + qxy * s4 + qxz * s5
+            g1 = qxy * s3 + qyy * s4 + qyz * s5
+            g2 = qxz * s3 + qyz * s4 + qzz * s5
+            e0 = 0.5 * (N1 * s5 - N2 * s4)
+            e1 = 0.5 * (N2 * s3 - N0 * s5)
+            e2 = 0.5 * (N0 * s4 - N1 * s3)
+            # cF = Y d + [s_w x F; Q s_w - N x s_w / 2]
+            f0 = m * d0 - (h1 * d5 - h2 * d4) + (s4 * F2 - s5 * F1)
+            f1 = m * d1 - (h2 * d3 - h0 * d5) + (s5 * F0 - s3 * F2)
+            f2 = m * d2 - (h0 * d4 - h1 * d3) + (s3 * F1 - s4 * F0)
+            f3 = h1 * d2 - h2 * d1 + ixx * d3 + ixy * d4 + ixz * d5 + g0 - e0
+            f4 = h2 * d0 - h0 * d2 + ixy * d3 + iyy * d4 + iyz * d5 + g1 - e1
+            f5 = h0 * d1 - h1 * d0 + ixz * d3 + iyz * d4 + izz * d5 + g2 - e2
+            # u (angular part; its linear part is zero) = F x s_l + Q s_w + N x s_w / 2
+            u0 = F1 * s2 - F2 * s1 + g0 + e0
+            u1 = F2 * s0 - F0 * s2 + g1 + e1
+            u2 = F0 * s1 - F1 * s0 + g2 + e2
+            for r in range(jv, jv + nj):
+                C[r, k] = (oS[r, 0] * f0 + oS[r, 1] * f1 + oS[r, 2] * f2 + oS[r, 3] * f3
+                           + oS[r, 4] * f4 + oS[r, 5] * f5)
+                M[r, k] = (oS[r, 0] * x0 + oS[r, 1] * x1 + oS[r, 2] * x2 + oS[r, 3] * x3
+                           + oS[r, 4] * x4 + oS[r, 5] * x5)
+            i = parents[j]
+            while i >= 0:
+                for r in range(idx_v[i], idx_v[i] + nvj[i]):
+                    a0, a1, a2, a3, a4, a5 = oS[r, 0], oS[r, 1], oS[r, 2], oS[r, 3], oS[r, 4], oS[
+                        r, 5]
+                    crk = a0 * f0 + a1 * f1 + a2 * f2 + a3 * f3 + a4 * f4 + a5 * f5
+                    ckr = (x0 * dJ[r, 0] + x1 * dJ[r, 1] + x2 * dJ[r, 2] + x3 * dJ[r, 3]
+                           + x4 * dJ[r, 4] + x5 * dJ[r, 5] + u0 * a3 + u1 * a4 + u2 * a5)
+                    mrk = a0 * x0 + a1 * x1 + a2 * x2 + a3 * x3 + a4 * x4 + a5 * x5
+                    C[r, k] = crk
+                    C[k, r] = ckr
+                    M[r, k] = mrk
+                    M[k, r] = mrk
+                    Mdot[r, k] = crk + ckr
+                    Mdot[k, r] = crk + ckr
+                i = parents[i]
+        for a in range(jv, jv + nj):
+            for b in range(jv, jv + nj):
+                Mdot[a, b] = C[a, b] + C[b, a]
+        lam = parents[j]
+        if lam >= 0:
+            for r in range(10):
+                Y[lam, r] += Y[j, r]
+            for r in range(6):
+                hc[lam, r] += hc[j, r]
+                Q[lam, r] += Q[j, r]
+
+
+@jit
+def _coriolis_kernel(mi, mf, q, v, cw, C):
+    # (int64[:], float64[:], float64[:] q, float64[:] v, float64[:] cw (CoriolisWorkspace.cw),
+    #  C (nv, nv)) -> int64 code (0; else nothing written).
+    # Coriolis matrix C(q, v), M and Mdot = C + C^T by Pinocchio's computeCoriolisMatrix
+    # (include/pinocchio/algorithm/rnea.hxx, CoriolisMatrixForwardStep / BackwardStep: world
+    # frame, composite inertia and composite B factor, two passes, O(n d)), with B in the
+    # closed form [[0, -F^], [0, Q - N^/2]] (docs/algorithms.md). The same C as seed 003 Alg. 4
+    # with the Niemeyer-Slotine factorization (Eq. 3.1; notes §2.4.2, §3 for the floating
+    # base): both are the Christoffel-consistent factorization (tested against each other
+    # through Pinocchio and the numpy reference of Alg. 4).
+    code = _j.check_config(mi, q)
+    if code != 0:
+        return code
+    if not _j.check_finite(v):
+        return _j.BAD_V
+    nb, nv, parents, jtype, idx_q, idx_v, nvj, _, _, _, axis, treeR, treep, I10 = _j.model_views(
+        mi, mf)
+    M, Mdot, liR, lip, oR, op, oV, Y, hc, Q, oS, dJ = _cw_views(nb, nv, cw)
+    _coriolis_forward_pass(nb, parents, jtype, idx_q, idx_v, nvj, axis, treeR, treep, I10, q, v,
+                           liR, lip, oR, op, oV, Y, hc, Q, oS, dJ)
+    _coriolis_backward_pass(nb, nv, parents, idx_v, nvj, Y, hc, Q, oS, dJ, M, Mdot, C)
+    return 0
 
 
 @jit_inline
@@ -452,15 +711,9 @@ def _check(model: Model, data, workspace, q, v=None):
     return workspace, q, v
 
 
-# Placeholder rotor arrays of the plain algorithms; read-only like the Model's arrays, so that
-# the plain and the rotor-aware calls share one compiled specialization of the kernel.
-_NO_ROTOR = np.zeros(0)
-_NO_ROTOR.flags.writeable = False
-
-
 def compute_coriolis_matrix(model: Model, data, q, v, workspace: CoriolisWorkspace | None = None,
                             ) -> np.ndarray:
-    """Coriolis matrix C(q, v) by Echeandia's O(N d) algorithm; also fills M-dot and M.
+    """Coriolis matrix C(q, v) in O(N d) (Echeandia / Pinocchio); also fills M-dot and M.
 
     q (nq,): configuration [p, quat (x, y, z, w), s] (floating base) or s. v (nv,):
     generalized velocity, base twist in the BODY frame, linear first (Pinocchio's layout).
@@ -477,12 +730,26 @@ def compute_coriolis_matrix(model: Model, data, q, v, workspace: CoriolisWorkspa
     on bad sizes, non-finite input or a non-unit base quaternion.
 
     Reference: seed 003 Alg. 4 (Eqs. 3.13-3.25), reconstructed per notes §2.4.2; floating base
-    per notes §3. Cost O(N d).
+    per notes §3; evaluated as Pinocchio's computeCoriolisMatrix (world frame, composite
+    inertia and B factor; rnea.hxx), with B in closed form (docs/algorithms.md). Cost O(N d).
     """
-    ws, q, v = _check(model, data, workspace, q, v)
-    _coriolis_kernel(data._mi, data._mf, _NO_ROTOR, _NO_ROTOR, False, q, v, ws.R, ws.p,
-                     ws.vel, ws.S, ws.Sd, ws.IC, ws.BC, ws.F, ws.m66, ws.v6, ws.R3, ws.p3, ws.M,
-                     ws.Mdot, ws.C)
+    if data.__class__ is not Data or data.model is not model:
+        check_data(model, data)
+    if workspace is None:
+        ws = data.coriolis
+    elif workspace.__class__ is CoriolisWorkspace and workspace.model is model:
+        ws = workspace
+    else:
+        raise StateError('workspace was not created for this model '
+                         '(use create_coriolis_workspace(model))')
+    if not (q.__class__ is _ND and q.dtype is _F64 and q.shape == (model.nq,)):
+        q = _j.as_vector(q, model.nq, 'q')
+    if not (v.__class__ is _ND and v.dtype is _F64 and v.shape == (model.nv,)):
+        v = _j.as_vector(v, model.nv, 'v')
+    # checks (finite q and v, unit quaternion) in the kernel, before anything is written
+    code = _coriolis_kernel(data._mi, data._mf, q, v, ws.cw, ws.C)
+    if code:
+        _j.raise_code(code)
     return ws.C
 
 

@@ -31,7 +31,7 @@ from rbd_linearizer.algorithm import _joints as _j
 from rbd_linearizer.algorithm.coriolis import (
     CoriolisWorkspace,
     _check,
-    _coriolis_kernel,
+    _coriolis_rotor_kernel,
     _kinematics,
     _rotor_inertia,
     _rotor_subspace,
@@ -438,8 +438,9 @@ def compute_coriolis_matrix_rotor(model: Model, data, q, v,
     """
     ws, q, v = _check(model, data, workspace, q, v)
     J, n = _rotor_arrays(model)
-    _coriolis_kernel(data._mi, data._mf, J, n, True, q, v, ws.R, ws.p, ws.vel, ws.S, ws.Sd,
-                     ws.IC, ws.BC, ws.F, ws.m66, ws.v6, ws.R3, ws.p3, ws.M, ws.Mdot, ws.C)
+    _coriolis_rotor_kernel(data._mi, data._mf, J, n, True, q, v, ws.R, ws.p, ws.vel, ws.S,
+                           ws.Sd, ws.IC, ws.BC, ws.F, ws.m66, ws.v6, ws.R3, ws.p3, ws.M,
+                           ws.Mdot, ws.C)
     return ws.C
 
 
@@ -453,8 +454,9 @@ def crba_rotor(model: Model, data, q, workspace: CoriolisWorkspace | None = None
     """
     ws, q, _ = _check(model, data, workspace, q)
     J, n = _rotor_arrays(model)
-    _coriolis_kernel(data._mi, data._mf, J, n, True, q, ws.zero_v, ws.R, ws.p, ws.vel, ws.S,
-                     ws.Sd, ws.IC, ws.BC, ws.F, ws.m66, ws.v6, ws.R3, ws.p3, ws.M, ws.Mdot, ws.C)
+    _coriolis_rotor_kernel(data._mi, data._mf, J, n, True, q, ws.zero_v, ws.R, ws.p, ws.vel,
+                           ws.S, ws.Sd, ws.IC, ws.BC, ws.F, ws.m66, ws.v6, ws.R3, ws.p3, ws.M,
+                           ws.Mdot, ws.C)
     return ws.M
 
 

@@ -259,6 +259,13 @@ class Data:
         return f'Data(model={self.model.name!r}, nv={self.model.nv}, nb={self.model.nb})'
 
 
+#: Floats per body and per dof of ``CoriolisWorkspace.cw`` after its M and M-dot (the layout
+#: is ``algorithm/coriolis.py`` ``_cw_views``: liR, lip, oR, op, oV, Y, hc, Q per body; oS, dJ
+#: per dof).
+CORIOLIS_CW_BODY = 52
+CORIOLIS_CW_DOF = 12
+
+
 class CoriolisWorkspace:
     """Buffers and outputs of the Coriolis, Christoffel and rotor algorithms for one Model.
 
@@ -277,6 +284,8 @@ class CoriolisWorkspace:
     composite B; F (3, 6, 6) Alg. 4 auxiliaries; oR, op world poses (positions relative to
     the floating base), Sw (nv, 6) world-frame subspace columns (Christoffel); rotor-ABA
     buffers IA, pA, cb, Ut, D, Dinv, vR, cR, pR, a; rotor-RNEA forces f, fR.
+    cw: the one flat buffer of ``compute_coriolis_matrix``'s kernel (few kernel arguments):
+    M and Mdot (views into it), then its world-frame intermediates.
     """
 
     def __init__(self, model: Model, C: np.ndarray | None = None):
@@ -314,9 +323,12 @@ class CoriolisWorkspace:
         self.fR = np.zeros((nb, 6))
         self.zero_v = np.zeros(nv)  # stays zero (v = 0 inputs)
         self.e = np.zeros(nv)
+        # compute_coriolis_matrix: M, Mdot, then per body and per dof intermediates
+        n2 = nv * nv
+        self.cw = np.zeros(2 * n2 + CORIOLIS_CW_BODY * nb + CORIOLIS_CW_DOF * nv)
         # outputs
-        self.M = np.zeros((nv, nv))
-        self.Mdot = np.zeros((nv, nv))
+        self.M = self.cw[:n2].reshape((nv, nv))
+        self.Mdot = self.cw[n2 : 2 * n2].reshape((nv, nv))
         self.C = np.zeros((nv, nv)) if C is None else C
         self._Gamma: np.ndarray | None = None
         self.Minv = np.zeros((nv, nv))
