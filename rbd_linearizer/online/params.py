@@ -21,6 +21,7 @@ from typing import Any
 
 from rbd_linearizer.conventions import REPRESENTATIONS
 from rbd_linearizer.errors import ConfigError
+from rbd_linearizer.online.contacts import CONTACT_SOURCES
 
 STATE_SOURCES = ('topics', 'builtin')
 BASE_TYPES = ('auto', 'floating', 'fixed')
@@ -51,8 +52,10 @@ class Param:
     section: str = ''
 
 
-_S_MODEL, _S_STATE, _S_TICK, _S_OUT, _S_DIAG = ('model', 'state', 'tick', 'outputs',
-                                                 'diagnostics')
+_S_MODEL, _S_STATE, _S_TICK, _S_OUT, _S_CONTACT, _S_DIAG = (
+    'model', 'state', 'tick', 'outputs', 'contacts', 'diagnostics')
+#: Largest Baumgarte gain accepted (contact_baumgarte_kp, contact_baumgarte_kd).
+MAX_BAUMGARTE_GAIN = 1e6
 
 PARAMETERS: tuple[Param, ...] = (
     # --- model -------------------------------------------------------------------------------
@@ -172,6 +175,25 @@ PARAMETERS: tuple[Param, ...] = (
           section=_S_OUT),
     Param('world_frame', 'world', 'frame_id of the published messages (the world frame).',
           section=_S_OUT),
+    # --- contacts ----------------------------------------------------------------------------
+    Param('contact_frames', [],
+          "Rigid contacts (model.frames names): with contact_source 'parameter' all are in "
+          "contact at every tick; with 'topic' the catalogue the ~/contacts sets choose from. "
+          '[] = none (free-floating). Not with wrench inputs or higher_order_derivatives.',
+          section=_S_CONTACT),
+    Param('contact_types', [],
+          "Per contact frame: 'point' (3-D, world axes) or 'surface' (6-D, frame axes); one "
+          "value = all; [] = all 'point'.", section=_S_CONTACT),
+    Param('contact_baumgarte_kp', 0.0,
+          'Baumgarte position gain of every contact [1/s^2] (anchor = the placement at the '
+          'state).', low=0.0, high=MAX_BAUMGARTE_GAIN, section=_S_CONTACT),
+    Param('contact_baumgarte_kd', 0.0, 'Baumgarte velocity gain of every contact [1/s].',
+          low=0.0, high=MAX_BAUMGARTE_GAIN, section=_S_CONTACT),
+    Param('contact_source', 'parameter',
+          "Where the active contact set comes from: 'parameter' (every contact_frames entry) "
+          "or 'topic' (rbd_linearizer/ContactSet on ~/contacts: the newest set stamped at or "
+          'before the state).', choices=CONTACT_SOURCES, read_only=True,
+          section=_S_CONTACT),
     # --- diagnostics -------------------------------------------------------------------------
     Param('diagnostics_period_s', 1.0, 'Period of /diagnostics [s]; 0 disables it.',
           low=0.0, high=3600.0, read_only=True, section=_S_DIAG),
@@ -220,7 +242,9 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
     ``wrench_input_expressed_in`` are empty or as long as ``wrench_input_frames``, with values
     in ``WRENCH_KINDS`` / ``WRENCH_EXPRESSED_IN``. Change them together (one
     ``set_parameters_atomically`` call or ``ros2 param load``). ``higher_order_derivatives``
-    > 0 needs every wrench input expressed in 'local' frames.
+    > 0 needs every wrench input expressed in 'local' frames. Contacts
+    (``online.contacts.catalogue_from_config``: ``contact_types`` one per frame or one for all)
+    exclude wrench inputs and ``higher_order_derivatives`` > 0.
     """
     n = len(cfg['wrench_input_frames'])
     for key, allowed in (('wrench_input_kinds', WRENCH_KINDS),
@@ -242,7 +266,25 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
             raise ConfigError("higher_order_derivatives > 0 needs wrench inputs expressed in "
                               "'local' frames (wrench_input_expressed_in): a constant 'world' "
                               'wrench turns in the body frame')
+    _check_contacts(cfg)
     return cfg
+
+
+def _check_contacts(cfg: dict[str, Any]) -> None:
+    # contact_frames / contact_types consistent (online.contacts), and not combined with what
+    # the contact linearization does not support: refused, never a mislabelled output
+    from rbd_linearizer.online.contacts import catalogue_from_config
+
+    catalogue = catalogue_from_config(cfg)
+    if not catalogue:
+        return
+    if cfg['wrench_input_frames']:
+        raise ConfigError('wrench inputs (wrench_input_frames) together with contacts '
+                          '(contact_frames) are not supported yet: clear one of them')
+    if cfg['higher_order_derivatives'] > 0:
+        raise ConfigError('higher_order_derivatives > 0 (free-floating forward dynamics) '
+                          'together with contacts (contact_frames) is not supported: clear '
+                          'one of them')
 
 
 def input_selection(cfg: dict[str, Any]):
@@ -275,6 +317,8 @@ def updated_config(cfg: dict[str, Any], changes: dict[str, Any], model=None) -> 
     validate_config(new)
     if model is not None:
         from rbd_linearizer.linearization.inputs import resolve_inputs
+        from rbd_linearizer.online.contacts import catalogue_from_config
 
         resolve_inputs(model, input_selection(new))
+        catalogue_from_config(new).check_on(model)
     return new

@@ -3,7 +3,8 @@
 ``build_served(urdf, cfg)`` parses the URDF with the configuration's parser options, resolves
 the inputs and warms up the kernel families the configuration uses; ``Served.linearize``,
 ``Served.dynamics`` and ``Served.dynamics_derivatives`` are the core calls of a tick and of the
-``~/linearize`` service, ``Served.linearize_trajectory`` (one ``linearize_batch`` call) that of
+``~/linearize`` service (``Served.linearize_contact`` with active contacts:
+``online/contacts.py``), ``Served.linearize_trajectory`` (one ``linearize_batch`` call) that of
 ``~/linearize_trajectory`` and ``~/trajectory``. No rclpy: the node (``ros/node.py``) holds a
 ``Served`` and replaces it with one assignment when a new description arrives;
 ``initial_description`` and ``DescriptionQueue`` say where the URDF comes from.
@@ -31,6 +32,7 @@ from rbd_linearizer.model.robots import default_robot_urdf
 from rbd_linearizer.model.state import joint_index_map
 from rbd_linearizer.model.urdf import ParseLimits, TriangleInequalityError
 from rbd_linearizer.online.builtin_source import BuiltinStateSource
+from rbd_linearizer.online.contacts import ContactCatalogue, ContactForces, catalogue_from_config
 from rbd_linearizer.online.params import input_selection
 from rbd_linearizer.online.terms import (
     DynamicsDerivatives,
@@ -55,11 +57,17 @@ class Served:
     ``build_served``; the tick only calls ``linearize`` / ``dynamics``.
     """
 
-    def __init__(self, model: Model, inputs: InputSelection):
-        """Bind ``model`` and ``inputs`` (ConfigError if the inputs do not fit the model)."""
+    def __init__(self, model: Model, inputs: InputSelection,
+                 contacts: ContactCatalogue | None = None):
+        """Bind ``model``, ``inputs``, the contact catalogue (ConfigError if they do not fit)."""
         self.model = model
         self.inputs = inputs
         self.resolved = resolve_inputs(model, inputs)  # ConfigError: unknown joint / frame
+        self.contacts = contacts if contacts is not None else ContactCatalogue()
+        if self.contacts:
+            self.contacts.check_on(model)  # ConfigError: unknown or world-fixed frame
+            if self.resolved.has_wrenches:
+                raise ConfigError('wrench inputs together with contacts are not supported yet')
         self.data = create_data(model)
         self.coriolis = create_coriolis_workspace(model)
         self.source = BuiltinStateSource(model)
@@ -88,9 +96,10 @@ class Served:
         return (f"'{m.name}' (hash {m.urdf_hash[:12]}, {m.n_joints} joints, "
                 f"{'floating' if m.floating_base else 'fixed'} base, inputs {self.resolved.nu})")
 
-    def with_inputs(self, inputs: InputSelection) -> Served:
-        """Return a Served of the same model with another input selection."""
-        return Served(self.model, inputs)
+    def with_inputs(self, inputs: InputSelection,
+                    contacts: ContactCatalogue | None = None) -> Served:
+        """Return a Served of the same model with another input selection (and contacts)."""
+        return Served(self.model, inputs, self.contacts if contacts is None else contacts)
 
     def reconfigured(self, cfg: dict[str, Any],
                      report: Callable[[str], None] | None = None) -> Served:
@@ -100,9 +109,9 @@ class Served:
         a new Served of the same model; an output turned on (e.g. ``publish_dynamics``) warms
         up its kernels. ``report`` as ``warm_up``.
         """
-        selection = input_selection(cfg)
-        if selection != self.inputs:
-            new = self.with_inputs(selection)
+        selection, catalogue = input_selection(cfg), catalogue_from_config(cfg)
+        if selection != self.inputs or catalogue != self.contacts:
+            new = self.with_inputs(selection, catalogue)
             new.warm_up(cfg, report)
             return new
         if self.cold_families(cfg):
@@ -112,8 +121,10 @@ class Served:
     def cold_families(self, cfg: dict[str, Any]) -> list[str]:
         """Return the kernel families ``cfg`` uses not warmed up yet (``precompile``)."""
         r = self.resolved
-        return [f for f in precompile.node_families(cfg, r.has_wrenches, r.has_world_wrenches)
-                if f not in self._warm]
+        families = precompile.node_families(cfg, r.has_wrenches, r.has_world_wrenches)
+        if self.contacts:
+            families.append('contact')  # (no precompile family: warmed up, not reported)
+        return [f for f in families if f not in self._warm]
 
     def warm_up(self, cfg: dict[str, Any], report: Callable[[str], None] | None = None) -> None:
         """Compile / load the kernels ``cfg`` uses; run each of its output paths once.
@@ -126,7 +137,8 @@ class Served:
         ``precompile.PROGRESS_PERIOD_S`` (the compilation runs in a worker thread meanwhile).
         """
         families = self.cold_families(cfg)
-        cold = precompile.missing(families) if report is not None else []
+        known = [f for f in families if f in precompile.FAMILIES]
+        cold = precompile.missing(known) if report is not None else []
         if cold:
             precompile.run_reporting(lambda: self._warm_up(cfg, families), report,
                                      precompile.describe(cold), precompile.estimate_s(cold))
@@ -138,9 +150,14 @@ class Served:
         v = np.zeros(self.model.nv)
         rep = cfg['velocity_representation']
         for fam in families:
-            if fam.startswith('linearization'):  # (through other kernels with wrench inputs)
+            if fam == 'contact':  # every catalogue frame in contact, both time models
+                for tm in ('continuous', 'discrete'):
+                    self.linearize_contact(q, v, None, cfg, self.contacts.frames, time_model=tm)
+            elif fam.startswith('linearization'):  # (other kernels with wrench inputs)
                 for tm in ('continuous', 'discrete'):
                     self.linearize(q, v, None, cfg, time_model=tm)
+                    if self.contacts:
+                        continue  # trajectories are refused with contacts (below)
                     # ~/linearize_trajectory, ~/trajectory: linearize_batch (precompile's
                     # family 'linearization' holds its kernel), on the parallel path too
                     # unless trajectory_parallel is 'never'
@@ -165,6 +182,39 @@ class Served:
                          time_model=tm, dt=(dt or cfg['dt']) if tm == 'discrete' else None,
                          discrete_method=cfg['discrete_method'], stamp=int(stamp_ns))
 
+    def linearize_contact(self, q, v, u, cfg: dict[str, Any], frames: tuple[str, ...],
+                          stamp_ns: int = 0, representation: str | None = None,
+                          time_model: str | None = None, dt: float | None = None):
+        """``linearize_contact`` with the catalogue frames ``frames`` in contact (non-empty).
+
+        ``frames`` checked by ``ContactCatalogue.checked_set`` (catalogue order); the
+        configuration's representation, time model and ``discrete_method`` as ``linearize``.
+        Returns a ``linearization.contact.ContactLinearization``.
+        """
+        from rbd_linearizer.linearization.contact import linearize_contact
+
+        tm = time_model or cfg['time_model']
+        return linearize_contact(self.model, self.data, q, v, u, self.contacts.contacts(frames),
+                                 self.inputs,
+                                 representation=representation or cfg['velocity_representation'],
+                                 time_model=tm, dt=(dt or cfg['dt']) if tm == 'discrete' else None,
+                                 discrete_method=cfg['discrete_method'], stamp=int(stamp_ns))
+
+    def linearize_with(self, q, v, u, cfg: dict[str, Any], frames: tuple[str, ...] = (),
+                       stamp_ns: int = 0, **overrides) -> tuple[Linearization,
+                                                                ContactForces | None]:
+        """``(linearization, contact forces)`` at a point with the contact set ``frames``.
+
+        Free-floating ``linearize`` when ``frames`` is empty, ``linearize_contact`` otherwise;
+        the forces are None without a contact catalogue, ``ContactForces.empty`` (m = 0) for an
+        empty set. ``overrides``: ``representation``, ``time_model``, ``dt``.
+        """
+        if frames:
+            res = self.linearize_contact(q, v, u, cfg, frames, stamp_ns, **overrides)
+            return res.linearization, ContactForces.of(res, self.contacts.types_of(frames))
+        lin = self.linearize(q, v, u, cfg, stamp_ns, **overrides)
+        return lin, (ContactForces.empty(lin) if self.contacts else None)
+
     @property
     def trajectory_data(self):
         """A workspace of its own for the ``~/trajectory`` worker thread (created on first use).
@@ -185,6 +235,9 @@ class Served:
         input selection, ``discrete_method`` and ``trajectory_parallel``. ``data``: the
         workspace (default ``self.data``; the topic worker passes ``trajectory_data``).
         """
+        if self.contacts:
+            raise ConfigError('trajectories with contacts are not supported yet (contact_frames '
+                              'is set; linearize_batch has no contacts): clear contact_frames')
         start = time.perf_counter()
         parallel = {'auto': 'auto', 'always': True, 'never': False}[cfg['trajectory_parallel']]
         batch = linearize_batch(self.model, self.data if data is None else data, points.Q,
@@ -202,15 +255,30 @@ class Served:
             compute_time=time.perf_counter() - start)
 
     def outputs(self, q, v, u, cfg: dict[str, Any], stamp_ns: int):
-        """``(linearization, dynamics, derivatives)`` of one tick; None where ``cfg`` is off."""
+        """``(linearization, dynamics, derivatives)`` of one tick; None where ``cfg`` is off.
+
+        Without contacts in contact (``outputs_with_contacts`` with no frame).
+        """
+        return self.outputs_with_contacts(q, v, u, cfg, stamp_ns)[:3]
+
+    def outputs_with_contacts(self, q, v, u, cfg: dict[str, Any], stamp_ns: int,
+                              contact_frames: tuple[str, ...] = ()):
+        """``(linearization, dynamics, derivatives, contact forces)`` of one tick.
+
+        None where ``cfg`` is off; the contact forces come with the linearization when a
+        contact catalogue is configured (``linearize_with``: ``contact_frames`` in contact).
+        """
         rep = cfg['velocity_representation']
-        lin = self.linearize(q, v, u, cfg, stamp_ns) if cfg['publish_linearization'] else None
-        # the linearization leaves C(q, v) (body representation) in data.C: reused, no 2nd pass
-        C = self.data.C.copy() if lin is not None else None
+        lin = forces = C = None
+        if cfg['publish_linearization']:
+            lin, forces = self.linearize_with(q, v, u, cfg, contact_frames, stamp_ns)
+            if not contact_frames:
+                # linearize leaves C(q, v) (body representation) in data.C: reused, no 2nd pass
+                C = self.data.C.copy()
         dyn = self.dynamics(q, v, stamp_ns, rep, C) if cfg['publish_dynamics'] else None
         order = cfg['higher_order_derivatives']  # 0 = off: no cost
         der = self.dynamics_derivatives(q, v, u, order, stamp_ns, rep) if order > 0 else None
-        return lin, dyn, der
+        return lin, dyn, der, forces
 
     def dynamics(self, q, v, stamp_ns: int, representation: str = 'body',
                  C: np.ndarray | None = None) -> DynamicsTerms:
@@ -259,7 +327,7 @@ def build_served(urdf: str, cfg: dict[str, Any],
     model = build_model(urdf, floating_base=None if base == 'auto' else base == 'floating',
                         limits=limits, mimic=cfg['mimic'],
                         check_triangle_inequality=cfg['check_triangle_inequality'])
-    served = Served(model, input_selection(cfg))
+    served = Served(model, input_selection(cfg), catalogue_from_config(cfg))
     served.warm_up(cfg, report)
     return served
 

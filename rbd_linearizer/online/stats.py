@@ -73,6 +73,10 @@ class Stats:
         self.trajectories_superseded = 0  # replaced in the one-slot mailbox before their turn
         self.trajectory_requests = 0  # ~/linearize_trajectory calls answered with success
         self.trajectory_ms: collections.deque = collections.deque(maxlen=2000)  # compute [ms]
+        # contacts (contact_source 'topic': ~/contacts)
+        self.contact_sets = 0  # ContactSet messages accepted
+        self.no_contact_set = 0  # ticks skipped: no set stamped at or before the state
+        self.last_contact_set: tuple[str, ...] | None = None  # the set of the last output
 
     def error(self, text: str) -> None:
         """Remember ``text`` as the last error (diagnostics: WARN for ``ERROR_HOLD_S``)."""
@@ -105,6 +109,7 @@ def diagnostics(st: Stats, sync, served, cfg: dict[str, Any], clock_ns: int,
     ages = np.array(st.age_ms) if st.age_ms else np.zeros(1)
     traj = np.array(st.trajectory_ms) if st.trajectory_ms else np.zeros(1)
     rejected = sum(st.rejected.values())
+    contacts = served.contacts if served is not None else None
     values = {
         'model_loaded': str(served is not None),
         'model_name': served.model.name if served else '',
@@ -149,6 +154,13 @@ def diagnostics(st: Stats, sync, served, cfg: dict[str, Any], clock_ns: int,
         'trajectory_requests': str(st.trajectory_requests),
         'trajectory_compute_ms_p50': f'{np.percentile(traj, 50):.3f}',
         'trajectory_compute_ms_p99': f'{np.percentile(traj, 99):.3f}',
+        'contact_source': contacts.source if contacts else '',
+        'contact_frames': ' '.join(contacts.frames) if contacts else '',
+        'contact_sets_received': str(st.contact_sets),
+        'rejected_contacts': str(st.rejected['contacts']),
+        'no_contact_set_ticks': str(st.no_contact_set),
+        'last_contact_set': '' if st.last_contact_set is None else
+                            (' '.join(st.last_contact_set) or '(none)'),
         'last_error': st.last_error,
         'last_error_age_s': f'{now - st.last_error_time:.1f}' if st.last_error else '',
     }
@@ -163,6 +175,8 @@ def diagnostics(st: Stats, sync, served, cfg: dict[str, Any], clock_ns: int,
     if topics and inputs_age is not None and inputs_age > cfg['max_state_age_s']:
         return 'WARN', (f'applied inputs stale: the newest is {inputs_age:.3f} s old '
                         '(u0 from the measured efforts)'), values
+    if contacts and contacts.source == 'topic' and st.contact_sets == 0:
+        return 'WARN', 'no contact set received on ~/contacts (ticks skipped)', values
     if st.last_error and now - st.last_error_time <= ERROR_HOLD_S:
         return 'WARN', st.last_error[:200], values
     return 'OK', 'ok', values

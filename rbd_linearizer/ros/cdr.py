@@ -223,7 +223,7 @@ class LinearizationEncoder:
     def __init__(self) -> None:
         self._key: tuple | None = None
 
-    def _layout(self, lin: Linearization, frame_id: str) -> None:
+    def _layout(self, lin: Linearization, frame_id: str, contacts: tuple) -> None:
         w = _Writer()
         self._at_stamp = w.stamp()
         w.string(frame_id)
@@ -251,6 +251,8 @@ class LinearizationEncoder:
         at_b = w.f64_seq(nx * nu)
         at_f = w.f64_seq(lin.f.shape[0])
         at_ct = w.f64s(1)
+        w.strings(contacts[0])  # contact_frames, contact_types (appended to the message)
+        w.strings(contacts[1])
         buf = w.buf
         self._buf = buf
 
@@ -263,17 +265,23 @@ class LinearizationEncoder:
             view(at_b, nx * nu)
         self._f, self._ct = view(at_f, lin.f.shape[0]), view(at_ct, 1)
 
-    def _key_of(self, lin: Linearization, frame_id: str) -> tuple:
+    def _key_of(self, lin: Linearization, frame_id: str, contacts: tuple) -> tuple:
         return (frame_id, lin.model_name, lin.model_hash, lin.floating_base, lin.joint_names,
                 lin.input_names, lin.velocity_representation, lin.time_model, lin.A.shape,
                 lin.B.shape, lin.f.shape, lin.u0.shape, lin.joint_positions.shape,
-                lin.joint_velocities.shape)
+                lin.joint_velocities.shape, contacts)
 
-    def encode(self, lin: Linearization, frame_id: str = 'world') -> bytes:
-        """Return the serialized message (header.stamp = lin.stamp, frame_id = ``frame_id``)."""
-        key = self._key_of(lin, frame_id)
+    def encode(self, lin: Linearization, frame_id: str = 'world', contact_frames=(),
+               contact_types=()) -> bytes:
+        """Return the serialized message (header.stamp = lin.stamp, frame_id = ``frame_id``).
+
+        ``contact_frames`` / ``contact_types``: the contact set ``lin`` was computed with
+        (the message's last fields; empty = none).
+        """
+        contacts = (tuple(contact_frames), tuple(contact_types))
+        key = self._key_of(lin, frame_id, contacts)
         if key != self._key:
-            self._layout(lin, frame_id)
+            self._layout(lin, frame_id, contacts)
             self._key = key
         sec, nanosec = divmod(int(lin.stamp), _NS)
         if not -(2**31) <= sec < 2**31:
@@ -294,12 +302,14 @@ class LinearizationEncoder:
         return bytes(self._buf)
 
 
-def linearization_from_cdr(raw) -> Linearization:
+def linearization_from_cdr(raw, with_contacts: bool = False):
     """Return the :class:`rbd_linearizer.results.Linearization` of a serialized message.
 
     For Python consumers of ``~/linearization`` subscribed with ``raw=True``: the same result
     as ``conversions.linearization_from_msg`` of the deserialized message (validated), without
     rclpy building a Python float per matrix entry. StateError if malformed or inconsistent.
+    ``with_contacts``: return ``(linearization, contact_frames, contact_types)`` (the contact
+    set it was computed with; bytes of the message before those fields were appended: empty).
     """
     r = _Reader(raw, 'Linearization')
     stamp = r.stamp_ns()
@@ -322,17 +332,22 @@ def linearization_from_cdr(raw) -> Linearization:
         mats.append(data.reshape(rows, cols))
     f = r.f64_seq()
     compute_time = r.f64()
+    contacts = ((), ()) if r.pos == r.size else (tuple(r.strings()), tuple(r.strings()))
+    if len(contacts[0]) != len(contacts[1]):
+        raise StateError(f'Linearization: {len(contacts[0])} contact_frames but '
+                         f'{len(contacts[1])} contact_types')
     a, b = mats
     if a.shape[0] != nx or b.shape[1] != nu:
         raise StateError(f'Linearization: nx = {nx}, nu = {nu} but A is {a.shape} and B is '
                          f'{b.shape}')
     try:
-        return Linearization(
+        lin = Linearization(
             A=a, B=b, f=f, u0=u0, input_names=input_names, time_model=tm, dt=dt,
             joint_names=joint_names, velocity_representation=rep, model_name=model_name,
             model_hash=model_hash, floating_base=floating_base, compute_time=compute_time,
             stamp=stamp, base_position=pose[0:3], base_quaternion=pose[3:7],
             base_twist=pose[7:13], joint_positions=s, joint_velocities=sdot)
+        return (lin, *contacts) if with_contacts else lin
     except StateError:
         raise
     except Exception as e:  # noqa: BLE001 - the result's own checks: one error type here

@@ -6,6 +6,8 @@ One call each way, arrays bit for bit (NaN payloads, -0.0, denormals and infinit
     lin = linearization_from_msg(msg)
     a = matrix_from_msg(msg.a)
     A, B, f = trajectory_linearization_arrays(msg)    # (N, nx, nx), (N, nx, nu), (N, nx)
+    msg = contact_forces_to_msg(forces, frame_id='world')   # ~/contact_forces
+    forces = contact_forces_from_msg(msg)
     msg = trajectory_to_msg(Q, V, U, dt=0.01)         # Q (N, nq), V (N, nv), U (N or N-1, nu)
     Q, V, U = trajectory_arrays(msg)[:3]
 
@@ -29,6 +31,7 @@ from rbd_linearizer.conventions import configuration
 from rbd_linearizer.errors import RbdError, StateError
 from rbd_linearizer.linearization.representation import base_twist_to_body
 from rbd_linearizer.model.state import normalize_quaternion
+from rbd_linearizer.msg import ContactForces as ContactForcesMsg
 from rbd_linearizer.msg import DynamicsDerivatives as DynamicsDerivativesMsg
 from rbd_linearizer.msg import DynamicsTerms as DynamicsTermsMsg
 from rbd_linearizer.msg import Linearization as LinearizationMsg
@@ -36,6 +39,7 @@ from rbd_linearizer.msg import Matrix
 from rbd_linearizer.msg import MultibodyState as MultibodyStateMsg
 from rbd_linearizer.msg import Trajectory as TrajectoryMsg
 from rbd_linearizer.msg import TrajectoryLinearization as TrajectoryLinearizationMsg
+from rbd_linearizer.online.contacts import ContactForces
 from rbd_linearizer.online.terms import DynamicsDerivatives
 from rbd_linearizer.online.trajectory import TrajectoryLinearization
 from rbd_linearizer.results import DynamicsTerms, Linearization, MultibodyState
@@ -177,10 +181,13 @@ def _identity_from_msg(msg) -> dict:
 
 # --- Linearization --------------------------------------------------------------------------
 
-def linearization_to_msg(lin: Linearization, frame_id: str = 'world') -> LinearizationMsg:
+def linearization_to_msg(lin: Linearization, frame_id: str = 'world', contact_frames=(),
+                         contact_types=()) -> LinearizationMsg:
     """``Linearization`` message; header.stamp = lin.stamp, header.frame_id = frame_id.
 
-    The node publishes the same message serialized by ``cdr.LinearizationEncoder`` (faster).
+    ``contact_frames`` / ``contact_types``: the contact set ``lin`` was computed with (empty:
+    none, free-floating). The node publishes the same message serialized by
+    ``cdr.LinearizationEncoder`` (faster).
     """
     msg = _identity_to_msg(LinearizationMsg(), lin, frame_id)
     msg.input_names = list(lin.input_names)
@@ -193,6 +200,8 @@ def linearization_to_msg(lin: Linearization, frame_id: str = 'world') -> Lineari
     msg.b = matrix_to_msg(lin.B)
     msg.f = _f64_seq(lin.f)
     msg.compute_time = float(lin.compute_time)
+    msg.contact_frames = [str(x) for x in contact_frames]
+    msg.contact_types = [str(x) for x in contact_types]
     return msg
 
 
@@ -215,6 +224,48 @@ def linearization_from_msg(msg: LinearizationMsg) -> Linearization:
         dt=msg.dt,
         **_identity_from_msg(msg),
     )
+
+
+# --- ContactForces, ContactSet (contacts: docs/node.md) -------------------------------------
+
+def contact_forces_to_msg(forces: ContactForces, frame_id: str = 'world') -> ContactForcesMsg:
+    """``ContactForces`` message (``~/contact_forces``) of an ``online.contacts.ContactForces``."""
+    msg = ContactForcesMsg()
+    msg.header.stamp = stamp_to_msg(forces.stamp)
+    msg.header.frame_id = str(frame_id)
+    msg.model_name, msg.model_hash = forces.model_name, forces.model_hash
+    msg.contact_frames, msg.contact_types = list(forces.frames), list(forces.types)
+    msg.lambda_names = list(forces.lambda_names)
+    msg.velocity_representation, msg.time_model = (forces.velocity_representation,
+                                                   forces.time_model)
+    msg.dt = float(forces.dt)
+    msg.nx, msg.nu = forces.nx, forces.nu
+    msg.lam = _f64_seq(forces.lam)
+    msg.dlambda_dx = matrix_to_msg(forces.dlambda_dx)
+    msg.dlambda_du = matrix_to_msg(forces.dlambda_du)
+    return msg
+
+
+def contact_forces_from_msg(msg: ContactForcesMsg) -> ContactForces:
+    """``online.contacts.ContactForces`` of a message (sizes checked: ConversionError)."""
+    dx, du = matrix_from_msg(msg.dlambda_dx), matrix_from_msg(msg.dlambda_du)
+    lam = _f64_from_seq(msg.lam)
+    m, nx, nu = lam.shape[0], int(msg.nx), int(msg.nu)
+    if dx.shape != (m, nx) or du.shape != (m, nu):
+        raise ConversionError(f'ContactForces message is inconsistent: m = {m}, nx = {nx}, '
+                              f'nu = {nu} but dlambda_dx is {dx.shape}, dlambda_du {du.shape}')
+    try:
+        return ContactForces(
+            tuple(msg.contact_frames), tuple(msg.contact_types), tuple(msg.lambda_names), lam,
+            dx, du, msg.model_name, msg.model_hash, msg.velocity_representation,
+            msg.time_model, float(msg.dt), stamp_from_msg(msg.header.stamp))
+    except StateError as e:
+        raise ConversionError(str(e)) from None
+
+
+def contact_set_fields(msg) -> tuple[int, list[str]]:
+    """Return ``(stamp_ns, frames)`` of a ``ContactSet`` message."""
+    return stamp_from_msg(msg.header.stamp), [str(f) for f in msg.frames]
 
 
 # --- DynamicsTerms --------------------------------------------------------------------------
@@ -470,6 +521,13 @@ def linearize_request_fields(request) -> dict:
                 base_twist=[tw.linear.x, tw.linear.y, tw.linear.z,
                             tw.angular.x, tw.angular.y, tw.angular.z],
                 inputs=np.asarray(request.input, dtype=float))
+
+
+def linearize_request_contacts(request) -> tuple[str, ...] | None:
+    """Return a ``Linearize`` request's contact set: None = the node's active set."""
+    if not request.use_contact_frames:
+        return None
+    return tuple(str(f) for f in request.contact_frames)
 
 
 # --- Trajectory, TrajectoryLinearization (~/linearize_trajectory, ~/trajectory) ---------------

@@ -5,7 +5,8 @@ Subscribes to ``robot_description``, ``joint_states``, ``odom``; publishes ``~/l
 ``/diagnostics``. ``LinearizerNode`` starts active; ``LinearizerLifecycleNode`` is managed.
 The callbacks decode (``cdr``, ``conversions``) and call ``rbd_linearizer.online``, where all
 that needs no ROS lives (docs/architecture.md, "The path of a state"); ROS-side helpers:
-``diagnostics``, ``params``, ``spin``, ``trajectory`` (``~/linearize_trajectory``, topic mode).
+``diagnostics``, ``params``, ``spin``, ``trajectory`` (``~/linearize_trajectory``, topic mode),
+``contacts`` (``~/contacts``, ``~/contact_forces``: rigid contacts).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from rbd_linearizer.online.stats import late_tick
 from rbd_linearizer.ros import conversions as conv
 from rbd_linearizer.ros import params as RP
 from rbd_linearizer.ros.cdr import LinearizationEncoder
+from rbd_linearizer.ros.contacts import ContactsMixin, contact_labels
 from rbd_linearizer.ros.diagnostics import DiagnosticsMixin
 from rbd_linearizer.ros.qos import latched_qos, qos_from_name, result_qos
 from rbd_linearizer.ros.spin import _executor, _spin, run  # noqa: F401 (kept importable here)
@@ -59,7 +61,7 @@ _NS = 1_000_000_000
 CLOCK_JUMP_BACK_NS = 1_000_000
 
 
-class _LinearizerMixin(DiagnosticsMixin, TrajectoryMixin):
+class _LinearizerMixin(DiagnosticsMixin, TrajectoryMixin, ContactsMixin):
     """Shared implementation of the plain and the lifecycle node (see the module docstring)."""
 
     def _setup(self) -> None:
@@ -123,6 +125,7 @@ class _LinearizerMixin(DiagnosticsMixin, TrajectoryMixin):
               for t, name, cb, qos, raw in subs]
         h.append(('srv', self.create_service(LinearizeSrv, '~/linearize', self._on_linearize)))
         self._activate_trajectory()  # ~/linearize_trajectory, ~/trajectory (ros/trajectory.py)
+        self._activate_contacts()  # ~/contact_forces, ~/contacts (ros/contacts.py)
         for period, cb in ((cfg['diagnostics_period_s'], self._publish_diagnostics),
                            (cfg['status_period_s'], self._status)):
             if period > 0:
@@ -212,6 +215,7 @@ class _LinearizerMixin(DiagnosticsMixin, TrajectoryMixin):
         try:
             back = -jump.delta.nanoseconds
             self._feed.jumped_back(self.get_clock().now().nanoseconds, back)
+            self._contacts_changed()  # the contact sets of the old time too
             self._stats.clock_jumps_back += 1
             self._error(f'clock jumped back by {back * 1e-9:.3f} s: state buffers and applied '
                         'inputs cleared, outputs restart at the new time')
@@ -242,6 +246,7 @@ class _LinearizerMixin(DiagnosticsMixin, TrajectoryMixin):
                              int(cfg['max_state_age_s'] * _NS))
         if self._served is not None:
             self._served = self._served.reconfigured(cfg, self.get_logger().info)
+        self._contacts_changed(old, cfg)
         if cfg['rate_hz'] != old['rate_hz'] and self._active:
             self._start_timer()
         changed = sorted(k for k in cfg if cfg[k] != old[k])
@@ -263,20 +268,24 @@ class _LinearizerMixin(DiagnosticsMixin, TrajectoryMixin):
             if got is None:
                 return
             q, v, u, stamp = got
+        contacts = self._contact_set(served, stamp)  # ros/contacts.py (None: no set yet)
+        if contacts is None:
+            return
         start = time.perf_counter()
         try:
-            lin, dyn, der = served.outputs(q, v, u, cfg, stamp)
+            lin, dyn, der, forces = served.outputs_with_contacts(q, v, u, cfg, stamp, contacts)
         except Exception as e:  # noqa: BLE001 - a bad point skips this tick, never the node
             self._reject('state', f'linearization failed: {type(e).__name__}: {e}')
             return
-        bad = _non_finite_fields(lin, dyn, der)
+        bad = _non_finite_fields(lin, dyn, der, forces)
         if bad:  # e.g. overflow at absurd velocities: never publish NaN or inf
             self._reject('output', f'non-finite {", ".join(bad)} at the state stamped {stamp} '
                                    'ns (not published)')
             return
         frame = cfg['world_frame']
         if lin is not None:  # serialized here (ros/cdr.py): 0.1 ms less than rclpy's way
-            self._lin_pub.publish(self._lin_cdr.encode(lin, frame))
+            self._lin_pub.publish(self._lin_cdr.encode(lin, frame, *contact_labels(forces)))
+            self._publish_contact_forces(forces, frame)  # ~/contact_forces, same stamp
         if dyn is not None:
             self._dyn_pub.publish(conv.dynamics_terms_to_msg(dyn, frame))
         if der is not None:
@@ -308,12 +317,13 @@ class _LinearizerMixin(DiagnosticsMixin, TrajectoryMixin):
                 raise ConfigError('no robot model loaded yet')
             fields = conv.linearize_request_fields(request)
             q, v, u, rep, tm, dt = online_state.request_point(served, cfg, **fields)
-            lin = served.linearize(q, v, u, cfg, self.get_clock().now().nanoseconds,
-                                   representation=rep, time_model=tm, dt=dt)
-            bad = _non_finite_fields(lin)
+            lin, forces = served.linearize_with(
+                q, v, u, cfg, self._request_contact_set(served, request),
+                self.get_clock().now().nanoseconds, representation=rep, time_model=tm, dt=dt)
+            bad = _non_finite_fields(lin, forces)
             if bad:
                 raise StateError(f'non-finite {", ".join(bad)} at this state (overflow)')
-            response.linearization = conv.linearization_to_msg(lin, cfg['world_frame'])
+            self._answer(response, lin, forces, cfg['world_frame'])  # ros/contacts.py
             response.success, response.message = True, ''
             bad = _non_finite_fields(response)  # every number sent, whatever its origin
             if bad:
@@ -321,7 +331,7 @@ class _LinearizerMixin(DiagnosticsMixin, TrajectoryMixin):
         except Exception as e:  # noqa: BLE001 - any bad request gets success=false
             response.success = False
             response.message = str(e) if isinstance(e, RbdError) else f'{type(e).__name__}: {e}'
-            response.linearization = LinearizationMsg()  # nothing of a refused answer is sent
+            self._answer(response)  # nothing of a refused answer is sent
             self.get_logger().warning(f'~/linearize request rejected: {e}')
         return response
 

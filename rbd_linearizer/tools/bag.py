@@ -24,7 +24,7 @@ from rbd_linearizer.errors import RbdError
 PACKAGE = 'rbd_linearizer'
 #: Our message names, in dependency order (MultibodyState and Matrix first).
 MESSAGES = ('Matrix', 'MultibodyState', 'Linearization', 'DynamicsTerms', 'Trajectory',
-            'TrajectoryLinearization')
+            'TrajectoryLinearization', 'ContactSet', 'ContactForces')
 STORAGES = ('mcap', 'sqlite3')
 
 
@@ -230,8 +230,11 @@ def _state(s):
         joint_velocities=np.array(s.joint_velocities, dtype=np.float64))
 
 
-def linearization_msg(lin, frame_id: str = 'world'):
-    """rbd_linearizer/msg/Linearization (rosbags object) from a ``results.Linearization``."""
+def linearization_msg(lin, frame_id: str = 'world', contact_frames=(), contact_types=()):
+    """rbd_linearizer/msg/Linearization (rosbags object) from a ``results.Linearization``.
+
+    ``contact_frames`` / ``contact_types``: the contact set it was computed with (empty: none).
+    """
     return _types()[f'{PACKAGE}/msg/Linearization'](
         header=header(lin.stamp, frame_id), model_name=lin.model_name,
         model_hash=lin.model_hash, floating_base=bool(lin.floating_base),
@@ -239,7 +242,9 @@ def linearization_msg(lin, frame_id: str = 'world'):
         velocity_representation=lin.velocity_representation, time_model=lin.time_model,
         dt=float(lin.dt), nx=lin.nx, nu=lin.nu, state=_state(lin.state),
         input=np.array(lin.u0, dtype=np.float64), a=_matrix(lin.A), b=_matrix(lin.B),
-        f=np.array(lin.f, dtype=np.float64), compute_time=float(lin.compute_time))
+        f=np.array(lin.f, dtype=np.float64), compute_time=float(lin.compute_time),
+        contact_frames=[str(x) for x in contact_frames],
+        contact_types=[str(x) for x in contact_types])
 
 
 def _pose(position, quaternion_xyzw):
@@ -367,7 +372,34 @@ def _decoder(store, out: BagContents, topic: str, msgtype: str, text: str | None
             out.issues.append(f'topic {topic}: unknown message type {msgtype} ({problem}); '
                               'its messages are skipped')
             return None
+    if text and msgtype.startswith(f'{PACKAGE}/'):
+        return _with_recorded_definition(store, msgtype, text)
     return lambda raw: store.deserialize_cdr(raw, msgtype)
+
+
+def _with_recorded_definition(store, msgtype: str, text: str):
+    """Decode with our definition, else with the one the bag recorded (an older layout).
+
+    Our messages grow at their end (e.g. ``Linearization.contact_frames``, appended): a bag
+    recorded before cannot be decoded with the current definition, but its own stored
+    definition decodes it (the fields it lacks are then absent from the decoded object).
+    """
+    from rosbags.typesys import Stores, get_typestore
+
+    own = None
+
+    def decode(raw):
+        nonlocal own
+        try:
+            return store.deserialize_cdr(raw, msgtype)
+        except Exception:
+            if own is None:
+                own = get_typestore(Stores[store_name()])
+                problem = _register(own, msgtype, text)
+                if problem is not None or msgtype not in own.fielddefs:
+                    raise
+            return own.deserialize_cdr(raw, msgtype)
+    return decode
 
 
 def _consume(out: BagContents, items, decoders, topics) -> None:
