@@ -13,6 +13,12 @@ subscription, timer, service, client, guard condition and waitable of its nodes)
 - anything else ready (services, clients, waitables such as QoS events, user guard conditions,
   tasks, ``async`` callbacks): hands over to ``SingleThreadedExecutor``'s own path, unchanged.
 
+QoS event handlers (``rclpy.event_handler.EventHandler``: incompatible QoS, deadline, liveliness,
+lost messages, matched), one or two per publisher and subscription (20 on the linearizer node),
+are polled rather than waited on: they join the wait at most every ``EVENT_POLL_S`` (their
+callbacks run within that time of the event), the other waits leave them out. Adding them and
+asking each whether it is ready costs ~30 µs of Python per wait, which every message paid.
+
 Callback semantics are rclpy's: one callback at a time, in the spinning thread, and an exception
 raised by a callback propagates out of ``spin``/``spin_once``. Used by ``linearizer_node``
 (``--executor rclpy`` selects the stock executor); see docs/performance.md, "Node latency".
@@ -39,6 +45,11 @@ try:  # rclpy >= 8 (Kilted): a timer callback may ask for a TimerInfo; Jazzy (7.
 except ImportError:  # pragma: no cover - depends on the distro
     TimerInfo = None
 
+try:  # the QoS event handlers (polled, see the module docstring); absent: waited on as others
+    from rclpy.event_handler import EventHandler as _EventHandler
+except ImportError:  # pragma: no cover - older rclpy (rclpy.qos_event): no event is polled
+    _EventHandler = ()
+
 __all__ = ['DirectExecutor', 'DirectExecutorUnsupported', 'missing_internals']
 
 _WITH_INFO = Subscription.CallbackType.WithMessageInfo
@@ -53,6 +64,8 @@ _WAIT_SET_INTERNALS = ('clear_entities', 'add_subscription', 'add_client', 'add_
 
 #: Longest wait [s] once a stop signal arrived, until the context is seen shut down (below).
 SIGNAL_POLL_S = 0.01
+#: QoS event handlers join the wait at most this often [s] (module docstring).
+EVENT_POLL_S = 0.05
 
 
 class DirectExecutorUnsupported(RuntimeError):
@@ -99,7 +112,12 @@ def _enter(stack: ExitStack, handle) -> bool:
 
 
 class _Waiting:
-    """The entities waited on, their entered handles and the rcl wait set (see _rebuild)."""
+    """The entities waited on, their entered handles and the rcl wait set (see _rebuild).
+
+    ``sub_ptrs``, ``timer_ptrs``, ``node_guard_ptrs``: the rcl pointers of ``subs``, ``timers``,
+    ``node_guards`` (constant while the handles are held), in the same order; ``events``: the
+    polled QoS event handlers, ``waitables`` the other waitables.
+    """
 
     def __init__(self, nodes: list, stack: ExitStack) -> None:
         self.nodes, self.stack = nodes, stack
@@ -110,7 +128,11 @@ class _Waiting:
         self.node_guards: list = []
         self.guards: list = []
         self.waitables: list = []
-        self.signal = None  # DirectExecutor._signal_gc, if in the wait set
+        self.events: list = []
+        self.sub_ptrs: list = []
+        self.timer_ptrs: list = []
+        self.node_guard_ptrs: list = []
+        self.signal_ptr = None  # DirectExecutor._signal_gc's pointer, if in the wait set
         self.wait_set = None
 
 
@@ -146,6 +168,8 @@ class DirectExecutor(SingleThreadedExecutor):
         # is also in the wait of the handed-over path, which may consume its trigger).
         self._signal_gc = SignalHandlerGuardCondition(self._context)
         self._signalled = False
+        self._next_event_poll = 0.0  # time.monotonic() of the next wait with the QoS events
+        self._plain: dict[int, tuple[Callable[..., Any], bool]] = {}  # id(sub): (cb, plain)
 
     def spin(self) -> None:
         """Execute callbacks until shutdown (of the executor or of its context)."""
@@ -204,7 +228,7 @@ class DirectExecutor(SingleThreadedExecutor):
 
     # --- one wait, then dispatch -------------------------------------------------------------
 
-    def _direct_once(self, timeout_sec: float | None) -> None:
+    def _direct_once(self, timeout_sec: float | None) -> bool:
         if self._tasks:
             with self._tasks_lock:  # forget finished tasks (rclpy's generator does the same)
                 self._tasks = [t for t in self._tasks if not (t[0].done() or t[0].cancelled())]
@@ -217,13 +241,22 @@ class DirectExecutor(SingleThreadedExecutor):
         w = self._waiting
         if w is None or self._stale or w.nodes != nodes:
             w = self._rebuild(nodes)
+        events = False
+        if w.events:  # the QoS event handlers join this wait if their poll is due
+            now = time.monotonic()
+            events = now >= self._next_event_poll
+            if events:
+                self._next_event_poll = now + EVENT_POLL_S
+            elif timeout_sec is None or timeout_sec < 0 or \
+                    timeout_sec > self._next_event_poll - now:
+                timeout_sec = self._next_event_poll - now  # wake up for the next poll
         ws = w.wait_set
         try:
-            self._fill(w)
+            self._fill(w, events)
         except InvalidHandle:  # destroyed without a wake(): build from the live entities
             w = self._rebuild(nodes)
             ws = w.wait_set
-            self._fill(w)
+            self._fill(w, events)
         if self._signalled and (timeout_sec is None or not 0 <= timeout_sec <= SIGNAL_POLL_S):
             timeout_sec = SIGNAL_POLL_S  # a stop signal arrived: see __init__
         ws.wait(timeout_sec_to_nsec(timeout_sec))
@@ -231,38 +264,50 @@ class DirectExecutor(SingleThreadedExecutor):
             return False
         if not self._context.ok():
             raise ExternalShutdownException()
-        subs_ready = ws.get_ready_entities('subscription')
-        timers_ready = ws.get_ready_entities('timer')
         guards_ready = ws.get_ready_entities('guard_condition')
-        if w.signal is not None and w.signal.handle.pointer in guards_ready:
-            self._signalled = True
-        others = (len(ws.get_ready_entities('client')) + len(ws.get_ready_entities('service'))
-                  + sum(1 for e in w.waitables if e.is_ready(ws)))
-        # The executor's guard only wakes this wait: what changed is known from wake()
-        # (_stale, rebuilt on the next call) and the node list; the signal guards: the
-        # context check above (and _signalled). A user guard condition (consumed by this
-        # wait) is triggered again for rclpy's path, which runs its callback.
-        for g in w.node_guards:
-            if g.handle.pointer in guards_ready:
-                g.trigger()
-                others += 1
+        others = 0
+        if guards_ready:
+            if w.signal_ptr is not None and w.signal_ptr in guards_ready:
+                self._signalled = True
+            # The executor's guard only wakes this wait: what changed is known from wake()
+            # (_stale, rebuilt on the next call) and the node list; the signal guards: the
+            # context check above (and _signalled). A user guard condition (consumed by this
+            # wait) is triggered again for rclpy's path, which runs its callback.
+            for g, ptr in zip(w.node_guards, w.node_guard_ptrs, strict=True):
+                if ptr in guards_ready:
+                    g.trigger()
+                    others += 1
+        if w.clients:
+            others += len(ws.get_ready_entities('client'))
+        if w.services:
+            others += len(ws.get_ready_entities('service'))
+        for e in w.waitables:
+            others += bool(e.is_ready(ws))
+        if events:
+            for e in w.events:
+                others += bool(e.is_ready(ws))
         ran = False
-        for tmr in w.timers:
-            if tmr.handle.pointer in timers_ready:
-                ran = True
-                if not self._call_timer(tmr):
-                    others += 1
-        for sub in w.subs:
-            if sub.handle.pointer in subs_ready:
-                ran = True
-                if not self._take_and_call(sub):
-                    others += 1
+        if w.timers:
+            timers_ready = ws.get_ready_entities('timer')
+            if timers_ready:
+                for tmr, ptr in zip(w.timers, w.timer_ptrs, strict=True):
+                    if ptr in timers_ready:
+                        ran = True
+                        if not self._call_timer(tmr):
+                            others += 1
+        subs_ready = ws.get_ready_entities('subscription')
+        if subs_ready:
+            for sub, ptr in zip(w.subs, w.sub_ptrs, strict=True):
+                if ptr in subs_ready:
+                    ran = True
+                    if not self._take_and_call(sub):
+                        others += 1
         if others:
             self._hand_over(others)
         return ran or others > 0
 
     @staticmethod
-    def _fill(w: _Waiting) -> None:
+    def _fill(w: _Waiting, events: bool) -> None:
         ws = w.wait_set
         ws.clear_entities()
         for e in w.subs:
@@ -277,6 +322,9 @@ class DirectExecutor(SingleThreadedExecutor):
             ws.add_guard_condition(e.handle)
         for e in w.waitables:
             e.add_to_wait_set(ws)
+        if events:
+            for e in w.events:
+                e.add_to_wait_set(ws)
 
     def _rebuild(self, nodes: list) -> _Waiting:
         # Enter every entity's handle (rclpy defers a destroy() until they are released) and
@@ -301,13 +349,13 @@ class DirectExecutor(SingleThreadedExecutor):
                 if g is not None and _enter(stack, g.handle):
                     w.guards.append(g)
             if self._signal_gc is not None and self._signal_gc in w.guards:
-                w.signal = self._signal_gc
+                w.signal_ptr = self._signal_gc.handle.pointer
             w.guards.extend(w.node_guards)
             n_guards = len(w.guards)
             for n in nodes:
                 for e in n.waitables:
                     if self.can_execute(e) and _enter(stack, e):
-                        w.waitables.append(e)
+                        (w.events if isinstance(e, _EventHandler) else w.waitables).append(e)
                         ne = e.get_num_entities()
                         counts[0] += ne.num_subscriptions
                         counts[1] += ne.num_clients
@@ -315,6 +363,9 @@ class DirectExecutor(SingleThreadedExecutor):
                         counts[3] += ne.num_timers
                         n_guards += ne.num_guard_conditions
                         n_events += ne.num_events
+            w.sub_ptrs = [e.handle.pointer for e in w.subs]
+            w.timer_ptrs = [e.handle.pointer for e in w.timers]
+            w.node_guard_ptrs = [e.handle.pointer for e in w.node_guards]
             stack.enter_context(self._context.handle)
             w.wait_set = _rclpy.WaitSet(counts[0], n_guards, counts[3], counts[1], counts[2],
                                         n_events, self._context.handle)
@@ -322,8 +373,11 @@ class DirectExecutor(SingleThreadedExecutor):
             stack.close()
             raise
         self._waiting = w
+        self._next_event_poll = 0.0  # new entities: their events join the next wait
         live = {id(t) for t in w.timers}
         self._timer_args = {k: v for k, v in self._timer_args.items() if k in live}
+        live = {id(e) for e in w.subs}
+        self._plain = {k: v for k, v in self._plain.items() if k in live}
         return w
 
     def _release(self) -> None:
@@ -386,7 +440,11 @@ class DirectExecutor(SingleThreadedExecutor):
         (destroyed by an earlier callback) and errors once the context is shut down.
         """
         callback = sub.callback
-        if inspect.iscoroutinefunction(callback):
+        known = self._plain.get(id(sub))
+        if known is None or known[0] is not callback:  # (inspect costs ~1 µs: once per callback)
+            known = (callback, not inspect.iscoroutinefunction(callback))
+            self._plain[id(sub)] = known
+        if not known[1]:
             return False
         try:
             with sub.handle:

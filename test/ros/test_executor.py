@@ -519,6 +519,61 @@ def test_guard_condition_triggered_from_another_thread_wakes_spin(executor, node
     assert calls == [threading.get_ident()]  # ran in the spinning thread
 
 
+# --- 5b. QoS events (DirectExecutor polls their handlers, every EVENT_POLL_S) ----------------
+
+def _incompatible_pair(node, topic, events):
+    # A best-effort publisher and a reliable subscription: incompatible QoS on both ends.
+    from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    reliable = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+    node.create_subscription(
+        Int32, topic, lambda msg: None, reliable,
+        event_callbacks=SubscriptionEventCallbacks(
+            incompatible_qos=lambda info: events.append(('sub', info.total_count))))
+    return node.create_publisher(
+        Int32, topic, QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT),
+        event_callbacks=PublisherEventCallbacks(
+            incompatible_qos=lambda info: events.append(('pub', info.total_count))))
+
+
+def test_qos_event_callbacks_run(executor, node):
+    events = []
+    _incompatible_pair(node, _unique('qos_event'), events)
+    # one long wait per call: DirectExecutor cuts it short at its next poll of the events
+    assert spin_until(executor, lambda: {'sub', 'pub'} <= {e[0] for e in events},
+                      timeout=MATCH_TIMEOUT, step=2.0), events
+    assert sorted(events) == [('pub', 1), ('sub', 1)]  # each event once
+
+
+def test_direct_executor_adds_event_handlers_to_the_wait_only_when_their_poll_is_due(
+        context, make_node, monkeypatch):
+    monkeypatch.setattr(executor_module, 'EVENT_POLL_S', 3600.0)
+    ex = DirectExecutor(context=context)
+    try:
+        node = make_node()
+        ex.add_node(node)
+        topic = _unique('qos_poll')
+        node.create_subscription(Int32, topic, lambda msg: None, QOS)
+        node.create_publisher(Int32, topic, QOS)  # compatible: no event fires
+        handlers = [w for w in node.waitables if isinstance(w, executor_module._EventHandler)]
+        assert len(handlers) >= 2  # rclpy's default handlers of the publisher, subscription
+        adds = []
+        for h in handlers:
+            monkeypatch.setattr(h, 'add_to_wait_set',
+                                lambda ws, h=h, add=h.add_to_wait_set: (adds.append(h),
+                                                                         add(ws))[1])
+        for _ in range(20):
+            ex.spin_once(timeout_sec=0)
+        assert len(adds) == len(handlers)  # the first wait only: the next poll is 1 h away
+        ex._next_event_poll = 0.0  # the poll is due: the next wait has them again, once
+        for _ in range(5):
+            ex.spin_once(timeout_sec=0)
+        assert len(adds) == 2 * len(handlers)
+    finally:
+        ex.shutdown(timeout_sec=5.0)
+
+
 # --- 6. exceptions --------------------------------------------------------------------------
 
 def test_exception_in_subscription_callback_propagates_from_spin_once(executor, node):
