@@ -104,6 +104,9 @@ class TakeResult:
     reason: str = ''
 
 
+_NO_NEW_STATE = TakeResult('no_new_state')  # (frozen: one instance serves every such take)
+
+
 class StateSync:
     """Newest consistent (joint, base) state with skew, age and ordering rules."""
 
@@ -225,15 +228,19 @@ class StateSync:
             if self._last_used_ns is not None and (
                     pair.stamp_ns <= self._last_used_ns
                     or pair.stamp_ns - self._last_used_ns < min_spacing_ns):
-                return TakeResult('no_new_state')
+                return _NO_NEW_STATE
             age = now_ns - pair.stamp_ns
             if age > self.max_age_ns:
                 self.stale += 1
                 return TakeResult('stale', reason=f'newest state is {age * 1e-9:.3f} s old '
                                                   f'(max_state_age {self.max_age_ns * 1e-9:g} s)')
             last = -1 if self._last_used_ns is None else self._last_used_ns
-            self.superseded += sum(1 for j in self._joints
-                                   if last < j.stamp_ns < pair.joints.stamp_ns)
+            chosen = pair.joints.stamp_ns
+            for j in reversed(self._joints):  # in stamp order: stop at the last used state
+                if j.stamp_ns <= last:
+                    break
+                if j.stamp_ns < chosen:
+                    self.superseded += 1
             self._last_used_ns = pair.stamp_ns
             self.used += 1
             return TakeResult('ok', pair)
