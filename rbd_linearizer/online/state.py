@@ -36,6 +36,7 @@ import bisect
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+import math
 import threading
 from typing import Any, NamedTuple
 
@@ -255,7 +256,16 @@ def joints_in_model_order(model: Model, names, positions, velocities, efforts=No
     request without ``state.joint_velocities``) is missing data, never zeros: StateError (a
     model without joints needs none). ``tau`` is None without efforts. StateError as
     ``joint_state_to_model_order`` otherwise.
+
+    With ``index`` (the node's remembered name map) and float64 arrays of one entry per name,
+    all finite once reordered, the arrays are reordered here directly (the same arrays
+    ``joint_state_to_model_order`` returns, ~10 µs less per message); anything else, every
+    error included, takes ``joint_state_to_model_order``'s path.
     """
+    if index is not None:
+        fast = _reordered_if_plain(names, index, positions, velocities, efforts)
+        if fast is not None:
+            return fast
     s, sdot, tau = joint_state_to_model_order(model, names, positions, velocities, efforts,
                                               allow_extra=allow_extra, index=index)
     if sdot is None:
@@ -264,6 +274,33 @@ def joints_in_model_order(model: Model, names, positions, velocities, efforts=No
                              'explicitly for a state at rest)')
         sdot = np.zeros(0)
     return s, sdot, tau
+
+
+def _reordered_if_plain(names, index: np.ndarray, positions, velocities, efforts):
+    # joints_in_model_order's fast path: (s, sdot, tau) when every array is a 1-D float64
+    # ndarray with one entry per name (efforts may be empty or None: tau None) and the
+    # reordered values are all finite; else None (the full path decides, errors included).
+    n = len(names)
+    shape = (n,)
+    f64 = _F64
+    if not n or type(positions) is not np.ndarray or positions.dtype != f64 \
+            or positions.shape != shape or type(velocities) is not np.ndarray \
+            or velocities.dtype != f64 or velocities.shape != shape:
+        return None
+    no_tau = efforts is None or (type(efforts) is np.ndarray and efforts.size == 0)
+    if not no_tau and (type(efforts) is not np.ndarray or efforts.dtype != f64
+                       or efforts.shape != shape):
+        return None
+    s, sdot = positions[index], velocities[index]
+    tau = None if no_tau else efforts[index]
+    # one finite sum stands for every value (a sum that overflows: the full path checks)
+    total = float(s.sum()) + float(sdot.sum()) + (0.0 if tau is None else float(tau.sum()))
+    if not math.isfinite(total):
+        return None
+    return s, sdot, tau
+
+
+_F64 = np.dtype(np.float64)
 
 
 class StampRules:
