@@ -331,35 +331,25 @@ def _coriolis_rotor_kernel(mi, mf, rotor_J, rotor_n, use_rotors, q, v, R, p, vel
 @jit_inline
 def _cw_views(nb, nv, cw):
     # Views of CoriolisWorkspace.cw (model/data.py: 2 nv^2 + CORIOLIS_CW_BODY nb +
-    # CORIOLIS_CW_DOF nv floats): M, Mdot (nv, nv); per body liR (3, 3), lip (3) pose in the
-    # parent, oR (3, 3), op (3) world pose (re-centred at the floating base), oV (6) world
-    # twist, Y (10) world inertia (composite after the backward pass), hc (6) world momentum
-    # (composite), Q (6) symmetric part of the B factor's 3x3 block (composite); per dof oS (6)
-    # world subspace column, dJ (6) = oV x oS.
+    # CORIOLIS_CW_DOF nv floats): M, Mdot (nv, nv); per body liR, oR (3, 3) pose in the parent
+    # and world pose (re-centred at the floating base), lip, op (3), oV (6) world twist, hc (6)
+    # world momentum (composite after the backward pass), Q (6) symmetric part of the B
+    # factor's 3x3 block (composite), Y (10) world inertia (composite); per dof oS (6) world
+    # subspace column, dJ (6) = oV x oS. Fields of one shape share one reshape (a reshape
+    # costs ~25 ns per call; indexing its first axis does not).
     n2 = nv * nv
-    M = cw[0:n2].reshape((nv, nv))
-    Mdot = cw[n2 : 2 * n2].reshape((nv, nv))
+    MM = cw[0 : 2 * n2].reshape((2, nv, nv))
     o = 2 * n2
-    liR = cw[o : o + 9 * nb].reshape((nb, 3, 3))
-    o += 9 * nb
-    lip = cw[o : o + 3 * nb].reshape((nb, 3))
-    o += 3 * nb
-    oR = cw[o : o + 9 * nb].reshape((nb, 3, 3))
-    o += 9 * nb
-    op = cw[o : o + 3 * nb].reshape((nb, 3))
-    o += 3 * nb
-    oV = cw[o : o + 6 * nb].reshape((nb, 6))
+    RR = cw[o : o + 18 * nb].reshape((2, nb, 3, 3))
+    o += 18 * nb
+    PP = cw[o : o + 6 * nb].reshape((2, nb, 3))
     o += 6 * nb
+    VV = cw[o : o + 18 * nb].reshape((3, nb, 6))
+    o += 18 * nb
     Y = cw[o : o + 10 * nb].reshape((nb, 10))
     o += 10 * nb
-    hc = cw[o : o + 6 * nb].reshape((nb, 6))
-    o += 6 * nb
-    Q = cw[o : o + 6 * nb].reshape((nb, 6))
-    o += 6 * nb
-    oS = cw[o : o + 6 * nv].reshape((nv, 6))
-    o += 6 * nv
-    dJ = cw[o : o + 6 * nv].reshape((nv, 6))
-    return M, Mdot, liR, lip, oR, op, oV, Y, hc, Q, oS, dJ
+    SS = cw[o : o + 12 * nv].reshape((2, nv, 6))
+    return MM[0], MM[1], RR[0], PP[0], RR[1], PP[1], VV[0], Y, VV[1], VV[2], SS[0], SS[1]
 
 
 @jit_inline

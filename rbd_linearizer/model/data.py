@@ -260,7 +260,7 @@ class Data:
 
 
 #: Floats per body and per dof of ``CoriolisWorkspace.cw`` after its M and M-dot (the layout
-#: is ``algorithm/coriolis.py`` ``_cw_views``: liR, lip, oR, op, oV, Y, hc, Q per body; oS, dJ
+#: is ``algorithm/coriolis.py`` ``_cw_views``: liR, oR, lip, op, oV, hc, Q, Y per body; oS, dJ
 #: per dof).
 CORIOLIS_CW_BODY = 52
 CORIOLIS_CW_DOF = 12
