@@ -223,15 +223,17 @@ class NodeDriver:
 
     def _stream(self) -> None:
         period = 1.0 / self.state_rate
-        nxt = time.perf_counter()
+        nxt = time.perf_counter()  # when the next state is due
         while not self.stop.is_set():
             self.publish_one()
             nxt += period
-            delay = nxt - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-            elif delay < -self.max_lag_s:
-                nxt = time.perf_counter()  # fell behind: do not burst to catch up
+            now = time.perf_counter()
+            if nxt < now - self.max_lag_s:
+                # fell behind: the next state a period after this one, no burst to catch up
+                # (two states microseconds apart: the node's output-rate limit skips one)
+                nxt = now + period
+            if nxt > now:
+                time.sleep(nxt - now)
 
     def wait_first_output(self, timeout: float) -> None:
         """Publish states one at a time until the first output (the node warms up)."""
