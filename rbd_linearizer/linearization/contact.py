@@ -44,7 +44,6 @@ from rbd_linearizer.linearization.representation import (
 )
 from rbd_linearizer.model.data import check_data
 from rbd_linearizer.results import Linearization
-from rbd_linearizer.spatial.so3 import hat
 
 __all__ = ['ContactLinearization', 'PointContact', 'SurfaceContact', 'linearize_contact']
 
@@ -102,20 +101,22 @@ def _vector(x, n, name) -> np.ndarray:
 def _body_matrices(model, v, res, der):
     """Return the body-frame continuous (A, B, f, dlam_dx, dlam_du) of the contact dynamics."""
     nv = model.nv
-    qdd = der.dynamics.qdd
     nx = 2 * nv
     A = np.zeros((nx, nx))
-    A[:nv, nv:] = np.eye(nv)
+    A[np.arange(nv), np.arange(nv, nx)] = 1.0
     if model.floating_base:
-        A[0:3, 0:3] = -hat(v[3:6])
-        A[0:3, 3:6] = -hat(v[0:3])
-        A[3:6, 3:6] = -hat(v[3:6])
+        # K = -ad(v_B) on the pose error: [[-w^, -v^], [0, -w^]] (linear first)
+        for o, w in ((0, v[3:6]), (3, v[3:6])):
+            A[o, o + 1], A[o, o + 2], A[o + 1, o + 2] = w[2], -w[1], w[0]
+            A[o + 1, o], A[o + 2, o], A[o + 2, o + 1] = -w[2], w[1], -w[0]
+        A[0, 4], A[0, 5], A[1, 5] = v[2], -v[1], v[0]
+        A[1, 3], A[2, 3], A[2, 4] = -v[2], v[1], -v[0]
     A[nv:, :nv] = der.dqdd_dq
     A[nv:, nv:] = der.dqdd_dv
     B = np.zeros((nx, res.nu))
     B[nv:] = der.dqdd_dtau[:, res.tau_dofs]
-    f = np.concatenate([v, qdd])
-    dlam_dx = np.hstack([der.dlam_dq, der.dlam_dv])
+    f = np.concatenate((v, der.dynamics.qdd))
+    dlam_dx = np.concatenate((der.dlam_dq, der.dlam_dv), axis=1)
     dlam_du = der.dlam_dtau[:, res.tau_dofs]
     return A, B, f, dlam_dx, dlam_du
 

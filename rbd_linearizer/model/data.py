@@ -27,7 +27,10 @@ Data or a Model):
 - ``data.batch_workspaces(nchunk)``: the per-thread copies of the parallel batch
   linearization, allocated on first use for that number of chunks;
 - ``data.resolved_inputs``: the linearization's input selections bound to this model
-  (``linearization.inputs.resolve_inputs`` fills it).
+  (``linearization.inputs.resolve_inputs`` fills it);
+- ``data.contact_workspace(key)``: one ``ContactWorkspace`` per contact set of the constrained
+  dynamics (``algorithm.contact``: the set packed once, and its kernel's buffers), allocated on
+  first use, at most ``CONTACT_SETS_KEPT`` sets (the oldest is dropped).
 
 Everything is freed with the Data. The kernels receive ``data.kernel_buffers`` =
 ``(mi, mf, ws)`` (the documented kernel API: ``rbd_linearizer.algorithm.kernels``).
@@ -42,6 +45,7 @@ from rbd_linearizer.model.model import Model
 
 __all__ = [
     'BatchWorkspaces',
+    'ContactWorkspace',
     'CoriolisWorkspace',
     'Data',
     'DerivativeWorkspace',
@@ -109,7 +113,8 @@ class Data:
         And ABA / CRBA intermediates (IA, pA, U, Dinv, u, IC, J, Fcrb, Fa).
 
     Workspaces owned by this Data (see the module docstring): ``coriolis``, ``derivatives``
-    (allocated on first use), ``batch_workspaces(nchunk)``, ``resolved_inputs`` (a dict);
+    (allocated on first use), ``batch_workspaces(nchunk)``, ``resolved_inputs`` (a dict),
+    ``contact_workspace(key)``;
     ``kernel_buffers``: the ``(mi, mf, ws)`` buffers the compiled kernels take.
     """
 
@@ -193,6 +198,7 @@ class Data:
         self._derivatives: DerivativeWorkspace | None = None
         self._batch: dict[int, BatchWorkspaces] = {}
         self._horizon: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._contacts: dict[tuple, ContactWorkspace] = {}
 
     @property
     def coriolis(self) -> CoriolisWorkspace:
@@ -248,6 +254,23 @@ class Data:
             shape = (key[1],) if key[1] else ()
             got = self._horizon[key] = (np.empty((*shape, key[0])),
                                         np.empty((*shape, nb), dtype=np.int64))
+        return got
+
+    def contact_workspace(self, key: tuple | None,
+                          new: ContactWorkspace | None = None) -> ContactWorkspace | None:
+        """Return the ``ContactWorkspace`` of the contact set ``key`` (or None).
+
+        With ``new`` and no workspace for ``key`` yet, keeps ``new`` for ``key`` (dropping the
+        oldest set beyond ``CONTACT_SETS_KEPT``: a node whose contact set changes every tick
+        keeps a bounded number) and returns it. ``key`` None: never stored (returns ``new``).
+        """
+        got = self._contacts.get(key) if key is not None else None
+        if got is None and new is not None:
+            got = new
+            if key is not None:
+                while len(self._contacts) >= CONTACT_SETS_KEPT:
+                    del self._contacts[next(iter(self._contacts))]
+                self._contacts[key] = new
         return got
 
     def _offset(self, view: np.ndarray) -> int:
@@ -377,6 +400,39 @@ class DerivativeWorkspace:
         self.ddq_dx = np.zeros((nv, 2 * nv))
         self.ddq_dq = self.ddq_dx[:, :nv]
         self.ddq_dv = self.ddq_dx[:, nv:]
+
+
+#: Contact sets whose ContactWorkspace a Data keeps (a quadruped's 4 feet make 15 sets).
+CONTACT_SETS_KEPT = 32
+
+
+class ContactWorkspace:
+    """Buffers of the constrained dynamics for one contact set (``data.contact_workspace``).
+
+    Built by ``algorithm.contact`` the first time a Data sees the set (its key: each contact's
+    type, frame, gains and whether it has an anchor), which also lays out the buffers:
+
+    Attributes:
+        key: the contact set's key. ints (int64), floats (float64): the packed frames (body,
+            placement in it, rows, gains) and the kernel's working memory (layout in
+            ``algorithm.contact._FLOAT_FIELDS`` / ``_INT_FIELDS``, offsets in the ints' header).
+        m: number of constraint rows. rows: each contact's rows (slices).
+        anchored: indices of the contacts with an anchor; anchor (nc, 4, 4): their anchors
+            (a view of floats, written per call).
+    """
+
+    def __init__(self, key: tuple | None, ints: np.ndarray, floats: np.ndarray, m: int,
+                 rows: tuple, anchored: tuple, anchor: np.ndarray):
+        self.key = key
+        self.ints = ints
+        self.floats = floats
+        self.m = int(m)
+        self.rows = rows
+        self.anchored = anchored
+        self.anchor = anchor
+
+    def __repr__(self) -> str:
+        return f'ContactWorkspace(m={self.m}, contacts={len(self.rows)})'
 
 
 class BatchWorkspaces:
