@@ -6,8 +6,9 @@ A, B at the standing equilibrium. Evidence that A, B are the contact-consistent 
 (1) the closed loop converges from a random perturbation (measured: to 7 % in 2 s) while the
 same perturbation with the holding torques alone falls away, and so does the LQR designed on the
 free-floating ``linearize`` (contacts ignored); (2) the nonlinear closed-loop error follows
-the linear prediction ``(A - B K)^k z0`` to second order. (Not MuJoCo: the demo in an
-independent simulator is remaining work of issue 16.)
+the linear prediction ``(A - B K)^k z0`` to second order. An LQR on the same kind of A, B
+stabilising the robot in an independent simulator, MuJoCo (compliant unilateral contacts with
+friction, sphere feet), is test_contact_mujoco.
 """
 
 from contact_helpers import GO2_FEET, anchored, make_contacts, robot
