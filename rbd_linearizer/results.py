@@ -232,6 +232,19 @@ class Linearization(_AtState):
         """Build without re-validation from ``linearize``'s own outputs (see _build_trusted)."""
         return _build_trusted(cls, values)
 
+    @classmethod
+    def _owning(cls, values: dict[str, Any]) -> Linearization:
+        """Build from ``linearize``'s fresh outputs, taking ownership of them (internal).
+
+        ``values`` holds every field with its final type; each array is float64, already
+        read-only, and referenced by nothing but this result (``linearize`` allocates it for
+        this call, or it is a view of such an array): no copy, no re-validation
+        (test/test_results.py checks the fields equal the validating constructor's).
+        """
+        obj = object.__new__(cls)
+        object.__setattr__(obj, '__dict__', values)
+        return obj
+
     @property
     def nx(self) -> int:
         """State (error-state) dimension."""

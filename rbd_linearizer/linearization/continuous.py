@@ -28,20 +28,17 @@ import numpy as np
 from rbd_linearizer._jit import jit, register_warmup
 from rbd_linearizer.algorithm.joint_configuration import integrate
 from rbd_linearizer.algorithm.kernels import (
-    BAD_A,
-    BAD_V,
     EMPTY,
     aba_derivatives_kernel,
-    aba_derivatives_passes,
     as_vector,
-    check_config,
     check_finite,
     raise_kernel_error,
 )
 from rbd_linearizer.algorithm.kinematics import forward_kinematics
 from rbd_linearizer.conventions import TimeModel
 from rbd_linearizer.errors import ConfigError, StateError
-from rbd_linearizer.linearization.discrete import lie_euler, zero_order_hold
+from rbd_linearizer.linearization.discrete import SCHEMES, lie_euler, zero_order_hold
+from rbd_linearizer.linearization.horizon import BAD_RESULT, _pose, point_kernel, scratch_size
 from rbd_linearizer.linearization.inputs import (
     InputSelection,
     ResolvedInputs,
@@ -57,7 +54,7 @@ from rbd_linearizer.linearization.representation import (
     transform_continuous,
     transform_discrete,
 )
-from rbd_linearizer.model.data import check_data
+from rbd_linearizer.model.data import Data, check_data
 from rbd_linearizer.results import Linearization
 from rbd_linearizer.spatial.so3 import hat
 
@@ -117,49 +114,148 @@ def _generalized_inputs(model, data, q, u, res: ResolvedInputs):
     return tau, fext.reshape(-1), maps
 
 
+#: Error code of ``_one_state`` for a non-finite ``u`` (the kernel API's codes are below 100).
+BAD_U = 102
+
+
 @jit
-def _one_state(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc, A, B, f, ddq, tau_dofs,
-               Minv_off, ddq_off, floating):
-    # One state of the batch: aba_derivatives_passes into A[nv:], then the kinematic rows,
-    # B = [0; M^-1 S_u], f = [v; ddq]. Returns an error code (0 = fine).
-    code = check_config(mi, q)
-    if code != 0:
+def _one_state(mi, mf, ws, q, v, u, dt, dW, dtau, Cm, tau_id, sc, pw, iw, A, B, f, ddq, twist,
+               tau_dofs, opts):
+    """Run the one compiled call of ``linearize`` / ``linearize_body`` (joint-torque inputs).
+
+    ``opts = [minv_offset, ddq_offset, floating, rep, tm, scheme]`` (codes of horizon.py).
+    Checks ``u``, then ``horizon.point_kernel`` (which checks q, v before writing anything)
+    fills A, B, f, ddq in the representation and time model; ``twist`` (6,) receives the base
+    twist in the representation (floating base). Returns an error code (0 = fine).
+    """
+    if not check_finite(u):
+        return BAD_U
+    wi = np.empty(0, dtype=np.int64)
+    code = point_kernel(mi, mf, q, v, u, dt, ws, dW, dtau, Cm, tau_id, sc, pw, iw, A, B, f,
+                        ddq, tau_dofs, wi, np.empty((0, 3, 3)), np.empty((0, 3)),
+                        np.empty(0, dtype=np.bool_), wi, wi, opts[0:2], opts[2:6])
+    if code != 0 or opts[2] == 0:
         return code
-    if not check_finite(v):
-        return BAD_V
-    if not check_finite(tau):
-        return BAD_A
-    nv = mi[1]
-    code = aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc,
-                                  A[nv:])
-    if code != 0:
-        return code
-    for r in range(nv):
-        for c in range(nv):
-            A[r, c] = 0.0
-            A[r, nv + c] = 0.0
-        A[r, nv + r] = 1.0
-    if floating:
-        # -ad(v_b): [[w^, v^], [0, w^]] negated
-        for blk in range(3):
-            w = v[3:6] if blk != 1 else v[0:3]
-            r0 = 0 if blk < 2 else 3
-            c0 = 0 if blk == 0 else 3
-            A[r0 + 0, c0 + 1] = w[2]
-            A[r0 + 0, c0 + 2] = -w[1]
-            A[r0 + 1, c0 + 0] = -w[2]
-            A[r0 + 1, c0 + 2] = w[0]
-            A[r0 + 2, c0 + 0] = w[1]
-            A[r0 + 2, c0 + 1] = -w[0]
-    nu = tau_dofs.shape[0]
-    for r in range(nv):
-        for c in range(nu):
-            B[r, c] = 0.0
-            B[nv + r, c] = ws[Minv_off + r * nv + tau_dofs[c]]
-        f[r] = v[r]
-        f[nv + r] = ws[ddq_off + r]
-        ddq[r] = ws[ddq_off + r]
+    rep = opts[3]
+    if rep == 0:
+        for r in range(6):
+            twist[r] = v[r]
+        return 0
+    # representation.base_twist_from_body: mixed [R v; R w], inertial Ad(H) v
+    R = sc[0:9].reshape((3, 3))
+    _pose(q, R)
+    for r in range(3):
+        lin = 0.0
+        ang = 0.0
+        for c in range(3):
+            lin += R[r, c] * v[c]
+            ang += R[r, c] * v[3 + c]
+        twist[r] = lin
+        twist[3 + r] = ang
+    if rep == 2:  # + p x (R w)
+        l0 = q[1] * twist[5] - q[2] * twist[4]
+        l1 = q[2] * twist[3] - q[0] * twist[5]
+        l2 = q[0] * twist[4] - q[1] * twist[3]
+        twist[0] += l0
+        twist[1] += l1
+        twist[2] += l2
     return 0
+
+
+class _Plan:
+    """What ``linearize`` resolves once per options and Data (``data.linearization_plans``).
+
+    Per (inputs, representation, time model, method, scheme): the checked options, the
+    resolved inputs, the compiled call's option codes and scratch, the result's constant fields.
+    """
+
+    __slots__ = ('rep', 'tm', 'res', 'discrete_method', 'scheme', 'torques_only', 'opts', 'pw',
+                 'iw', 'ddq', 'scratch_twist', 'fields', 'nx', 'nv', 'nq', 'nu', 'floating',
+                 'discrete', 'buffers')
+
+    def __init__(self, model, data, inputs, representation, time_model, discrete_method,
+                 scheme):
+        rep = check_representation(representation)
+        tm = str(time_model.value if isinstance(time_model, TimeModel) else time_model)
+        if tm not in ('continuous', 'discrete'):
+            raise ConfigError(f"time_model must be 'continuous' or 'discrete', got "
+                              f'{time_model!r}')
+        if tm == 'discrete':
+            if discrete_method not in DISCRETE_METHODS:
+                raise ConfigError(f'discrete_method must be one of {DISCRETE_METHODS}, '
+                                  f'got {discrete_method!r}')
+            if discrete_method == 'lie_euler' and scheme not in SCHEMES:
+                raise ConfigError(f'scheme must be one of {SCHEMES}, got {scheme!r}')
+        self.floating = bool(model.floating_base)
+        if not self.floating:
+            rep = 'body'
+        res = resolve_inputs(model, inputs, data)
+        self.rep, self.tm, self.res = rep, tm, res
+        self.discrete = tm == 'discrete'
+        self.discrete_method, self.scheme = str(discrete_method), str(scheme)
+        self.torques_only = not res.has_wrenches
+        nv = int(model.nv)
+        self.nv, self.nq, self.nx, self.nu = nv, int(model.nq), 2 * nv, int(res.nu)
+        dws = data.derivatives
+        mi, mf, ws = data.kernel_buffers
+        #: the compiled call's workspace arguments (the Data's own arrays)
+        self.buffers = (mi, mf, ws, dws.dW, dws.dtau, dws.C, dws.tau, dws.scratch)
+        tcode = 0 if tm == 'continuous' else 1 if discrete_method == 'lie_euler' else 2
+        self.opts = np.array([dws.minv_offset, dws.ddq_offset, int(self.floating),
+                              ('body', 'mixed', 'inertial').index(rep), tcode,
+                              0 if scheme == 'semi_implicit' else 1], dtype=np.int64)
+        self.pw, self.iw = data.horizon_scratch(scratch_size(int(model.nb), nv, self.nu))
+        self.ddq = np.empty(nv)
+        self.scratch_twist = np.empty(6)
+        self.fields = dict(joint_names=tuple(str(j) for j in model.joint_names),
+                           input_names=tuple(res.names), velocity_representation=str(rep),
+                           time_model=str(tm), model_name=str(model.name),
+                           model_hash=str(model.urdf_hash), floating_base=self.floating)
+
+
+def _plan(model, data, inputs, representation, time_model, discrete_method, scheme) -> _Plan:
+    # the _Plan of these options for this Data (checked and built on first use, then cached)
+    key = (inputs, representation, time_model, discrete_method, scheme)
+    plans = data.linearization_plans
+    try:
+        plan = plans.get(key)
+    except TypeError:  # an unhashable option: checked (and rejected) below, never cached
+        return _Plan(model, data, inputs, representation, time_model, discrete_method, scheme)
+    if plan is None:
+        plan = plans[key] = _Plan(model, data, inputs, representation, time_model,
+                                  discrete_method, scheme)
+    return plan
+
+
+def _discrete_dt(dt) -> float:
+    # the step of a discrete-time linearization as a float, or ConfigError
+    if dt is None:
+        raise ConfigError('a discrete-time linearization needs dt')
+    try:
+        step = float(dt)
+    except (TypeError, ValueError):
+        raise ConfigError(f'dt must be a positive finite number, got {dt!r}') from None
+    if not (step > 0.0 and step < np.inf):
+        raise ConfigError(f'dt must be a positive finite number, got {step}')
+    return step
+
+
+def _compiled(plan: _Plan, q, v, u, dt: float, A, B, f, twist) -> None:
+    # the one compiled call (torque inputs); StateError / kernel errors on bad input
+    mi, mf, ws, dW, dtau, Cm, tau_id, sc = plan.buffers
+    code = _one_state(mi, mf, ws, q, v, u, dt, dW, dtau, Cm, tau_id, sc, plan.pw, plan.iw, A, B,
+                      f, plan.ddq, twist, plan.res.tau_dofs, plan.opts)
+    if code:
+        _raise(code)
+
+
+def _raise(code: int):
+    # the error of a non-zero code of _one_state
+    if code == BAD_U:
+        raise StateError('u contains NaN or inf')
+    if code == BAD_RESULT:
+        raise StateError('the linearization is not finite (dt too large?)')
+    raise_kernel_error(code)
 
 
 def linearize_body(model, data, q, v, u=None, inputs: InputSelection | None = None,
@@ -170,34 +266,41 @@ def linearize_body(model, data, q, v, u=None, inputs: InputSelection | None = No
     matrix C, which the derivative pass yields at no extra recursion, equal to
     ``compute_coriolis_matrix`` to round-off). Leaves in ``data`` what ``linearize`` leaves.
     """
-    check_data(model, data)
-    res = resolve_inputs(model, inputs, data)
-    q = as_vector(q, model.nq, 'q')
-    v = as_vector(v, model.nv, 'v')
-    u = np.zeros(res.nu) if u is None else as_vector(u, res.nu, 'u')
-    if not np.isfinite(u).all():
-        raise StateError('u contains NaN or inf')
-    return _linearize_body(model, data, q, v, u, res)
+    if data.__class__ is not Data or data.model is not model:
+        check_data(model, data)
+    try:
+        plan = data.linearization_plans[(inputs, 'body', 'continuous', 'lie_euler',
+                                         'semi_implicit')]
+    except (KeyError, TypeError):
+        plan = _plan(model, data, inputs, 'body', 'continuous', 'lie_euler', 'semi_implicit')
+    q = as_vector(q, plan.nq, 'q')
+    v = as_vector(v, plan.nv, 'v')
+    u = np.zeros(plan.nu) if u is None else as_vector(u, plan.nu, 'u')
+    if not plan.torques_only:
+        if not np.isfinite(u).all():
+            raise StateError('u contains NaN or inf')
+        return _linearize_body(model, data, q, v, u, plan.res)
+    nv, nx = plan.nv, plan.nx
+    A = _empty((nx, nx))
+    B = _empty((nx, plan.nu))
+    f = _empty(nx)
+    _compiled(plan, q, v, u, 0.0, A, B, f, plan.scratch_twist)
+    # (the frozen dataclass's __init__ sets field by field: ~1 us more)
+    pt = object.__new__(LinearizationPoint)
+    object.__setattr__(pt, '__dict__', {'A': A, 'B': B, 'f': f, 'ddq': f[nv:],
+                                        'Minv': data.Minv.copy(), 'C': data.C.copy()})
+    return pt
 
 
-def _linearize_body(model, data, q, v, u, res: ResolvedInputs) -> LinearizationPoint:
-    # linearize_body after the checks (q, v, u contiguous float64 of the right sizes)
+def _linearize_body(model, data, q, v, u, res: ResolvedInputs,
+                    copies: bool = True) -> LinearizationPoint:
+    # linearize_body with wrench inputs, after the checks (q, v, u contiguous float64 of the
+    # right sizes); copies=False leaves Minv and C as the Data's own arrays (linearize)
     nv = model.nv
     nx = 2 * nv
     tau, fext, maps = _generalized_inputs(model, data, q, u, res)
     dws = data.derivatives
     mi, mf, ws = data.kernel_buffers
-    if maps is None:
-        # torque inputs only: one compiled call fills A, B, f (as the batch does per state)
-        A = np.empty((nx, nx))
-        B = np.empty((nx, res.nu))
-        f = np.empty(nx)
-        code = _one_state(mi, mf, q, v, tau, fext, ws, dws.dW, dws.dtau, dws.C, dws.tau,
-                          dws.scratch, A, B, f, f[nv:], res.tau_dofs, dws.minv_offset,
-                          dws.ddq_offset, bool(model.floating_base))
-        if code:
-            raise_kernel_error(code)
-        return LinearizationPoint(A, B, f, f[nv:], data.Minv.copy(), dws.C.copy())
     A = np.zeros((nx, nx))
     code = aba_derivatives_kernel(mi, mf, q, v, tau, fext, ws, dws.dW, dws.dtau, dws.C, dws.tau,
                                   dws.scratch, A[nv:])
@@ -213,20 +316,24 @@ def _linearize_body(model, data, q, v, u, res: ResolvedInputs) -> LinearizationP
     Minv = data.Minv
     B = np.zeros((nx, res.nu))
     B[nv:, : res.n_tau] = Minv[:, res.tau_dofs]
-    # data.liR/lip hold the parent-relative poses of this q (the kernel's kinematics pass)
-    J = np.empty((6, nv))
-    MJ = np.empty((nv, 6))
-    W = np.empty((3, 6, 6))
-    tmp = np.empty((6, nv))
-    for k, G in enumerate(maps):
-        o, size = int(res.w_offset[k]), int(res.w_size[k])
-        body_jacobian(mi, mf, ws, int(res.w_body[k]), J, dws.scratch)
-        # B columns M^-1 J^T G; world axes: + M^-1 J^T Om J_w in ddq_dq (inputs.wrench_columns)
-        wrench_columns(ws, dws.minv_offset, J, G, size, bool(res.w_world[k]),
-                       res.w_translation[k], u[o : o + size], A[nv:, :nv], B[nv:, o : o + size],
-                       MJ, W, tmp)
+    if maps:
+        # data.liR/lip hold the parent-relative poses of this q (the kernel's kinematics pass)
+        J = np.empty((6, nv))
+        MJ = np.empty((nv, 6))
+        W = np.empty((3, 6, 6))
+        tmp = np.empty((6, nv))
+        for k, G in enumerate(maps):
+            o, size = int(res.w_offset[k]), int(res.w_size[k])
+            body_jacobian(mi, mf, ws, int(res.w_body[k]), J, dws.scratch)
+            # B columns M^-1 J^T G; world axes: + M^-1 J^T Om J_w in ddq_dq
+            # (inputs.wrench_columns)
+            wrench_columns(ws, dws.minv_offset, J, G, size, bool(res.w_world[k]),
+                           res.w_translation[k], u[o : o + size], A[nv:, :nv],
+                           B[nv:, o : o + size], MJ, W, tmp)
     f = np.concatenate([v, data.ddq])
-    return LinearizationPoint(A, B, f, f[nv:], Minv.copy(), dws.C.copy())
+    if copies:
+        return LinearizationPoint(A, B, f, f[nv:], Minv.copy(), dws.C.copy())
+    return LinearizationPoint(A, B, f, f[nv:], Minv, dws.C)
 
 
 def _check_time_model(time_model, dt, discrete_method: str) -> str:
@@ -294,7 +401,15 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
 
     Error state: ``(z_H, z_s, z_nu, z_r)`` (``state_names``), ``H exp(z_H^)``. ``f`` is the drift
     at the point (continuous: the left-trivialized vector field; discrete: the step, with
-    ``x+ = x (+) f``). Returns a frozen ``Linearization``.
+    ``x+ = x (+) f``). Returns a frozen ``Linearization`` whose arrays are its own (fresh,
+    read-only: a later call never changes an earlier result). A non-finite result (e.g. a
+    zero-order hold with a huge dt) raises StateError.
+
+    With joint-torque inputs the whole computation (every representation and time model) is
+    one compiled call, ``horizon.point_kernel``, as ``linearize_batch`` does per point (equal
+    to the Python passes of representation.py / discrete.py to round-off); the checked
+    options are kept per Data (``data.linearization_plans``). Wrench inputs take the
+    Python path (``_linearize_body``, ``_apply_time_model``).
 
     Leaves in ``data`` (valid until the next call with it), for a caller at the same (q, v)
     that needs them too: ``data.C``, the Coriolis matrix C(q, v) (``C v = h - g``, base block
@@ -306,30 +421,80 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
 
     Reference: seeds 000/001 Prop. 3.1-3.3, Def. 3.1 (errata 1, 2 of the notes); notes §4.7.
     """
-    t0 = time.perf_counter()
-    rep = check_representation(representation)
-    tm = _check_time_model(time_model, dt, discrete_method)
-    if not model.floating_base:
-        rep = 'body'
-    check_data(model, data)
-    res = resolve_inputs(model, inputs, data)
-    q = as_vector(q, model.nq, 'q')
-    v = as_vector(v, model.nv, 'v')
-    u = np.zeros(res.nu) if u is None else as_vector(u, res.nu, 'u')
+    t0 = _now()
+    if data.__class__ is not Data or data.model is not model:
+        check_data(model, data)
+    try:  # the checked options (data.linearization_plans; _plan checks them on first use)
+        plan = data.linearization_plans[(inputs, representation, time_model, discrete_method,
+                                         scheme)]
+    except (KeyError, TypeError):
+        plan = _plan(model, data, inputs, representation, time_model, discrete_method, scheme)
+    step = _discrete_dt(dt) if plan.discrete else 0.0
+    q = as_vector(q, plan.nq, 'q')
+    v = as_vector(v, plan.nv, 'v')
+    # the result's own copies of the point (read-only; the state fields are views of them)
+    qc = q.copy()
+    vc = v.copy()
+    u0 = np.zeros(plan.nu) if u is None else as_vector(u, plan.nu, 'u').copy()
+    if not plan.torques_only:
+        return _linearize_python(model, data, plan, qc, vc, u0, step, stamp, t0)
+    nx = plan.nx
+    A = _empty((nx, nx))
+    B = _empty((nx, plan.nu))
+    f = _empty(nx)
+    floating = plan.floating
+    twist = _empty(6) if floating else plan.scratch_twist
+    mi, mf, ws, dW, dtau, Cm, tau_id, sc = plan.buffers
+    # (the private copies: always writable and contiguous, so one compiled signature)
+    code = _one_state(mi, mf, ws, qc, vc, u0, step, dW, dtau, Cm, tau_id, sc, plan.pw, plan.iw,
+                      A, B, f, plan.ddq, twist, plan.res.tau_dofs, plan.opts)
+    if code:
+        _raise(code)
+    # the result owns these fresh arrays, read-only (the state fields are views of qc, vc)
+    A.flags.writeable = False
+    B.flags.writeable = False
+    f.flags.writeable = False
+    qc.flags.writeable = False
+    vc.flags.writeable = False
+    u0.flags.writeable = False
+    if floating:
+        twist.flags.writeable = False
+        values = dict(plan.fields, A=A, B=B, f=f, u0=u0, dt=step, stamp=int(stamp),
+                      base_position=qc[0:3], base_quaternion=qc[3:7], base_twist=twist,
+                      joint_positions=qc[7:], joint_velocities=vc[6:])
+    else:
+        values = dict(plan.fields, A=A, B=B, f=f, u0=u0, dt=step, stamp=int(stamp),
+                      base_position=_read_only(np.zeros(3)),
+                      base_quaternion=_read_only(np.array([0.0, 0.0, 0.0, 1.0])),
+                      base_twist=_read_only(np.zeros(6)), joint_positions=qc,
+                      joint_velocities=vc)
+    values['compute_time'] = _now() - t0
+    return Linearization._owning(values)
+
+
+def _linearize_python(model, data, plan: _Plan, q, v, u, dt, stamp, t0) -> Linearization:
+    # linearize with wrench inputs (q, v, u: checked private copies)
     if not np.isfinite(u).all():
         raise StateError('u contains NaN or inf')
-    pt = _linearize_body(model, data, q, v, u, res)
+    pt = _linearize_body(model, data, q, v, u, plan.res, copies=False)
+    rep, tm = plan.rep, plan.tm
     A, B, f, dt_out = _apply_time_model(model, pt.A, pt.B, pt.f, pt.ddq, q, v, rep, tm, dt,
-                                        discrete_method, scheme)
+                                        plan.discrete_method, plan.scheme)
     base = _state_fields(model, q, v, rep)
     # Trusted construction: every field is produced above with its final type and shape
     # (validating again costs ~15 us per call; test/test_results.py checks both paths agree).
     return Linearization._trusted(
-        A=A, B=B, f=f, u0=u, joint_names=tuple(model.joint_names),
-        input_names=tuple(res.names), velocity_representation=str(rep), time_model=str(tm),
-        dt=dt_out, model_name=model.name, model_hash=model.urdf_hash,
-        floating_base=bool(model.floating_base), compute_time=time.perf_counter() - t0,
-        stamp=int(stamp), **base)
+        A=A, B=B, f=f, u0=u, **plan.fields, dt=dt_out, stamp=int(stamp),
+        compute_time=_now() - t0, **base)
+
+
+_now = time.perf_counter
+_empty = np.empty
+
+
+def _read_only(arr: np.ndarray) -> np.ndarray:
+    arr.flags.writeable = False
+    return arr
 
 
 @register_warmup('linearize')

@@ -31,6 +31,9 @@ Data or a Model):
 - ``data.contact_workspace(key)``: one ``ContactWorkspace`` per contact set of the constrained
   dynamics (``algorithm.contact``: the set packed once, and its kernel's buffers), allocated on
   first use, at most ``CONTACT_SETS_KEPT`` sets (the oldest is dropped).
+- ``data.linearization_plans``: ``linearize``'s checked options per (inputs, representation,
+  time model, method, scheme), with their option codes and scratch (``linearization.continuous``
+  fills it), so that a control loop checks and resolves them once.
 
 Everything is freed with the Data. The kernels receive ``data.kernel_buffers`` =
 ``(mi, mf, ws)`` (the documented kernel API: ``rbd_linearizer.algorithm.kernels``).
@@ -194,6 +197,9 @@ class Data:
         self.kernel_buffers = (mi, self._mf, self._ws)
         #: InputSelection -> ResolvedInputs for this model (linearization.inputs.resolve_inputs)
         self.resolved_inputs: dict = {}
+        #: (inputs, representation, time_model, discrete_method, scheme) -> linearize's plan
+        #: (linearization.continuous._plan)
+        self.linearization_plans: dict = {}
         self._coriolis: CoriolisWorkspace | None = None
         self._derivatives: DerivativeWorkspace | None = None
         self._batch: dict[int, BatchWorkspaces] = {}
