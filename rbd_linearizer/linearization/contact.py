@@ -98,12 +98,19 @@ def _vector(x, n, name) -> np.ndarray:
     return x
 
 
+def _array(x, n, name) -> np.ndarray:
+    x = np.array(x, dtype=np.float64).reshape(-1)
+    if x.shape != (n,):
+        raise StateError(f'{name} must have {n} entries, got {x.shape[0]}')
+    return x
+
+
 def _body_matrices(model, v, res, der):
     """Return the body-frame continuous (A, B, f, dlam_dx, dlam_du) of the contact dynamics."""
     nv = model.nv
     nx = 2 * nv
     A = np.zeros((nx, nx))
-    A[np.arange(nv), np.arange(nv, nx)] = 1.0
+    A.reshape(-1)[nv : nv * nx : nx + 1] = 1.0  # the identity block A[:nv, nv:]
     if model.floating_base:
         # K = -ad(v_B) on the pose error: [[-w^, -v^], [0, -w^]] (linear first)
         for o, w in ((0, v[3:6]), (3, v[3:6])):
@@ -151,8 +158,10 @@ def linearize_contact(model, data, q, v, u=None, contacts=(), inputs: InputSelec
     if res.has_wrenches:
         raise ConfigError('wrench inputs are not supported together with contacts yet')
     nv = model.nv
-    q = _vector(q, model.nq, 'q')
-    v = _vector(v, nv, 'v')
+    # q, v: converted and shape-checked here, checked finite in the compiled call (same
+    # messages, nothing computed); u here (its own message)
+    q = _array(q, model.nq, 'q')
+    v = _array(v, nv, 'v')
     u = np.zeros(res.nu) if u is None else _vector(u, res.nu, 'u')
     tau = np.zeros(nv)
     tau[res.tau_dofs] = u
@@ -169,7 +178,9 @@ def linearize_contact(model, data, q, v, u=None, contacts=(), inputs: InputSelec
                       ('dlambda_dx', dlam_dx), ('dlambda_du', dlam_du)):
         if not np.isfinite(arr).all():
             raise StateError(f'the contact linearization produced a non-finite {name}')
-    lin = Linearization(
+    # built like linearize's result (no re-validation of our own outputs; arrays copied
+    # read-only; test_contact_fast_path checks it equals the validating constructor)
+    lin = Linearization._trusted(
         A=A, B=B, f=f, u0=u, joint_names=tuple(model.joint_names),
         input_names=tuple(res.names), velocity_representation=str(rep), time_model=str(tm),
         dt=dt_out, model_name=model.name, model_hash=model.urdf_hash,

@@ -8,8 +8,12 @@
 - the in-kernel ``log6`` / ``Jlog6`` of anchored surface contacts equal ``spatial.se3``'s on
   rotation errors from small to near pi (the series and the closed-form branches), and the
   derivatives with such anchors equal Pinocchio's;
-- more random moving states than test_contact_pinocchio (go2 feet, G1 soles, gains, anchors).
+- more random moving states than test_contact_pinocchio (go2 feet, G1 soles, gains, anchors);
+- ``linearize_contact``'s result (built without re-validation) equals the validating
+  constructor's on the same fields.
 """
+
+from dataclasses import fields
 
 from contact_helpers import G1_SOLES, GO2_FEET, anchored, make_contacts, robot, state
 import numpy as np
@@ -24,7 +28,9 @@ from rbd_linearizer.algorithm.contact import (
     contact_kinematics,
 )
 from rbd_linearizer.errors import StateError
+from rbd_linearizer.linearization.contact import linearize_contact
 from rbd_linearizer.model.data import CONTACT_SETS_KEPT, create_data
+from rbd_linearizer.results import Linearization
 from rbd_linearizer.spatial import se3
 
 NAMES = ('dqdd_dq', 'dqdd_dv', 'dqdd_dtau', 'dlam_dq', 'dlam_dv', 'dlam_dtau')
@@ -185,3 +191,26 @@ def test_more_random_states_equal_pinocchio(case):
             X = np.asarray(X)
             X = X[np.ix_(perm, perm)] if nm.startswith('dqdd') else X[:, perm]
             assert _err(getattr(der, nm), X) < 1e-9, (seed, nm, _err(getattr(der, nm), X))
+
+
+@pytest.mark.parametrize('opts', [{}, {'representation': 'mixed', 'time_model': 'discrete',
+                                       'dt': 0.004},
+                                  {'representation': 'inertial', 'time_model': 'discrete',
+                                   'dt': 0.01, 'discrete_method': 'zoh'}],
+                         ids=['body', 'mixed-lie-euler', 'inertial-zoh'])
+def test_linearization_equals_the_validating_constructor(opts):
+    model, data = robot('go2')
+    q, v, tau = state(model, 4)
+    res = linearize_contact(model, data, q, v, tau[6:], make_contacts(('point',) * 4, GO2_FEET,
+                                                                      (20.0, 3.0)), **opts)
+    lin = res.linearization
+    values = {f.name: getattr(lin, f.name) for f in fields(Linearization)}
+    checked = Linearization(**values)
+    for name, value in values.items():
+        other = getattr(checked, name)
+        if isinstance(value, np.ndarray):
+            assert type(other) is np.ndarray and other.dtype == value.dtype, name
+            assert np.array_equal(value, other) and not value.flags.writeable, name
+        else:
+            assert type(value) is type(other) and value == other, name
+    assert lin.A.shape == (2 * model.nv, 2 * model.nv) and lin.B.shape == (2 * model.nv, 12)
