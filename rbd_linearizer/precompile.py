@@ -40,6 +40,9 @@ class Family:
     seconds: float  # first compile alone, one idle core (docs/performance.md, "Start-up")
 
 
+#: First compile of the contact kernel alone (one idle core) [s].
+CONTACT_S = 55.0
+
 #: The node's kernel families, in warm-up order.
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family('linearization', 'the linearization (A, B, f)',
@@ -57,6 +60,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             'rbd_linearizer.algorithm.coriolis:_coriolis_kernel'), 20.0),
     Family('derivatives', 'the forward-dynamics derivatives (seed 002)',
            ('rbd_linearizer.algorithm._higher_order_kernels:hybrid_kernel',), 8.0),
+    Family('contact', 'the contact linearization (A, B, f, lambda)',
+           ('rbd_linearizer.algorithm.contact:_contact_kernel',), CONTACT_S),
 )}
 
 
@@ -67,9 +72,12 @@ def node_families(cfg: dict[str, Any], has_wrenches: bool = False,
     The linearization is always needed (``~/linearize`` serves it even when
     ``publish_linearization`` is off), through other kernels with wrench inputs; the dynamics
     only with ``publish_dynamics``; the derivatives only with ``higher_order_derivatives`` > 0
-    (refused with wrench inputs expressed in 'world').
+    (refused with wrench inputs expressed in 'world'); the contact kernel with
+    ``contact_frames``.
     """
     out = ['linearization_wrenches' if has_wrenches else 'linearization']
+    if cfg.get('contact_frames'):
+        out.append('contact')
     if cfg.get('publish_dynamics'):
         out.append('dynamics')
     if cfg.get('higher_order_derivatives', 0) > 0 and not has_world_wrenches:
@@ -225,6 +233,7 @@ def _node_paths(model) -> list[tuple[str, Callable[[], None]]]:
     import numpy as np
 
     from rbd_linearizer.algorithm.compute_all_terms import compute_all_terms
+    from rbd_linearizer.algorithm.contact import PointContact
     from rbd_linearizer.algorithm.coriolis import (
         compute_coriolis_matrix,
         create_coriolis_workspace,
@@ -233,6 +242,7 @@ def _node_paths(model) -> list[tuple[str, Callable[[], None]]]:
     from rbd_linearizer.algorithm.joint_configuration import neutral
     from rbd_linearizer.linearization import InputSelection, WrenchInput, linearize
     from rbd_linearizer.linearization.batch import linearize_batch
+    from rbd_linearizer.linearization.contact import linearize_contact
     from rbd_linearizer.model.data import create_data
 
     data = create_data(model)
@@ -248,6 +258,9 @@ def _node_paths(model) -> list[tuple[str, Callable[[], None]]]:
             model, data, q, v, create_coriolis_workspace(model)))),
         ('derivatives', lambda: forward_dynamics_derivatives(
             model, None, q, v, np.zeros((3, model.nv)), 2, np.zeros((3, model.nb, 6)))),
+        # one kernel for every contact set, representation and time model
+        ('contact', lambda: frame and linearize_contact(model, data, q, v, None,
+                                                        (PointContact(frame),))),
     ]
 
 

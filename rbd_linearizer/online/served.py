@@ -122,8 +122,6 @@ class Served:
         """Return the kernel families ``cfg`` uses not warmed up yet (``precompile``)."""
         r = self.resolved
         families = precompile.node_families(cfg, r.has_wrenches, r.has_world_wrenches)
-        if self.contacts:
-            families.append('contact')  # (no precompile family: warmed up, not reported)
         return [f for f in families if f not in self._warm]
 
     def warm_up(self, cfg: dict[str, Any], report: Callable[[str], None] | None = None) -> None:

@@ -209,3 +209,7 @@ def test_node_families_follow_the_configuration():
     # derivatives are refused with world-frame wrench inputs: nothing to compile for them
     assert precompile.node_families(dict(cfg, higher_order_derivatives=2), True, True) == [
         'linearization_wrenches']
+    # a contact set: the contact kernel too (the free-floating linearization stays: an empty
+    # set from ~/contacts is served by it)
+    assert precompile.node_families(dict(cfg, contact_frames=['FL_foot'])) == [
+        'linearization', 'contact']
