@@ -33,6 +33,7 @@ always gets its answer.
 
 from __future__ import annotations
 
+import signal
 import time
 
 import numpy as np
@@ -128,6 +129,11 @@ class LtvMpc:
         t0 = time.perf_counter()
         res = self.solver.solve(raise_error=False)
         solve_time = time.perf_counter() - t0
+        if res.info.status_val == osqp.SolverStatus.OSQP_SIGINT:
+            # OSQP listens for SIGINT during a solve (its own handler, restored after it) and
+            # returns 'interrupted': the user's Ctrl-C (or launch's) never reached the
+            # process's handler and the node kept running. Hand it back.
+            signal.raise_signal(signal.SIGINT)
         status = res.info.status
         W = res.x
         if W is None or not np.all(np.isfinite(W)):

@@ -68,8 +68,8 @@ class ContactLinearization:
     lambda_names: tuple[str, ...]
 
     def __post_init__(self):
-        for name in ('lam', 'dlambda_dx', 'dlambda_du'):
-            a = np.array(getattr(self, name), dtype=np.float64)
+        for name in ('lam', 'dlambda_dx', 'dlambda_du'):  # own, row-major, read-only copies
+            a = np.array(getattr(self, name), dtype=np.float64, order='C')
             a.setflags(write=False)
             object.__setattr__(self, name, a)
 

@@ -84,3 +84,37 @@ def test_at_the_setpoint_the_mpc_holds_hover(setup):
     mpc = LtvMpc(Ah.shape[0], Bh.shape[1], 10, Q, R, Qf, LO, HI)
     u, info = mpc.solve(Ah, Bh, fh, u0, np.zeros(Ah.shape[0]), u0)
     np.testing.assert_allclose(u, u0, atol=1e-3)
+
+
+def test_a_ctrl_c_that_osqp_caught_during_a_solve_reaches_the_process(setup, monkeypatch):
+    # OSQP handles SIGINT itself while it solves and returns 'interrupted'; the demo's MPC
+    # node then never saw Ctrl-C and kept running (test_demo_sigint: "Solver interrupted",
+    # still running 60 s after SIGINT). The solve hands the signal back to the process.
+    import signal
+    from types import SimpleNamespace
+
+    import osqp
+
+    model, q0, u0, Ah, Bh, fh, Q, R, Qf = setup
+    mpc = LtvMpc(Ah.shape[0], Bh.shape[1], 10, Q, R, Qf, LO, HI)
+    z0 = np.zeros(Ah.shape[0])
+    mpc.solve(Ah, Bh, fh, u0, z0, u0)  # the solver exists from here on
+    real = mpc.solver.solve
+
+    def interrupted(**kw):
+        res = real(**kw)
+        return SimpleNamespace(x=res.x, info=SimpleNamespace(
+            status='interrupted', status_val=osqp.SolverStatus.OSQP_SIGINT, iter=res.info.iter))
+
+    monkeypatch.setattr(mpc.solver, 'solve', interrupted)
+    received = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        u, info = mpc.solve(Ah, Bh, fh, u0, z0, u0)
+        assert received == [signal.SIGINT]
+        assert info['status'] == 'interrupted' and np.all(np.isfinite(u))
+        monkeypatch.setattr(mpc.solver, 'solve', real)
+        mpc.solve(Ah, Bh, fh, u0, z0, u0)  # a solve that was not interrupted: no signal
+        assert received == [signal.SIGINT]
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -38,17 +38,21 @@ from std_msgs.msg import String  # noqa: E402
 
 from rbd_linearizer.errors import ModelError  # noqa: E402
 from rbd_linearizer.linearization import InputSelection, WrenchInput, linearize  # noqa: E402
+from rbd_linearizer.linearization.contact import PointContact, linearize_contact  # noqa: E402,E501
 from rbd_linearizer.model import build_model  # noqa: E402
 from rbd_linearizer.model.data import create_data  # noqa: E402
 from rbd_linearizer.model.robots import default_robot_urdf, example_robot_urdf  # noqa: E402
 from rbd_linearizer.model.urdf import TriangleInequalityError  # noqa: E402
+from rbd_linearizer.msg import ContactForces as ContactForcesMsg  # noqa: E402
 from rbd_linearizer.msg import DynamicsDerivatives as DynamicsDerivativesMsg  # noqa: E402
 from rbd_linearizer.msg import DynamicsTerms as DynamicsTermsMsg  # noqa: E402
 from rbd_linearizer.msg import Linearization as LinearizationMsg  # noqa: E402
+from rbd_linearizer.online.contacts import ContactForces  # noqa: E402
 from rbd_linearizer.results import MultibodyState  # noqa: E402
 from rbd_linearizer.ros import node as node_module  # noqa: E402
 from rbd_linearizer.ros.cdr import LinearizationEncoder, linearization_from_cdr  # noqa: E402
 from rbd_linearizer.ros.conversions import (  # noqa: E402
+    contact_forces_to_msg,
     dynamics_derivatives_to_msg,
     dynamics_terms_to_msg,
     linearization_to_msg,
@@ -317,14 +321,18 @@ def _inject(result, path, bad, where):
 
 @pytest.fixture(scope='module')
 def outputs(node):
-    """One Linearization, DynamicsTerms and DynamicsDerivatives of the node at a state."""
+    """One Linearization, DynamicsTerms, DynamicsDerivatives and ContactForces at a state."""
     served, cfg = node._served, node._cfg
     q, v, tau = _state(5)
     u = _measured_u0(tau)
+    # ~/contact_forces (a node with contact_frames): lambda and its Jacobians of one contact
+    res = linearize_contact(MODEL, create_data(MODEL), q, v, None, (PointContact('B7'),),
+                            InputSelection(joints=JOINTS), representation='mixed', stamp=123)
     return {
         'linearization': served.linearize(q, v, u, cfg, 123),
         'dynamics': served.dynamics(q, v, 123, 'mixed'),
         'dynamics_derivatives': served.dynamics_derivatives(q, v, u, 2, 123, 'mixed'),
+        'contact_forces': ContactForces.of(res, ('point',)),
     }
 
 
@@ -343,6 +351,7 @@ MESSAGE_FLOATS = {
                                  'coriolis_matrix.data', 'gravity', 'bias', 'compute_time']),
     'dynamics_derivatives': sorted(_STATE + ['input', 'acceleration_derivatives.data',
                                              'tau_derivatives.data', 'compute_time']),
+    'contact_forces': sorted(['dt', 'lam', 'dlambda_dx.data', 'dlambda_du.data']),
 }
 _FLOAT_TYPES = ('float', 'double')
 
@@ -381,12 +390,15 @@ def _as_published(kind, result):
                                    LinearizationMsg)
     if kind == 'dynamics':
         return dynamics_terms_to_msg(result, 'world')
+    if kind == 'contact_forces':
+        return contact_forces_to_msg(result, 'world')
     return dynamics_derivatives_to_msg(result, 'world')
 
 
 @pytest.mark.parametrize('kind, msg_type', [('linearization', LinearizationMsg),
                                             ('dynamics', DynamicsTermsMsg),
-                                            ('dynamics_derivatives', DynamicsDerivativesMsg)])
+                                            ('dynamics_derivatives', DynamicsDerivativesMsg),
+                                            ('contact_forces', ContactForcesMsg)])
 def test_guard_flags_every_numeric_field_of_every_published_message(outputs, kind, msg_type):
     floats = sorted(_message_floats(msg_type))
     assert floats == MESSAGE_FLOATS[kind]
@@ -395,7 +407,7 @@ def test_guard_flags_every_numeric_field_of_every_published_message(outputs, kin
     assert _non_finite_in_message(_as_published(kind, result), floats) == set()
     reached = set()
     leaves = _numeric_leaves(result)
-    assert len(leaves) >= 8
+    assert len(leaves) >= (4 if kind == 'contact_forces' else 8)
     for path, value in leaves:
         size = np.size(value)
         entries = range(size) if size <= 16 else (0, size // 2, size - 1)
@@ -417,14 +429,17 @@ def test_guard_flags_every_numeric_field_of_every_published_message(outputs, kin
 
 def test_service_response_guard_flags_every_float_field(outputs):
     floats = sorted(_message_floats(Linearize.Response))
-    assert floats == ['linearization.' + p for p in MESSAGE_FLOATS['linearization']]
+    assert floats == sorted(['linearization.' + p for p in MESSAGE_FLOATS['linearization']]
+                            + ['contact_forces.' + p for p in MESSAGE_FLOATS['contact_forces']])
     good = Linearize.Response()
     good.success = True
     good.linearization = linearization_to_msg(outputs['linearization'], 'world')
+    good.contact_forces = contact_forces_to_msg(outputs['contact_forces'], 'world')
     assert non_finite_fields(good) == []
     for path in floats:
         res = Linearize.Response()
         res.linearization = linearization_to_msg(outputs['linearization'], 'world')
+        res.contact_forces = contact_forces_to_msg(outputs['contact_forces'], 'world')
         head, _, leaf = path.rpartition('.')
         owner = _get(res, head)
         value = getattr(owner, leaf)
