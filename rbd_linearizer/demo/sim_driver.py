@@ -117,32 +117,16 @@ def build_mujoco_model(urdf: str, layout: RotorLayout, base_link: str = 'B1',
     return spec.compile()
 
 
-class MujocoSim:
-    """The MuJoCo model and data with conversions to the package's (q, v) convention."""
+class FreeBaseSim:
+    """(q, v) conversions of a MuJoCo model with a free base joint first (qpos 0:7, qvel 0:6).
 
-    def __init__(self, urdf: str, layout: RotorLayout | None = None, base_link: str = 'B1',
-                 timestep: float = 0.002, integrator: str = 'RK4',
-                 joint_torque_limit: float = 10.0):
-        """Compile the model (see ``build_mujoco_model``) and reset to rest at the origin."""
-        self.layout = layout or RotorLayout()
-        self.model = build_mujoco_model(urdf, self.layout, base_link, timestep, integrator,
-                                        joint_torque_limit)
-        self.data = mujoco.MjData(self.model)
-        self.base_body = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, base_link)
-        self.joint_names = ARM_JOINTS
-        jids = [mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in ARM_JOINTS]
-        self.jq = np.array([self.model.jnt_qposadr[j] for j in jids])
-        self.jv = np.array([self.model.jnt_dofadr[j] for j in jids])
-        self.nu = self.model.nu
-        self.lock = threading.Lock()
-
-    @property
-    def time(self) -> float:
-        """Simulated time [s]."""
-        return float(self.data.time)
+    Needs ``model``, ``data`` and the joints' ``jq`` (qpos addresses) and ``jv`` (dof
+    addresses) in the package's joint order. MuJoCo's free joint: quaternion (w, x, y, z),
+    linear velocity in the world frame, angular velocity in the body frame.
+    """
 
     def to_qv(self) -> tuple[np.ndarray, np.ndarray]:
-        """Return (q, v) in the package convention (joint order q2..q7)."""
+        """Return (q, v) in the package convention (joint order of ``jq``)."""
         qpos, qvel = self.data.qpos, self.data.qvel
         w, x, y, z = qpos[3:7]
         quat = np.array([x, y, z, w])
@@ -188,6 +172,31 @@ class MujocoSim:
         mujoco.mj_fullM(self.model, self.data, M)
         T = self.velocity_map()
         return T.T @ M @ T
+
+
+class MujocoSim(FreeBaseSim):
+    """The MuJoCo model and data with conversions to the package's (q, v) convention."""
+
+    def __init__(self, urdf: str, layout: RotorLayout | None = None, base_link: str = 'B1',
+                 timestep: float = 0.002, integrator: str = 'RK4',
+                 joint_torque_limit: float = 10.0):
+        """Compile the model (see ``build_mujoco_model``) and reset to rest at the origin."""
+        self.layout = layout or RotorLayout()
+        self.model = build_mujoco_model(urdf, self.layout, base_link, timestep, integrator,
+                                        joint_torque_limit)
+        self.data = mujoco.MjData(self.model)
+        self.base_body = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, base_link)
+        self.joint_names = ARM_JOINTS
+        jids = [mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in ARM_JOINTS]
+        self.jq = np.array([self.model.jnt_qposadr[j] for j in jids])
+        self.jv = np.array([self.model.jnt_dofadr[j] for j in jids])
+        self.nu = self.model.nu
+        self.lock = threading.Lock()
+
+    @property
+    def time(self) -> float:
+        """Simulated time [s]."""
+        return float(self.data.time)
 
     def bias(self) -> np.ndarray:
         """Return MuJoCo's C v + g in the package coordinates: ``T^T (b + M T_dot v)``."""

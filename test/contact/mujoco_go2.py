@@ -24,7 +24,8 @@ State conventions: MuJoCo's free joint has ``qpos = [p, quat (w x y z)]`` and ``
 linear velocity of the base origin, body angular velocity]``; the package's are ``q = [p, quat
 (x y z w), s]``, ``v = [R^T p_dot, omega_B, s_dot]`` (docs/conventions.md), the joints in
 ``model.joint_names`` order, which need not be MuJoCo's: ``to_qv`` / ``set_qv`` /
-``velocity_map`` convert, as ``rbd_linearizer.demo.sim_driver.MujocoSim`` does for the demo.
+``velocity_map`` convert (``rbd_linearizer.demo.sim_driver.FreeBaseSim``, shared with the
+demo's ``MujocoSim``).
 
 The second half runs the experiment of test_contact_mujoco: the standing pose settled in
 MuJoCo, the holding torques of the package's model, perturbed stances that keep the feet on
@@ -41,8 +42,7 @@ import numpy as np
 
 from rbd_linearizer.algorithm import compute_generalized_gravity, difference, integrate, neutral
 from rbd_linearizer.algorithm.contact import PointContact, contact_kinematics
-from rbd_linearizer.conventions import configuration, velocity
-from rbd_linearizer.demo.sim_driver import MJ_COMPILER
+from rbd_linearizer.demo.sim_driver import MJ_COMPILER, FreeBaseSim
 
 GO2_FEET = ('FL_foot', 'FR_foot', 'RL_foot', 'RR_foot')
 #: Radius of the foot spheres [m] (the URDF's foot_convex.stl: half-width 0.0198 m).
@@ -111,7 +111,7 @@ def build_go2(urdf: str, joint_names, efforts=None, timestep: float = 0.001,
     return spec.compile()
 
 
-class Go2Sim:
+class Go2Sim(FreeBaseSim):
     """MuJoCo model and data of the go2 on a floor, with the package's (q, v) conversions."""
 
     def __init__(self, urdf: str, joint_names, efforts=None, timestep: float = 0.001,
@@ -134,52 +134,10 @@ class Go2Sim:
         self.base_body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, 'base')
         self.radius = float(m.geom_size[self.foot_geoms[0], 0])
 
-    def to_qv(self) -> tuple[np.ndarray, np.ndarray]:
-        """Return (q, v) in the package convention."""
-        qpos, qvel = self.data.qpos, self.data.qvel
-        w, x, y, z = qpos[3:7]
-        R = np.empty(9)
-        mujoco.mju_quat2Mat(R, qpos[3:7])
-        R = R.reshape(3, 3)
-        q = configuration(qpos[0:3], np.array([x, y, z, w]), qpos[self.jq])
-        v = velocity(np.concatenate([R.T @ qvel[0:3], qvel[3:6]]), qvel[self.jv])
-        return q, v
-
     def set_qv(self, q, v) -> None:
         """Set the MuJoCo state from (q, v) in the package convention (time 0, no control)."""
-        q = np.asarray(q, dtype=float)
-        v = np.asarray(v, dtype=float)
-        quat = np.array([q[6], q[3], q[4], q[5]])
-        quat /= np.linalg.norm(quat)
         mujoco.mj_resetData(self.model, self.data)
-        self.data.qpos[0:3] = q[0:3]
-        self.data.qpos[3:7] = quat
-        self.data.qpos[self.jq] = q[7:]
-        R = np.empty(9)
-        mujoco.mju_quat2Mat(R, quat)
-        self.data.qvel[0:3] = R.reshape(3, 3) @ v[0:3]
-        self.data.qvel[3:6] = v[3:6]
-        self.data.qvel[self.jv] = v[6:]
-        mujoco.mj_forward(self.model, self.data)
-
-    def velocity_map(self) -> np.ndarray:
-        """Return T with ``qvel_mujoco = T v`` (MuJoCo's dof order, the package's v)."""
-        T = np.zeros((self.model.nv, 6 + len(self.jv)))
-        R = np.empty(9)
-        mujoco.mju_quat2Mat(R, self.data.qpos[3:7])
-        T[0:3, 0:3] = R.reshape(3, 3)
-        T[3:6, 3:6] = np.eye(3)
-        for k, d in enumerate(self.jv):
-            T[d, 6 + k] = 1.0
-        return T
-
-    def mass_matrix(self) -> np.ndarray:
-        """Return MuJoCo's mass matrix in the package's velocity coordinates (``T^T M T``)."""
-        mujoco.mj_forward(self.model, self.data)
-        M = np.zeros((self.model.nv, self.model.nv))
-        mujoco.mj_fullM(self.model, self.data, M)
-        T = self.velocity_map()
-        return T.T @ M @ T
+        super().set_qv(q, v)
 
     def gravity(self) -> np.ndarray:
         """Return MuJoCo's generalized gravity ``T^T qfrc_bias`` at the current q, v = 0."""
