@@ -73,6 +73,34 @@ def _err(x, ref):
     return float(np.abs(np.asarray(x) - ref).max() / max(np.abs(ref).max(), 1e-300))
 
 
+#: ContactDerivatives' blocks, in the order of computeConstraintDynamicsDerivatives' outputs.
+NAMES = ('dqdd_dq', 'dqdd_dv', 'dqdd_dtau', 'dlam_dq', 'dlam_dv', 'dlam_dtau')
+
+
+def pin_constrained(model, pm, pd, q, v, tau, contacts, placements):
+    """Pinocchio's constrained ``(qdd, lam, {NAMES: derivative})`` at (q, v, tau), our v order.
+
+    ``constraintDynamics`` + ``computeConstraintDynamicsDerivatives`` with the exact KKT solve,
+    the contacts built by ``_pin_problem`` at ``placements``; ``pd``: a Pinocchio Data of the
+    caller's own (initConstraintDynamics leaves contact state in it).
+    """
+    from reference.pin_oracle import q_to_pin, v_from_pin, v_perm, v_to_pin
+
+    cms, cds = _pin_problem(model, pm, contacts, placements)
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    prox = pin.ProximalSettings(1e-14, 1e-14, 0.0, 1)
+    qdd = v_from_pin(pm, pin.constraintDynamics(pm, pd, q_to_pin(pm, q), v_to_pin(pm, v),
+                                                v_to_pin(pm, tau), cms, cds, prox))
+    lam = np.array(pd.lambda_c)
+    out = pin.computeConstraintDynamicsDerivatives(pm, pd, cms, cds, prox)
+    perm = v_perm(pm)
+    der = {}
+    for nm, X in zip(NAMES, out, strict=True):
+        X = np.asarray(X)
+        der[nm] = X[np.ix_(perm, perm)] if nm.startswith('dqdd') else X[:, perm]
+    return qdd, lam, der
+
+
 @pytest.mark.parametrize('case', CASES, ids=lambda c: f'{c[0]}-{"+".join(c[1])}')
 @pytest.mark.parametrize('moving', [True, False], ids=['moving', 'rest'])
 @pytest.mark.parametrize('gains,offset', [((0.0, 0.0), 0.0), ((30.0, 4.0), 0.0),
@@ -80,7 +108,6 @@ def _err(x, ref):
                                                                      'anchor-offset'])
 def test_equals_pinocchio(case, moving, gains, offset):
     from reference.cases import get_pin
-    from reference.pin_oracle import q_to_pin, v_from_pin, v_perm, v_to_pin
 
     name, kinds, frames = case
     model, data = robot(name)
@@ -89,27 +116,17 @@ def test_equals_pinocchio(case, moving, gains, offset):
     # changes what later computeABADerivatives calls on it return (the cached one is shared
     # with the other tests' oracle)
     pd = pm.createData()
-    perm = v_perm(pm)
     for seed in ((0,) if moving else (1,)):
         q, v, tau = state(model, seed, moving)
         contacts = make_contacts(kinds, frames, gains)
         if offset:
             contacts = anchored(model, data, q, v, contacts, offset, seed)
         placements = contact_kinematics(model, data, q, v, contacts).placements
-        cms, cds = _pin_problem(model, pm, contacts, placements)
-        pin.initConstraintDynamics(pm, pd, cms, cds)
-        prox = pin.ProximalSettings(1e-14, 1e-14, 0.0, 1)
-        a_pin = v_from_pin(pm, pin.constraintDynamics(pm, pd, q_to_pin(pm, q), v_to_pin(pm, v),
-                                                      v_to_pin(pm, tau), cms, cds, prox))
-        lam_pin = np.array(pd.lambda_c)
+        a_pin, lam_pin, ref = pin_constrained(model, pm, pd, q, v, tau, contacts, placements)
         dyn = contact_dynamics(model, data, q, v, tau, contacts)
         assert _err(dyn.qdd, a_pin) < REL
         assert _err(dyn.lam, lam_pin) < REL
         der = contact_dynamics_derivatives(model, data, q, v, tau, contacts)
         assert np.array_equal(der.dynamics.qdd, dyn.qdd)
-        out = pin.computeConstraintDynamicsDerivatives(pm, pd, cms, cds, prox)
-        names = ('dqdd_dq', 'dqdd_dv', 'dqdd_dtau', 'dlam_dq', 'dlam_dv', 'dlam_dtau')
-        for nm, X in zip(names, out, strict=True):
-            X = np.asarray(X)
-            X = X[np.ix_(perm, perm)] if nm.startswith('dqdd') else X[:, perm]
-            assert _err(getattr(der, nm), X) < REL, (nm, _err(getattr(der, nm), X))
+        for nm in NAMES:
+            assert _err(getattr(der, nm), ref[nm]) < REL, (nm, _err(getattr(der, nm), ref[nm]))
