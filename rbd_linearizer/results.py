@@ -40,6 +40,35 @@ def _frozen(value: Any, name: str, ndim: int) -> np.ndarray:
     return arr
 
 
+_F64 = np.dtype(np.float64)
+
+
+def _owned(value: Any, name: str, ndim: int) -> np.ndarray:
+    """``_frozen`` without the copy for a float64 ndarray that the caller hands over.
+
+    The same check (``ndim``) and the same result type; the array itself is made read-only
+    and kept. Anything else (lists, other dtypes, subclasses) is copied by ``_frozen``. Only
+    for arrays referenced by nothing but the result being built (``Linearization.
+    _checked_owning``).
+    """
+    if type(value) is not np.ndarray or value.dtype is not _F64:
+        return _frozen(value, name, ndim)
+    if value.ndim != ndim:
+        raise StateError(f'{name} must be {ndim}-D, got shape {value.shape}')
+    value.flags.writeable = False
+    return value
+
+
+_STR = frozenset((str,))
+
+
+def _names(items: Any) -> tuple[str, ...]:
+    """``tuple(str(x) for x in items)``; a tuple of str is returned as it is (no per-item call)."""
+    if type(items) is tuple and _STR.issuperset(map(type, items)):
+        return items
+    return tuple(str(x) for x in items)
+
+
 _FIELD_SPECS: dict[type, tuple[tuple[str, Any, Any], ...]] = {}
 
 
@@ -114,14 +143,14 @@ class MultibodyState:
         return cls(q[:3], q[3:7], v[:6], q[7:], v[6:])
 
 
-def _freeze_state_fields(obj: Any) -> None:
+def _freeze_state_fields(obj: Any, freeze=_frozen) -> None:
     for name, length in (('base_position', 3), ('base_quaternion', 4), ('base_twist', 6)):
-        arr = _frozen(getattr(obj, name), name, 1)
+        arr = freeze(getattr(obj, name), name, 1)
         if arr.shape[0] != length:
             raise StateError(f'{name} must have {length} entries, got {arr.shape[0]}')
         object.__setattr__(obj, name, arr)
-    jp = _frozen(obj.joint_positions, 'joint_positions', 1)
-    jv = _frozen(obj.joint_velocities, 'joint_velocities', 1)
+    jp = freeze(obj.joint_positions, 'joint_positions', 1)
+    jv = freeze(obj.joint_velocities, 'joint_velocities', 1)
     if jp.shape != jv.shape:
         raise StateError(f'joint_positions ({jp.shape[0]}) and joint_velocities '
                          f'({jv.shape[0]}) differ in length')
@@ -129,11 +158,14 @@ def _freeze_state_fields(obj: Any) -> None:
     object.__setattr__(obj, 'joint_velocities', jv)
 
 
-def _check_identity(obj: Any) -> int:
-    """Validate and normalize the fields shared by Linearization and DynamicsTerms; return n."""
-    _freeze_state_fields(obj)
+def _check_identity(obj: Any, freeze=_frozen) -> int:
+    """Validate and normalize the fields shared by Linearization and DynamicsTerms; return n.
+
+    ``freeze``: ``_frozen`` (copy every array) or ``_owned`` (keep float64 arrays handed over).
+    """
+    _freeze_state_fields(obj, freeze)
     n = int(obj.joint_positions.shape[0])
-    names = tuple(str(x) for x in obj.joint_names)
+    names = _names(obj.joint_names)
     if names and len(names) != n:
         raise StateError(f'{len(names)} joint_names but {n} joint positions')
     object.__setattr__(obj, 'joint_names', names)
@@ -195,11 +227,15 @@ class Linearization(_AtState):
     stamp: int = 0
 
     def __post_init__(self):
-        n = _check_identity(self)
-        a = _frozen(self.A, 'A', 2)
-        b = _frozen(self.B, 'B', 2)
-        f = _frozen(self.f, 'f', 1)
-        u0 = _frozen(self.u0, 'u0', 1)
+        self._check(_frozen)
+
+    def _check(self, freeze) -> None:
+        """Every check of the constructor; arrays through ``freeze`` (see _check_identity)."""
+        n = _check_identity(self, freeze)
+        a = freeze(self.A, 'A', 2)
+        b = freeze(self.B, 'B', 2)
+        f = freeze(self.f, 'f', 1)
+        u0 = freeze(self.u0, 'u0', 1)
         nx = 12 + 2 * n if self.floating_base else 2 * n
         if a.shape != (nx, nx):
             raise StateError(f'A must be ({nx}, {nx}) for {n} joints '
@@ -214,7 +250,7 @@ class Linearization(_AtState):
             raise StateError(f'u0 must have nu = {nu} entries (or none), got {u0.shape[0]}')
         if u0.shape[0] == 0 and nu:
             u0 = _frozen(np.zeros(nu), 'u0', 1)
-        names = tuple(str(x) for x in self.input_names)
+        names = _names(self.input_names)
         if names and len(names) != nu:
             raise StateError(f'{len(names)} input_names but B has {nu} columns')
         tm = str(self.time_model)
@@ -226,6 +262,21 @@ class Linearization(_AtState):
         for name, value in (('A', a), ('B', b), ('f', f), ('u0', u0), ('input_names', names),
                             ('time_model', tm), ('dt', dt)):
             object.__setattr__(self, name, value)
+
+    @classmethod
+    def _checked_owning(cls, values: dict[str, Any]) -> Linearization:
+        """Build with every check of the constructor, taking ownership of the arrays (internal).
+
+        ``values`` (a dict the result keeps) holds every field. Each float64 ndarray in it must
+        be referenced by nothing but this result (allocated by the caller for it, or a view of
+        such an array, as ``cdr.LinearizationDecoder`` makes them): it is made read-only and
+        kept instead of copied. Everything else is checked and converted, and raises, exactly
+        as ``Linearization(**values)`` (test/test_results_checks.py).
+        """
+        obj = object.__new__(cls)
+        object.__setattr__(obj, '__dict__', values)
+        obj._check(_owned)
+        return obj
 
     @classmethod
     def _trusted(cls, **values: Any) -> Linearization:
