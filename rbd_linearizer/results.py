@@ -55,7 +55,7 @@ def _owned(value: Any, name: str, ndim: int) -> np.ndarray:
         return _frozen(value, name, ndim)
     if value.ndim != ndim:
         raise StateError(f'{name} must be {ndim}-D, got shape {value.shape}')
-    value.flags.writeable = False
+    value.setflags(write=False)
     return value
 
 
@@ -144,18 +144,17 @@ class MultibodyState:
 
 
 def _freeze_state_fields(obj: Any, freeze=_frozen) -> None:
+    # The frozen dataclasses' fields are set in their __dict__ (as object.__setattr__ would).
+    d = obj.__dict__
     for name, length in (('base_position', 3), ('base_quaternion', 4), ('base_twist', 6)):
-        arr = freeze(getattr(obj, name), name, 1)
+        arr = d[name] = freeze(d[name], name, 1)
         if arr.shape[0] != length:
             raise StateError(f'{name} must have {length} entries, got {arr.shape[0]}')
-        object.__setattr__(obj, name, arr)
-    jp = freeze(obj.joint_positions, 'joint_positions', 1)
-    jv = freeze(obj.joint_velocities, 'joint_velocities', 1)
+    jp = d['joint_positions'] = freeze(d['joint_positions'], 'joint_positions', 1)
+    jv = d['joint_velocities'] = freeze(d['joint_velocities'], 'joint_velocities', 1)
     if jp.shape != jv.shape:
         raise StateError(f'joint_positions ({jp.shape[0]}) and joint_velocities '
                          f'({jv.shape[0]}) differ in length')
-    object.__setattr__(obj, 'joint_positions', jp)
-    object.__setattr__(obj, 'joint_velocities', jv)
 
 
 def _check_identity(obj: Any, freeze=_frozen) -> int:
@@ -164,21 +163,18 @@ def _check_identity(obj: Any, freeze=_frozen) -> int:
     ``freeze``: ``_frozen`` (copy every array) or ``_owned`` (keep float64 arrays handed over).
     """
     _freeze_state_fields(obj, freeze)
-    n = int(obj.joint_positions.shape[0])
-    names = _names(obj.joint_names)
+    d = obj.__dict__
+    n = int(d['joint_positions'].shape[0])
+    names = d['joint_names'] = _names(d['joint_names'])
     if names and len(names) != n:
         raise StateError(f'{len(names)} joint_names but {n} joint positions')
-    object.__setattr__(obj, 'joint_names', names)
-    vr = str(obj.velocity_representation)
+    vr = d['velocity_representation'] = str(d['velocity_representation'])
     if vr not in _VELOCITY_REPRESENTATIONS:
         raise StateError(f'velocity_representation must be one of '
                          f'{sorted(_VELOCITY_REPRESENTATIONS)}, got {vr!r}')
-    object.__setattr__(obj, 'velocity_representation', vr)
-    object.__setattr__(obj, 'floating_base', bool(obj.floating_base))
-    object.__setattr__(obj, 'model_name', str(obj.model_name))
-    object.__setattr__(obj, 'model_hash', str(obj.model_hash))
-    object.__setattr__(obj, 'compute_time', float(obj.compute_time))
-    object.__setattr__(obj, 'stamp', int(obj.stamp))
+    d.update(floating_base=bool(d['floating_base']), model_name=str(d['model_name']),
+             model_hash=str(d['model_hash']), compute_time=float(d['compute_time']),
+             stamp=int(d['stamp']))
     return n
 
 
@@ -259,9 +255,7 @@ class Linearization(_AtState):
         dt = float(self.dt)
         if tm == TimeModel.DISCRETE and not dt > 0.0:
             raise StateError(f'a discrete-time linearization needs dt > 0, got {dt}')
-        for name, value in (('A', a), ('B', b), ('f', f), ('u0', u0), ('input_names', names),
-                            ('time_model', tm), ('dt', dt)):
-            object.__setattr__(self, name, value)
+        self.__dict__.update(A=a, B=b, f=f, u0=u0, input_names=names, time_model=tm, dt=dt)
 
     @classmethod
     def _checked_owning(cls, values: dict[str, Any]) -> Linearization:
