@@ -19,6 +19,18 @@ Every reader checks bounds, counts and the encapsulation, and raises ``StateErro
 that are not a well-formed message of its type (a raw publisher can send anything); readers
 return exactly what rclpy's deserialization followed by ``conversions.joint_state_arrays`` /
 ``conversions.odometry_arrays`` returns (test/ros/test_cdr.py checks it bit for bit).
+
+A publisher sends the same strings and sizes in every message; only the stamp and the numbers
+change. Reading a string costs ~2 µs in Python, and a Linearization has 2 nv + 5 of them, so
+the decoders of JointState, Odometry and Linearization (``JointStateDecoder``,
+``OdometryDecoder``, ``LinearizationDecoder``; the module functions use one each) remember
+the *layout* of the last message they read: its length, every byte that is not the stamp or
+a float64 (encapsulation, strings, counts, sizes, flags, padding) and what those bytes
+decoded to. A message whose length and those bytes are equal is laid out identically, byte
+for byte, so its strings and sizes are taken from the layout and only the stamp and the
+numbers are read; any other message is parsed in full (and becomes the layout if it is well
+formed). The numbers are always the message's own and a Linearization is always validated;
+the layout holds no number (test/ros/test_cdr_layout.py).
 """
 
 from __future__ import annotations
@@ -30,8 +42,9 @@ import numpy as np
 from rbd_linearizer.errors import StateError
 from rbd_linearizer.results import Linearization
 
-__all__ = ['LinearizationEncoder', 'TrajectoryLinearizationEncoder', 'joint_state_fields',
-           'linearization_from_cdr', 'odometry_fields', 'trajectory_linearization_from_cdr']
+__all__ = ['JointStateDecoder', 'LinearizationDecoder', 'LinearizationEncoder', 'OdometryDecoder',
+           'TrajectoryLinearizationEncoder', 'joint_state_fields', 'linearization_from_cdr',
+           'odometry_fields', 'trajectory_linearization_from_cdr']
 
 _NS = 1_000_000_000
 _HEADER_LE = b'\x00\x01\x00\x00'
@@ -41,10 +54,11 @@ _ENDIAN = {b'\x00\x01': '<', b'\x00\x00': '>'}
 class _Reader:
     """Bounds-checked XCDR1 reader (alignment relative to the end of the 4-byte header)."""
 
-    __slots__ = ('buf', 'pos', 'size', 'e', 'what')
+    __slots__ = ('buf', 'pos', 'size', 'e', 'what', 'runs')
 
     def __init__(self, raw, what: str):
         self.what = what
+        self.runs: list[tuple[int, int]] = []  # (start, end) of every float64 field read
         if not isinstance(raw, (bytes, bytearray, memoryview)):
             raise StateError(f'{what}: expected serialized bytes, got {type(raw).__name__}')
         self.buf = raw
@@ -106,7 +120,9 @@ class _Reader:
         """Step over ``n`` doubles; return where they start."""
         if n:
             self._align(8)
-        return self._need(8 * n)
+        p = self._need(8 * n)
+        self.runs.append((p, p + 8 * n))
+        return p
 
     def f64s(self, n: int) -> np.ndarray:
         p = self.skip_f64s(n)
@@ -120,11 +136,105 @@ class _Reader:
         return self.f64s(n)
 
     def f64(self) -> float:
-        self._align(8)
-        return struct.unpack_from(self.e + 'd', self.buf, self._need(8))[0]
+        return struct.unpack_from(self.e + 'd', self.buf, self.skip_f64s(1))[0]
 
     def u8(self) -> int:
         return self.buf[self._need(1)]
+
+
+def _as_bytes(raw, what: str) -> bytes:
+    if type(raw) is bytes:
+        return raw
+    if not isinstance(raw, (bytes, bytearray, memoryview)):
+        raise StateError(f'{what}: expected serialized bytes, got {type(raw).__name__}')
+    return bytes(raw)
+
+
+class _Layout:
+    """A parsed message minus its stamp and numbers: see the module docstring.
+
+    ``size`` and ``fixed`` (``(start, bytes, end)`` of every run of bytes outside the stamp
+    and the float64 fields) are what a message must match to be laid out the same; ``dtype``
+    is the float64 dtype of its byte order and ``decoded`` what the strings, counts and flags
+    decoded to (the decoder's). Never changed once made (the decoders share it between
+    threads).
+    """
+
+    __slots__ = ('size', 'fixed', 'dtype', 'stamp_fmt', 'decoded')
+
+    def __init__(self, r: _Reader, decoded) -> None:
+        raw, size = r.buf, r.size
+        fixed, at = [], 0
+        for start, end in [(4, 12), *r.runs]:  # the stamp is always at 4..12
+            if start > at:
+                fixed.append((at, bytes(raw[at:start])))
+            at = max(at, end)
+        if at < size:
+            fixed.append((at, bytes(raw[at:size])))
+        self.size, self.fixed = size, tuple((a, b, a + len(b)) for a, b in fixed)
+        self.dtype = np.dtype(r.e + 'f8')
+        self.stamp_fmt = r.e + 'iI'
+        self.decoded = decoded
+
+    def fits(self, raw: bytes) -> bool:
+        """Whether ``raw`` has this layout (same length, same bytes outside stamp and numbers)."""
+        if len(raw) != self.size:
+            return False
+        for start, fixed, end in self.fixed:
+            if raw[start:end] != fixed:
+                return False
+        return True
+
+
+class JointStateDecoder:
+    """``sensor_msgs/JointState`` bytes -> ``(stamp_ns, names, position, velocity, effort)``.
+
+    Remembers the layout of the last message (module docstring): a stream with the same
+    frame and names is read without reading its strings again. Equal to
+    ``conversions.joint_state_arrays`` of the deserialized message for every message, in any
+    order. Thread-safe: the layout is one immutable object, read once and replaced whole per
+    call (concurrent calls at worst parse again). Use one per subscription.
+    """
+
+    def __init__(self) -> None:
+        self._layout: _Layout | None = None
+
+    @staticmethod
+    def _parse(raw: bytes) -> _Layout:
+        r = _Reader(raw, 'JointState')
+        r.stamp_ns()
+        r.string()  # header.frame_id (unused)
+        names = tuple(r.strings())
+        runs = []
+        for _ in range(3):  # position, velocity, effort
+            n = r.u32()
+            if n > r.size:
+                raise StateError(f'JointState: sequence of {n} doubles in {r.size} bytes')
+            runs.append((r.skip_f64s(n), n))
+        return _Layout(r, (names, *runs))
+
+    def decode(self, raw) -> tuple[int, list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Return ``(stamp_ns, names, position, velocity, effort)`` of a JointState's bytes.
+
+        The same values as ``conversions.joint_state_arrays`` of the deserialized message
+        (float64 copies in the message's name order; absent fields empty; ``names`` a new
+        list). StateError if malformed.
+        """
+        raw = _as_bytes(raw, 'JointState')
+        lay = self._layout
+        if lay is None or not lay.fits(raw):
+            lay = self._parse(raw)
+            self._layout = lay
+        names, (p0, n0), (p1, n1), (p2, n2) = lay.decoded
+        sec, nanosec = struct.unpack_from(lay.stamp_fmt, raw, 4)
+        dtype = lay.dtype
+        return (sec * _NS + nanosec, list(names),
+                np.frombuffer(raw, dtype, n0, p0).astype(np.float64),
+                np.frombuffer(raw, dtype, n1, p1).astype(np.float64),
+                np.frombuffer(raw, dtype, n2, p2).astype(np.float64))
+
+
+_JOINT_STATES = JointStateDecoder()
 
 
 def joint_state_fields(raw) -> tuple[int, list[str], np.ndarray, np.ndarray, np.ndarray]:
@@ -132,12 +242,55 @@ def joint_state_fields(raw) -> tuple[int, list[str], np.ndarray, np.ndarray, np.
 
     The same values as ``conversions.joint_state_arrays`` of the deserialized message (float64
     copies in the message's name order; absent fields empty). StateError if malformed.
+    ``JointStateDecoder().decode`` with one module-wide decoder (thread-safe; a process that
+    reads several streams of different layouts should hold one decoder per stream).
     """
-    r = _Reader(raw, 'JointState')
-    stamp = r.stamp_ns()
-    r.string()  # header.frame_id (unused)
-    names = r.strings()
-    return stamp, names, r.f64_seq(), r.f64_seq(), r.f64_seq()
+    return _JOINT_STATES.decode(raw)
+
+
+class OdometryDecoder:
+    """``nav_msgs/Odometry`` bytes -> ``(stamp_ns, frame_id, position, quaternion_xyzw, twist)``.
+
+    Remembers the layout of the last message (module docstring), as ``JointStateDecoder``:
+    equal to ``conversions.odometry_arrays`` (and ``header.frame_id``) of the deserialized
+    message for every message, in any order; thread-safe; one per subscription.
+    """
+
+    def __init__(self) -> None:
+        self._layout: _Layout | None = None
+
+    @staticmethod
+    def _parse(raw: bytes) -> _Layout:
+        r = _Reader(raw, 'Odometry')
+        r.stamp_ns()
+        frame = r.string()
+        r.string()  # child_frame_id
+        pose = r.skip_f64s(7)  # position x y z, orientation x y z w
+        r.skip_f64s(36)  # pose covariance
+        twist = r.skip_f64s(6)
+        r.skip_f64s(36)  # twist covariance
+        return _Layout(r, (frame, pose, twist))
+
+    def decode(self, raw) -> tuple[int, str, np.ndarray, np.ndarray, np.ndarray]:
+        """Return ``(stamp_ns, frame_id, position, quaternion_xyzw, twist)`` of an Odometry.
+
+        ``twist`` is ``[linear, angular]`` as in the message; the values equal
+        ``conversions.odometry_arrays`` of the deserialized message (covariances and
+        ``child_frame_id`` are read past, unused). StateError if malformed.
+        """
+        raw = _as_bytes(raw, 'Odometry')
+        lay = self._layout
+        if lay is None or not lay.fits(raw):
+            lay = self._parse(raw)
+            self._layout = lay
+        frame, p, t = lay.decoded
+        sec, nanosec = struct.unpack_from(lay.stamp_fmt, raw, 4)
+        pose = np.frombuffer(raw, lay.dtype, 7, p).astype(np.float64)
+        return (sec * _NS + nanosec, frame, pose[0:3], pose[3:7],
+                np.frombuffer(raw, lay.dtype, 6, t).astype(np.float64))
+
+
+_ODOMETRIES = OdometryDecoder()
 
 
 def odometry_fields(raw) -> tuple[int, str, np.ndarray, np.ndarray, np.ndarray]:
@@ -146,16 +299,9 @@ def odometry_fields(raw) -> tuple[int, str, np.ndarray, np.ndarray, np.ndarray]:
     ``twist`` is ``[linear, angular]`` as in the message; the values equal
     ``conversions.odometry_arrays`` of the deserialized message (covariances and
     ``child_frame_id`` are read past, unused). StateError if malformed.
+    ``OdometryDecoder().decode`` with one module-wide decoder (thread-safe).
     """
-    r = _Reader(raw, 'Odometry')
-    stamp = r.stamp_ns()
-    frame = r.string()
-    r.string()  # child_frame_id
-    pose = r.f64s(7)  # position x y z, orientation x y z w
-    r.skip_f64s(36)  # pose covariance
-    twist = r.f64s(6)
-    r.skip_f64s(36)  # twist covariance
-    return stamp, frame, pose[0:3], pose[3:7], twist
+    return _ODOMETRIES.decode(raw)
 
 
 # --- Linearization ----------------------------------------------------------------------------
@@ -302,6 +448,115 @@ class LinearizationEncoder:
         return bytes(self._buf)
 
 
+class LinearizationDecoder:
+    """``rbd_linearizer/msg/Linearization`` bytes -> a validated ``results.Linearization``.
+
+    For Python consumers of ``~/linearization`` subscribed with ``raw=True``. Remembers the
+    layout of the last message (module docstring): from one node the strings and sizes
+    repeat, so a message is read as its stamp plus one copy of its numbers, then validated.
+    ``decode(raw)`` equals ``conversions.linearization_from_msg`` of the deserialized message
+    for every message, in any order. Thread-safe: the layout is one immutable object, read
+    once and replaced whole per call (concurrent calls at worst parse again). Use one per
+    subscription (one per publisher, when messages of several nodes arrive on one).
+    """
+
+    def __init__(self) -> None:
+        self._layout: _Layout | None = None
+
+    @staticmethod
+    def _parse(raw: bytes) -> _Layout:
+        """Read the strings, sizes and flags and check them; record where the numbers are."""
+        r = _Reader(raw, 'Linearization')
+        r.stamp_ns()
+        r.string()  # header.frame_id
+        model_name, model_hash = r.string(), r.string()
+        floating_base = bool(r.u8())
+        joint_names, input_names = tuple(r.strings()), tuple(r.strings())
+        rep, tm = r.string(), r.string()
+        r.skip_f64s(1)  # dt
+        nx, nu = r.u32(), r.u32()
+        r.skip_f64s(13)  # state.base_pose (position, orientation), state.base_twist
+
+        def seq() -> tuple[int, int]:
+            n = r.u32()
+            if n > r.size:
+                raise StateError(f'Linearization: sequence of {n} doubles in {r.size} bytes')
+            return r.skip_f64s(n), n
+
+        s, sdot, u0 = seq(), seq(), seq()
+        mats = []
+        for name in ('a', 'b'):
+            rows, cols = r.u32(), r.u32()
+            at, n = seq()
+            if rows * cols != n:
+                raise StateError(f'Linearization: {name} is {rows} x {cols} but holds '
+                                 f'{n} values')
+            mats.append((at, rows, cols))
+        f = seq()
+        r.skip_f64s(1)  # compute_time
+        contacts = ((), ()) if r.pos == r.size else (tuple(r.strings()), tuple(r.strings()))
+        if len(contacts[0]) != len(contacts[1]):
+            raise StateError(f'Linearization: {len(contacts[0])} contact_frames but '
+                             f'{len(contacts[1])} contact_types')
+        (at_a, rows_a, cols_a), (at_b, rows_b, cols_b) = mats
+        if rows_a != nx or cols_b != nu:
+            raise StateError(f'Linearization: nx = {nx}, nu = {nu} but A is '
+                             f'{(rows_a, cols_a)} and B is {(rows_b, cols_b)}')
+        # Every float64 is 8-aligned after the 4-byte header: all of them lie in one run of
+        # whole doubles from dt (the first) to compute_time (the last), read as one copy.
+        first = r.runs[0][0]
+        last = r.runs[-1][1]
+
+        def index(at: int) -> int:
+            return (at - first) // 8
+
+        pose = index(r.runs[1][0])
+        decoded = (
+            first, (last - first) // 8,
+            dict(model_name=model_name, model_hash=model_hash, floating_base=floating_base,
+                 joint_names=joint_names, input_names=input_names,
+                 velocity_representation=rep, time_model=tm),
+            pose, index(s[0]), s[1], index(sdot[0]), sdot[1], index(u0[0]), u0[1],
+            index(at_a), rows_a, cols_a, index(at_b), rows_b, cols_b, index(f[0]), f[1],
+            index(last - 8), contacts)
+        return _Layout(r, decoded)
+
+    def decode(self, raw, with_contacts: bool = False):
+        """Return the :class:`rbd_linearizer.results.Linearization` of a serialized message.
+
+        The same result as ``conversions.linearization_from_msg`` of the deserialized message
+        (validated: StateError if malformed or inconsistent). ``with_contacts``: return
+        ``(linearization, contact_frames, contact_types)`` (the contact set it was computed
+        with; bytes of the message before those fields were appended: empty).
+        """
+        raw = _as_bytes(raw, 'Linearization')
+        lay = self._layout
+        if lay is None or not lay.fits(raw):
+            lay = self._parse(raw)
+            self._layout = lay
+        (first, count, names, pose, s, ns, sdot, nsdot, u0, nu0, a, ra, ca, b, rb, cb, f, nf,
+         ct, contacts) = lay.decoded
+        sec, nanosec = struct.unpack_from(lay.stamp_fmt, raw, 4)
+        x = np.frombuffer(raw, lay.dtype, count, first).astype(np.float64)
+        x.setflags(write=False)  # the result's arrays are views of this copy, its own
+        values = dict(
+            names, A=x[a:a + ra * ca].reshape(ra, ca), B=x[b:b + rb * cb].reshape(rb, cb),
+            f=x[f:f + nf], u0=x[u0:u0 + nu0], dt=float(x[0]), compute_time=float(x[ct]),
+            stamp=sec * _NS + nanosec, base_position=x[pose:pose + 3],
+            base_quaternion=x[pose + 3:pose + 7], base_twist=x[pose + 7:pose + 13],
+            joint_positions=x[s:s + ns], joint_velocities=x[sdot:sdot + nsdot])
+        try:
+            lin = Linearization._checked_owning(values)
+        except StateError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the result's own checks: one error type here
+            raise StateError(f'Linearization: {e}') from e
+        return (lin, *contacts) if with_contacts else lin
+
+
+_LINEARIZATIONS = LinearizationDecoder()
+
+
 def linearization_from_cdr(raw, with_contacts: bool = False):
     """Return the :class:`rbd_linearizer.results.Linearization` of a serialized message.
 
@@ -310,48 +565,10 @@ def linearization_from_cdr(raw, with_contacts: bool = False):
     rclpy building a Python float per matrix entry. StateError if malformed or inconsistent.
     ``with_contacts``: return ``(linearization, contact_frames, contact_types)`` (the contact
     set it was computed with; bytes of the message before those fields were appended: empty).
+    ``LinearizationDecoder().decode`` with one module-wide decoder (thread-safe; a consumer of
+    several nodes should hold one decoder per subscription, so that each keeps its layout).
     """
-    r = _Reader(raw, 'Linearization')
-    stamp = r.stamp_ns()
-    r.string()  # header.frame_id
-    model_name, model_hash = r.string(), r.string()
-    floating_base = bool(r.u8())
-    joint_names, input_names = tuple(r.strings()), tuple(r.strings())
-    rep, tm = r.string(), r.string()
-    dt = r.f64()
-    nx, nu = r.u32(), r.u32()
-    pose = r.f64s(13)
-    s, sdot, u0 = r.f64_seq(), r.f64_seq(), r.f64_seq()
-    mats = []
-    for name in ('a', 'b'):
-        rows, cols = r.u32(), r.u32()
-        data = r.f64_seq()
-        if rows * cols != data.shape[0]:
-            raise StateError(f'Linearization: {name} is {rows} x {cols} but holds '
-                             f'{data.shape[0]} values')
-        mats.append(data.reshape(rows, cols))
-    f = r.f64_seq()
-    compute_time = r.f64()
-    contacts = ((), ()) if r.pos == r.size else (tuple(r.strings()), tuple(r.strings()))
-    if len(contacts[0]) != len(contacts[1]):
-        raise StateError(f'Linearization: {len(contacts[0])} contact_frames but '
-                         f'{len(contacts[1])} contact_types')
-    a, b = mats
-    if a.shape[0] != nx or b.shape[1] != nu:
-        raise StateError(f'Linearization: nx = {nx}, nu = {nu} but A is {a.shape} and B is '
-                         f'{b.shape}')
-    try:
-        lin = Linearization(
-            A=a, B=b, f=f, u0=u0, input_names=input_names, time_model=tm, dt=dt,
-            joint_names=joint_names, velocity_representation=rep, model_name=model_name,
-            model_hash=model_hash, floating_base=floating_base, compute_time=compute_time,
-            stamp=stamp, base_position=pose[0:3], base_quaternion=pose[3:7],
-            base_twist=pose[7:13], joint_positions=s, joint_velocities=sdot)
-        return (lin, *contacts) if with_contacts else lin
-    except StateError:
-        raise
-    except Exception as e:  # noqa: BLE001 - the result's own checks: one error type here
-        raise StateError(f'Linearization: {e}') from e
+    return _LINEARIZATIONS.decode(raw, with_contacts)
 
 
 # --- TrajectoryLinearization ----------------------------------------------------------------
