@@ -171,13 +171,8 @@ def bench(name: str, number: int, repeat: int, extras: bool) -> dict:
         plan = next(p for k, p in data.linearization_plans.items()
                     if k[1] == ('body' if key == 'body' else 'mixed')
                     and k[2] == ('continuous' if key == 'body' else 'discrete'))
-        mi, mf, ws = data.kernel_buffers
-        dws = data.derivatives
-        nx = 2 * model.nv
-        args = (mi, mf, ws, q, v, u.copy(), 0.0 if key == 'body' else DT, dws.dW, dws.dtau,
-                dws.C, dws.tau, dws.scratch, plan.pw, plan.iw, np.empty((nx, nx)),
-                np.empty((nx, plan.nu)), np.empty(nx), plan.ddq, np.empty(6),
-                plan.res.tau_dofs, plan.opts)
+        args = (*plan.buffers, q, v, u.copy(), 0.0 if key == 'body' else DT,
+                np.empty(plan.out_size))
         kernels[key] = (lambda a=args: continuous._one_state(*a))
 
     fns = {'ours': ours, 'core': core, 'pin': theirs, 'md': ours_md, 'pin_md': theirs_md,

@@ -6,7 +6,8 @@ Seeds 000/001 Prop. 3.3 ((3.42)-(3.53)): the derivatives of the forward dynamics
 ``M^-1`` comes from the recursive algorithm (``minverse_passes``, seeds IMMAmb / Carpentier),
 never from a dense inverse or solve; the forward dynamics is ``M^-1 (tau - h)`` with that same
 M^-1 (one O(n^2) product instead of a separate ABA pass); the only O(n^3) step is the product
-``M^-1 [dtau_dq | dtau_dv]`` (one BLAS call, notes §5.10).
+``M^-1 [dtau_dq | dtau_dv]`` (notes §5.10), written out, over the entries of ``dtau`` that the
+tree's structure allows to be non-zero (``_neg_matmul_tree``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rbd_linearizer.algorithm._joints import (
     BAD_FEXT,
     BAD_V,
     W_DDQ,
+    W_FA,
     W_MINV,
     as_fext,
     as_vector,
@@ -34,6 +36,7 @@ from rbd_linearizer.algorithm.rnea_derivatives import (
     derivative_workspace,
     rnea_derivatives_passes,
 )
+from rbd_linearizer.model import data as _d
 from rbd_linearizer.model.data import check_data
 
 __all__ = ['compute_aba_derivatives']
@@ -56,6 +59,48 @@ def _neg_matmul(M, D, out):
                 d = D[k]
                 for c in range(m):
                     o[c] += mk * d[c]
+
+
+@jit_inline
+def _neg_matmul_tree(mi, M, D, T, out):
+    # out = -M D for M (nv, nv) symmetric and D = [dtau_dq | dtau_dv] (nv, 2 nv), over the
+    # entries of D that the tree allows to be non-zero: row k of either half vanishes outside
+    # the columns of the dofs that support k's joint or descend from it (rnea_derivatives
+    # _derivatives_entries writes nothing else), stored as ranges in mi (model/data.py
+    # H_DRPTR / H_DRIDX). Computed transposed, T (2 nv, nv) = -D^T M with full-length
+    # contiguous rows (row k of M is its column k), then out = T^T: the same sums as
+    # _neg_matmul (k ascending), minus exact zeros. nnz(D) nv + 2 nv^2 operations.
+    nv = M.shape[0]
+    po = mi[_d.H_DRPTR]
+    io = mi[_d.H_DRIDX]
+    for c in range(2 * nv):
+        t = T[c]
+        for r in range(nv):
+            t[r] = 0.0
+    for k in range(nv):
+        mk = M[k]
+        dk = D[k]
+        for e in range(mi[po + k], mi[po + k + 1]):
+            for c in range(mi[io + 2 * e], mi[io + 2 * e + 1]):
+                xq = dk[c]
+                xv = dk[nv + c]
+                tq = T[c]
+                tv = T[nv + c]
+                if xq != 0.0 and xv != 0.0:  # both halves in one pass over row k of M
+                    for r in range(nv):
+                        m = mk[r]
+                        tq[r] -= xq * m
+                        tv[r] -= xv * m
+                elif xq != 0.0:
+                    for r in range(nv):
+                        tq[r] -= xq * mk[r]
+                elif xv != 0.0:
+                    for r in range(nv):
+                        tv[r] -= xv * mk[r]
+    for r in range(nv):
+        o = out[r]
+        for c in range(2 * nv):
+            o[c] = T[c, r]
 
 
 @jit_inline  # its callers are thin: one compiled level less to link (compile time)
@@ -86,7 +131,11 @@ def aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc
     rnea_passes(mi, mf, q, v, ddq, fext, ws, MODE_RNEA, tau_id)
     rnea_derivatives_passes(mi, mf, ws, dW, dtau, Cm, sc)
     uncentre_pass(mi, ws)
-    _neg_matmul(Minv, dtau, ddq_dx)  # Prop. 3.3: D_i FD = -M^-1 D_i ID
+    # Prop. 3.3: D_i FD = -M^-1 D_i ID
+    if 3 * mi[0] >= nv:  # M^-1's forward-pass scratch Fa (free now) holds the transpose
+        _neg_matmul_tree(mi, Minv, dtau, ws_field2(mi, ws, W_FA, 2 * nv, nv), ddq_dx)
+    else:
+        _neg_matmul(Minv, dtau, ddq_dx)
     return 0
 
 

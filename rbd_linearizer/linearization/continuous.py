@@ -119,23 +119,76 @@ BAD_U = 102
 
 
 @jit
-def _one_state(mi, mf, ws, q, v, u, dt, dW, dtau, Cm, tau_id, sc, pw, iw, A, B, f, ddq, twist,
-               tau_dofs, opts):
+def _one_state(ints, floats, ws, dflat, Cm, q, v, u, dt, out):
     """Run the one compiled call of ``linearize`` / ``linearize_body`` (joint-torque inputs).
 
-    ``opts = [minv_offset, ddq_offset, floating, rep, tm, scheme]`` (codes of horizon.py).
-    Checks ``u``, then ``horizon.point_kernel`` (which checks q, v before writing anything)
-    fills A, B, f, ddq in the representation and time model; ``twist`` (6,) receives the base
-    twist in the representation (floating base). Returns an error code (0 = fine).
+    Few arguments (numba's dispatch costs ~0.1 us per array): ``ints`` / ``floats`` are the
+    plan's packed constants and scratch (``_Plan``: ``ints = [len(mi), nu, len(mf), len(pw),
+    opts (6), tau_dofs (nu), iw (nb), mi]`` with ``opts = [minv_offset, ddq_offset, floating,
+    rep, tm, scheme]`` (codes of horizon.py); ``floats = [mf, pw, ddq (nv)]``), ``ws`` the Data's
+    packed workspace, ``dflat`` ``data.derivatives.flat`` (dW, dtau, tau, scratch), ``Cm``
+    ``data.C``. ``out`` (``_out_size``) receives ``[A | B | f | twist (6) | base position (3) |
+    base quaternion (4) | q | v | u]``: checks ``u``, then ``horizon.point_kernel`` (which
+    checks q, v before writing anything) fills A, B, f in the representation and time model;
+    ``twist`` the base twist in the representation (floating base; zeros and the identity pose
+    for a fixed base), then the copies of q, v, u. Returns an error code (0 = fine).
     """
     if not check_finite(u):
         return BAD_U
+    nmi = ints[0]
+    nu = ints[1]
+    nmf = ints[2]
+    npw = ints[3]
+    nint = ints.shape[0]
+    opts = ints[4:10]
+    tau_dofs = ints[10 : 10 + nu]
+    mi = ints[nint - nmi : nint]
+    nb = mi[0]
+    nv = mi[1]
+    nq = mi[2]
+    iw = ints[10 + nu : 10 + nu + nb]
+    mf = floats[0:nmf]
+    pw = floats[nmf : nmf + npw]
+    ddq = floats[nmf + npw : nmf + npw + nv]
+    ndw = 15 * nb + 10 * nv
+    o = 6 * ndw
+    dW = dflat[0:o].reshape((ndw, 6))
+    dtau = dflat[o : o + 2 * nv * nv].reshape((nv, 2 * nv))
+    o += 2 * nv * nv
+    tau_id = dflat[o : o + nv]
+    sc = dflat[o + nv : o + nv + 64]
+    nx = 2 * nv
+    o = nx * nx
+    A = out[0:o].reshape((nx, nx))
+    B = out[o : o + nx * nu].reshape((nx, nu))
+    o += nx * nu
+    f = out[o : o + nx]
+    o += nx
+    twist = out[o : o + 6]
+    pose = out[o + 6 : o + 13]
+    o += 13
     wi = np.empty(0, dtype=np.int64)
     code = point_kernel(mi, mf, q, v, u, dt, ws, dW, dtau, Cm, tau_id, sc, pw, iw, A, B, f,
                         ddq, tau_dofs, wi, np.empty((0, 3, 3)), np.empty((0, 3)),
                         np.empty(0, dtype=np.bool_), wi, wi, opts[0:2], opts[2:6])
-    if code != 0 or opts[2] == 0:
+    if code != 0:
         return code
+    # the result's own copies of the point
+    for r in range(nq):
+        out[o + r] = q[r]
+    o += nq
+    for r in range(nv):
+        out[o + r] = v[r]
+    o += nv
+    for r in range(nu):
+        out[o + r] = u[r]
+    if opts[2] == 0:  # fixed base: zero twist, identity pose
+        for r in range(6):
+            twist[r] = 0.0
+        for r in range(7):
+            pose[r] = 0.0
+        pose[6] = 1.0
+        return 0
     rep = opts[3]
     if rep == 0:
         for r in range(6):
@@ -169,9 +222,9 @@ class _Plan:
     resolved inputs, the compiled call's option codes and scratch, the result's constant fields.
     """
 
-    __slots__ = ('rep', 'tm', 'res', 'discrete_method', 'scheme', 'torques_only', 'opts', 'pw',
-                 'iw', 'ddq', 'scratch_twist', 'fields', 'nx', 'nv', 'nq', 'nu', 'floating',
-                 'discrete', 'buffers')
+    __slots__ = ('rep', 'tm', 'res', 'discrete_method', 'scheme', 'torques_only', 'fields',
+                 'nx', 'nv', 'nq', 'nu', 'floating', 'discrete', 'buffers', 'out_size',
+                 'u_zero', 'sl_A', 'sl_B', 'sl_f', 'sl_u', 'state_slices')
 
     def __init__(self, model, data, inputs, representation, time_model, discrete_method,
                  scheme):
@@ -194,19 +247,44 @@ class _Plan:
         self.discrete = tm == 'discrete'
         self.discrete_method, self.scheme = str(discrete_method), str(scheme)
         self.torques_only = not res.has_wrenches
-        nv = int(model.nv)
-        self.nv, self.nq, self.nx, self.nu = nv, int(model.nq), 2 * nv, int(res.nu)
+        nb, nv, nq = int(model.nb), int(model.nv), int(model.nq)
+        nx, nu = 2 * nv, int(res.nu)
+        self.nv, self.nq, self.nx, self.nu = nv, nq, nx, nu
+        #: the zero input of ``u=None`` (never written nor handed out: the result gets a copy)
+        self.u_zero = np.zeros(nu)
         dws = data.derivatives
         mi, mf, ws = data.kernel_buffers
-        #: the compiled call's workspace arguments (the Data's own arrays)
-        self.buffers = (mi, mf, ws, dws.dW, dws.dtau, dws.C, dws.tau, dws.scratch)
         tcode = 0 if tm == 'continuous' else 1 if discrete_method == 'lie_euler' else 2
-        self.opts = np.array([dws.minv_offset, dws.ddq_offset, int(self.floating),
-                              ('body', 'mixed', 'inertial').index(rep), tcode,
-                              0 if scheme == 'semi_implicit' else 1], dtype=np.int64)
-        self.pw, self.iw = data.horizon_scratch(scratch_size(int(model.nb), nv, self.nu))
-        self.ddq = np.empty(nv)
-        self.scratch_twist = np.empty(6)
+        opts = [dws.minv_offset, dws.ddq_offset, int(self.floating),
+                ('body', 'mixed', 'inertial').index(rep), tcode,
+                0 if scheme == 'semi_implicit' else 1]
+        npw = scratch_size(nb, nv, nu)
+        tau_dofs = np.asarray(res.tau_dofs, dtype=np.int64)
+        # _one_state's packed constants and scratch (layout in its docstring); mi and mf are
+        # copies of the Data's model buffers (constant), ws / dws.flat / data.C the Data's own
+        ints = np.concatenate([np.array([mi.shape[0], tau_dofs.shape[0], mf.shape[0], npw]),
+                               np.asarray(opts), tau_dofs, np.zeros(nb), mi]).astype(np.int64)
+        floats = np.concatenate([mf, np.zeros(npw), np.zeros(nv)])
+        #: the compiled call's arguments before the point: (ints, floats, ws, dflat, C)
+        self.buffers = (ints, floats, ws, dws.flat, dws.C)
+        # the layout of _one_state's out: A, B, f, twist, base pose (fixed base), q, v, u
+        o_b = nx * nx
+        o_f = o_b + nx * nu
+        o_t = o_f + nx
+        o_q = o_t + 13
+        o_v = o_q + nq
+        o_u = o_v + nv
+        self.out_size = o_u + nu
+        self.sl_A, self.sl_B = slice(0, o_b), slice(o_b, o_f)
+        self.sl_f, self.sl_u = slice(o_f, o_t), slice(o_u, o_u + nu)
+        if self.floating:  # views of the result's copies of q and v
+            sp, sq, sj, sv = (slice(o_q, o_q + 3), slice(o_q + 3, o_q + 7),
+                              slice(o_q + 7, o_v), slice(o_v + 6, o_u))
+        else:  # the kernel's zero twist and identity pose; q, v whole
+            sp, sq, sj, sv = (slice(o_t + 6, o_t + 9), slice(o_t + 9, o_t + 13),
+                              slice(o_q, o_v), slice(o_v, o_u))
+        #: (base_position, base_quaternion, base_twist, joint_positions, joint_velocities)
+        self.state_slices = (sp, sq, slice(o_t, o_t + 6), sj, sv)
         self.fields = dict(joint_names=tuple(str(j) for j in model.joint_names),
                            input_names=tuple(res.names), velocity_representation=str(rep),
                            time_model=str(tm), model_name=str(model.name),
@@ -240,15 +318,6 @@ def _discrete_dt(dt) -> float:
     return step
 
 
-def _compiled(plan: _Plan, q, v, u, dt: float, A, B, f, twist) -> None:
-    # the one compiled call (torque inputs); StateError / kernel errors on bad input
-    mi, mf, ws, dW, dtau, Cm, tau_id, sc = plan.buffers
-    code = _one_state(mi, mf, ws, q, v, u, dt, dW, dtau, Cm, tau_id, sc, plan.pw, plan.iw, A, B,
-                      f, plan.ddq, twist, plan.res.tau_dofs, plan.opts)
-    if code:
-        _raise(code)
-
-
 def _raise(code: int):
     # the error of a non-zero code of _one_state
     if code == BAD_U:
@@ -273,22 +342,26 @@ def linearize_body(model, data, q, v, u=None, inputs: InputSelection | None = No
                                          'semi_implicit')]
     except (KeyError, TypeError):
         plan = _plan(model, data, inputs, 'body', 'continuous', 'lie_euler', 'semi_implicit')
-    q = as_vector(q, plan.nq, 'q')
-    v = as_vector(v, plan.nv, 'v')
-    u = np.zeros(plan.nu) if u is None else as_vector(u, plan.nu, 'u')
+    q = _kernel_vector(q, plan.nq, 'q')
+    v = _kernel_vector(v, plan.nv, 'v')
+    u = plan.u_zero if u is None else _kernel_vector(u, plan.nu, 'u')
     if not plan.torques_only:
         if not np.isfinite(u).all():
             raise StateError('u contains NaN or inf')
-        return _linearize_body(model, data, q, v, u, plan.res)
-    nv, nx = plan.nv, plan.nx
-    A = _empty((nx, nx))
-    B = _empty((nx, plan.nu))
-    f = _empty(nx)
-    _compiled(plan, q, v, u, 0.0, A, B, f, plan.scratch_twist)
+        return _linearize_body(model, data, q, v, u.copy(), plan.res)
+    ints, floats, ws, dflat, Cm = plan.buffers
+    out = _empty(plan.out_size)
+    code = _one_state(ints, floats, ws, dflat, Cm, q, v, u, 0.0, out)
+    if code:
+        _raise(code)
+    nx = plan.nx
+    f = out[plan.sl_f]
     # (the frozen dataclass's __init__ sets field by field: ~1 us more)
     pt = object.__new__(LinearizationPoint)
-    object.__setattr__(pt, '__dict__', {'A': A, 'B': B, 'f': f, 'ddq': f[nv:],
-                                        'Minv': data.Minv.copy(), 'C': data.C.copy()})
+    object.__setattr__(pt, '__dict__', {'A': out[plan.sl_A].reshape(nx, nx),
+                                        'B': out[plan.sl_B].reshape(nx, plan.nu), 'f': f,
+                                        'ddq': f[plan.nv:], 'Minv': data.Minv.copy(),
+                                        'C': Cm.copy()})
     return pt
 
 
@@ -430,44 +503,37 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
     except (KeyError, TypeError):
         plan = _plan(model, data, inputs, representation, time_model, discrete_method, scheme)
     step = _discrete_dt(dt) if plan.discrete else 0.0
-    q = as_vector(q, plan.nq, 'q')
-    v = as_vector(v, plan.nv, 'v')
-    # the result's own copies of the point (read-only; the state fields are views of them)
-    qc = q.copy()
-    vc = v.copy()
-    u0 = np.zeros(plan.nu) if u is None else as_vector(u, plan.nu, 'u').copy()
-    if not plan.torques_only:
-        return _linearize_python(model, data, plan, qc, vc, u0, step, stamp, t0)
-    nx = plan.nx
-    A = _empty((nx, nx))
-    B = _empty((nx, plan.nu))
-    f = _empty(nx)
-    floating = plan.floating
-    twist = _empty(6) if floating else plan.scratch_twist
-    mi, mf, ws, dW, dtau, Cm, tau_id, sc = plan.buffers
-    # (the private copies: always writable and contiguous, so one compiled signature)
-    code = _one_state(mi, mf, ws, qc, vc, u0, step, dW, dtau, Cm, tau_id, sc, plan.pw, plan.iw,
-                      A, B, f, plan.ddq, twist, plan.res.tau_dofs, plan.opts)
+    # the compiled call reads the point, the result gets its own copy (writable, contiguous
+    # float64 arrays pass as they are: one compiled signature)
+    nq, nv = plan.nq, plan.nv
+    if not (q.__class__ is _ND and q.dtype is _F64 and q.shape == (nq,)
+            and (fl := q.flags).c_contiguous and fl.writeable):
+        q = _kernel_vector(q, nq, 'q')
+    if not (v.__class__ is _ND and v.dtype is _F64 and v.shape == (nv,)
+            and (fl := v.flags).c_contiguous and fl.writeable):
+        v = _kernel_vector(v, nv, 'v')
+    if u is None:
+        u = plan.u_zero
+    elif not (u.__class__ is _ND and u.dtype is _F64 and u.shape == (plan.nu,)
+              and (fl := u.flags).c_contiguous and fl.writeable):
+        u = _kernel_vector(u, plan.nu, 'u')
+    if not plan.torques_only:  # (private copies of the point)
+        return _linearize_python(model, data, plan, q.copy(), v.copy(), u.copy(), step, stamp,
+                                 t0)
+    ints, floats, ws, dflat, Cm = plan.buffers
+    # one fresh buffer per call holds every array of the result (_one_state: A, B, f, the base
+    # twist and the copies of q, v, u); made read-only once, its views are read-only too
+    out = _empty(plan.out_size)
+    code = _one_state(ints, floats, ws, dflat, Cm, q, v, u, step, out)
     if code:
         _raise(code)
-    # the result owns these fresh arrays, read-only (the state fields are views of qc, vc)
-    A.flags.writeable = False
-    B.flags.writeable = False
-    f.flags.writeable = False
-    qc.flags.writeable = False
-    vc.flags.writeable = False
-    u0.flags.writeable = False
-    if floating:
-        twist.flags.writeable = False
-        values = dict(plan.fields, A=A, B=B, f=f, u0=u0, dt=step, stamp=int(stamp),
-                      base_position=qc[0:3], base_quaternion=qc[3:7], base_twist=twist,
-                      joint_positions=qc[7:], joint_velocities=vc[6:])
-    else:
-        values = dict(plan.fields, A=A, B=B, f=f, u0=u0, dt=step, stamp=int(stamp),
-                      base_position=_read_only(np.zeros(3)),
-                      base_quaternion=_read_only(np.array([0.0, 0.0, 0.0, 1.0])),
-                      base_twist=_read_only(np.zeros(6)), joint_positions=qc,
-                      joint_velocities=vc)
+    out.setflags(write=False)
+    nx = plan.nx
+    sp, sq, st, sj, sv = plan.state_slices
+    values = dict(plan.fields, A=out[plan.sl_A].reshape(nx, nx),
+                  B=out[plan.sl_B].reshape(nx, plan.nu), f=out[plan.sl_f], u0=out[plan.sl_u],
+                  dt=step, stamp=int(stamp), base_position=out[sp], base_quaternion=out[sq],
+                  base_twist=out[st], joint_positions=out[sj], joint_velocities=out[sv])
     values['compute_time'] = _now() - t0
     return Linearization._owning(values)
 
@@ -492,9 +558,15 @@ _now = time.perf_counter
 _empty = np.empty
 
 
-def _read_only(arr: np.ndarray) -> np.ndarray:
-    arr.flags.writeable = False
-    return arr
+def _kernel_vector(x, n: int, name: str) -> np.ndarray:
+    # as_vector (StateError on a bad shape or type), and a copy of a read-only array: the
+    # compiled call gets writable arrays only (one signature, no second compilation)
+    x = as_vector(x, n, name)
+    return x if x.flags.writeable else x.copy()
+
+
+_ND = np.ndarray
+_F64 = np.dtype(np.float64)
 
 
 @register_warmup('linearize')

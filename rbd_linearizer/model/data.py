@@ -92,7 +92,41 @@ WS_FIELDS = (
     ('tmp', lambda nb, nv: (256,)),  # scratch for the kernels
 )
 H_WS = 15
-H_SIZE = H_WS + len(WS_FIELDS)
+# Offsets (into _mi) of the column ranges of each dof's derivative row: ``_mi[_mi[H_DRPTR] + k]``
+# .. ``_mi[_mi[H_DRPTR] + k + 1]`` index pairs ``(a, b)`` at ``_mi[H_DRIDX] + 2 e``: the
+# columns ``a <= c < b`` of the dofs that support dof k's joint or descend from it (where row k
+# of the RNEA derivatives can be non-zero; ``aba_derivatives._neg_matmul_tree``).
+H_DRPTR = H_WS + len(WS_FIELDS)
+H_DRIDX = H_DRPTR + 1
+H_SIZE = H_DRIDX + 1
+
+
+def _derivative_row_ranges(model: Model, subtrees: list[list[int]]
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    # per dof k: the sorted dofs of the joints supporting k's joint (itself included) and of
+    # its subtree, merged into ranges [a, b); returns (ptr (nv + 1,), flat pairs (2 nranges,))
+    nb, nv = int(model.nb), int(model.nv)
+    ptr = np.zeros(nv + 1, dtype=np.int64)
+    pairs: list[int] = []
+    rows: list[list[int]] = [[] for _ in range(nv)]
+    for i in range(nb):
+        cols = set(subtrees[i])
+        j = i
+        while j >= 0:
+            cols.update(range(int(model.idx_v[j]), int(model.idx_v[j]) + int(model.nv_joint[j])))
+            j = int(model.parents[j])
+        ranges: list[int] = []
+        for c in sorted(cols):
+            if ranges and ranges[-1] == c:
+                ranges[-1] = c + 1
+            else:
+                ranges += [c, c + 1]
+        for k in range(int(model.idx_v[i]), int(model.idx_v[i]) + int(model.nv_joint[i])):
+            rows[k] = ranges
+    for k in range(nv):
+        pairs += rows[k]
+        ptr[k + 1] = ptr[k] + len(rows[k]) // 2
+    return ptr, np.array(pairs, dtype=np.int64)
 
 
 class Data:
@@ -138,6 +172,7 @@ class Data:
             subtrees[i].sort()
             subptr[i + 1] = subptr[i] + len(subtrees[i])
         subidx = np.array([j for s in subtrees for j in s], dtype=np.int64)
+        drptr, dridx = _derivative_row_ranges(model, subtrees)
         int_parts = [
             np.asarray(model.parents, dtype=np.int64),
             np.asarray(model.joint_type, dtype=np.int64),
@@ -146,6 +181,8 @@ class Data:
             np.asarray(model.nv_joint, dtype=np.int64),
             subptr,
             subidx,
+            drptr,
+            dridx,
         ]
         # 10-parameter inertias [m, h, Ixx, Ixy, Iyy, Ixz, Iyz, Izz] about the body origin
         I10 = np.zeros((nb, 10))
@@ -169,7 +206,8 @@ class Data:
         mi[H_NB], mi[H_NV], mi[H_NQ] = nb, nv, int(model.nq)
         off = H_SIZE
         for k, part in zip(
-            (H_PARENTS, H_JTYPE, H_IDXQ, H_IDXV, H_NVJ, H_SUBPTR, H_SUBIDX), int_parts, strict=True
+            (H_PARENTS, H_JTYPE, H_IDXQ, H_IDXV, H_NVJ, H_SUBPTR, H_SUBIDX, H_DRPTR, H_DRIDX),
+            int_parts, strict=True
         ):
             mi[k] = off
             mi[off : off + len(part)] = part
@@ -396,14 +434,20 @@ class DerivativeWorkspace:
     ddq_offset = 0
 
     def __init__(self, nb: int, nv: int, C: np.ndarray | None = None):
-        self.dW = np.zeros((15 * nb + 10 * nv, 6))
-        self.dtau = np.zeros((nv, 2 * nv))
+        ndw = 15 * nb + 10 * nv
+        sizes = (6 * ndw, 2 * nv * nv, nv, 64, 2 * nv * nv)
+        off = np.concatenate([[0], np.cumsum(sizes)])
+        #: dW, dtau, tau, scratch, ddq_dx packed in this order (one kernel argument:
+        #: ``linearization.continuous`` rebuilds the views from nb, nv)
+        self.flat = np.zeros(int(off[-1]))
+        self.dW = self.flat[off[0] : off[1]].reshape((ndw, 6))
+        self.dtau = self.flat[off[1] : off[2]].reshape((nv, 2 * nv))
         self.dtau_dq = self.dtau[:, :nv]
         self.dtau_dv = self.dtau[:, nv:]
         self.C = np.zeros((nv, nv)) if C is None else C
-        self.tau = np.zeros(nv)
-        self.scratch = np.zeros(64)
-        self.ddq_dx = np.zeros((nv, 2 * nv))
+        self.tau = self.flat[off[2] : off[3]]
+        self.scratch = self.flat[off[3] : off[4]]
+        self.ddq_dx = self.flat[off[4] : off[5]].reshape((nv, 2 * nv))
         self.ddq_dq = self.ddq_dx[:, :nv]
         self.ddq_dv = self.ddq_dx[:, nv:]
 
