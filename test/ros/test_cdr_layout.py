@@ -142,18 +142,13 @@ def sequence(rng) -> list[bytes]:
     return out
 
 
-def expected(raw: bytes):
-    try:
-        return oracle(raw)
-    except Exception:  # noqa: BLE001 - rclpy cannot read the pre-contacts bytes: ours cold
-        return outcome(cdr.LinearizationDecoder().decode, raw)
-
-
 @pytest.fixture(scope='module')
 def messages():
     rng = np.random.default_rng(11)
     raws = sequence(rng)
-    return raws, [expected(r) for r in raws]
+    # rclpy cannot read the last one (the first without its two empty contact sequences, as
+    # a message from before they were appended): it reads as the first, with no contacts
+    return raws, [oracle(r) for r in raws[:-1]] + [oracle(raws[0])]
 
 
 def test_sequence_has_the_cases_it_claims(messages):
