@@ -327,18 +327,19 @@ def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int) -> dic
         t = [P()]
         base = conv.base_state_input(od, cfg['world_frame'], cfg['base_twist_frame'])
         t.append(P())
-        feed.add(BaseSample(*base), now().nanoseconds, False)
-        feed.sync.take(now().nanoseconds, 0)  # the odometry's tick finds no new pair
+        now_ns = now().nanoseconds  # the node reads its clock once per callback
+        feed.add(BaseSample(*base), now_ns, False)
+        feed.sync.take(now_ns, 0)  # the odometry's tick finds no new pair
         t.append(P())
         st, nm, pos, vel, eff = conv.joint_state_input(js)
         t.append(P())
         s, sdot, tau = joints_in_model_order(served.model, nm, pos, vel, eff,
                                              index=served.joint_index(nm, False))
         t.append(P())
-        feed.add(JointSample(st, s, sdot, tau, served.model.urdf_hash), now().nanoseconds,
-                 False)
+        now_ns = now().nanoseconds
+        feed.add(JointSample(st, s, sdot, tau, served.model.urdf_hash), now_ns, False)
         t.append(P())
-        got = feed.take(served, cfg, now().nanoseconds, 0)
+        got = feed.take(served, cfg, now_ns, 0)
         t.append(P())
         if got is None:
             continue

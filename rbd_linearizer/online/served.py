@@ -270,7 +270,7 @@ class Served:
         lin = forces = C = None
         if cfg['publish_linearization']:
             lin, forces = self.linearize_with(q, v, u, cfg, contact_frames, stamp_ns)
-            if not contact_frames:
+            if not contact_frames and cfg['publish_dynamics']:
                 # linearize leaves C(q, v) (body representation) in data.C: reused, no 2nd pass
                 C = self.data.C.copy()
         dyn = self.dynamics(q, v, stamp_ns, rep, C) if cfg['publish_dynamics'] else None

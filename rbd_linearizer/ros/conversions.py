@@ -19,8 +19,10 @@ Needs the generated messages (``rbd_linearizer.msg``) but not a running rclpy co
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 import dataclasses
 import math
+import operator
 from typing import NamedTuple
 
 from builtin_interfaces.msg import Time
@@ -30,7 +32,7 @@ import numpy as np
 from rbd_linearizer.conventions import configuration
 from rbd_linearizer.errors import RbdError, StateError
 from rbd_linearizer.linearization.representation import base_twist_to_body
-from rbd_linearizer.model.state import normalize_quaternion
+from rbd_linearizer.model.state import QUATERNION_NORM_TOLERANCE, normalize_quaternion
 from rbd_linearizer.msg import ContactForces as ContactForcesMsg
 from rbd_linearizer.msg import DynamicsDerivatives as DynamicsDerivativesMsg
 from rbd_linearizer.msg import DynamicsTerms as DynamicsTermsMsg
@@ -43,6 +45,7 @@ from rbd_linearizer.online.contacts import ContactForces
 from rbd_linearizer.online.terms import DynamicsDerivatives
 from rbd_linearizer.online.trajectory import TrajectoryLinearization
 from rbd_linearizer.results import DynamicsTerms, Linearization, MultibodyState
+from rbd_linearizer.ros.cdr import joint_state_fields, odometry_fields
 
 _NS = 1_000_000_000
 _UINT32_MAX = 2**32 - 1
@@ -413,12 +416,78 @@ def non_finite_fields(*objects) -> list[str]:
     TypeError for an object of any other type (never passed as finite unchecked). The node
     checks its outputs with it before publishing (docs/node.md).
     """
-    bad: list[str] = []
     with np.errstate(over='ignore', invalid='ignore'):  # a finite sum may overflow: no warning
+        if _all_finite_results(objects):
+            return []
+        bad: list[str] = []
         for obj in objects:
             if obj is not None:
                 _walk(obj, '', bad)
     return bad
+
+
+_F64 = np.dtype(np.float64)
+_NAMES_ONLY = (str, int, bool, bytes, type(None))  # exact types: never a non-finite number
+
+
+def _result_floats(obj, arrays: list, floats: list) -> bool:
+    # Collect the float64 arrays (flattened) and floats of a result dataclass, nested ones
+    # included; False for anything else in it (another dtype, a list of numbers, an unknown
+    # type, a ROS message): the generic walk then decides.
+    values = _values_of(type(obj))
+    if values is None:
+        return False
+    for value in values(obj):
+        t = type(value)
+        if t is np.ndarray:
+            if value.dtype != _F64:
+                return False
+            arrays.append(value.reshape(-1))
+        elif t is float:
+            floats.append(value)
+        elif t in _NAMES_ONLY:
+            continue
+        elif t is tuple:
+            if value and type(value[0]) is not str:  # names: tuples of strings
+                return False
+        elif not _result_floats(value, arrays, floats):  # a nested result (state)
+            return False
+    return True
+
+
+_GETTERS: dict[type, Callable | None] = {}
+
+
+def _values_of(cls: type) -> Callable | None:
+    # A getter of every field value of a result dataclass (a tuple), None for other types.
+    try:
+        return _GETTERS[cls]
+    except KeyError:
+        pass
+    names = _field_names(cls) if dataclasses.is_dataclass(cls) else None
+    getter = None
+    if names:
+        many = operator.attrgetter(*names)
+        getter = many if len(names) > 1 else (lambda obj: (many(obj),))
+    _GETTERS[cls] = getter
+    return getter
+
+
+def _all_finite_results(objects) -> bool:
+    # non_finite_fields' fast answer for the node's tick: True only when every object is None
+    # or a result dataclass whose numbers are all float64 arrays and floats whose one sum is
+    # finite (a NaN or an inf anywhere propagates into it). One concatenation and one reduce
+    # instead of a walk with one reduce per field. False: not known, the walk decides (a
+    # non-finite value, a sum that overflows, any other type).
+    arrays: list = []
+    floats: list = []
+    for obj in objects:
+        if obj is not None and not _result_floats(obj, arrays, floats):
+            return False
+    total = sum(floats, 0.0)
+    if arrays:
+        total += float(np.add.reduce(np.concatenate(arrays), None))
+    return math.isfinite(total)
 
 
 # --- Inputs: sensor_msgs/JointState, nav_msgs/Odometry -> arrays ----------------------------
@@ -476,6 +545,10 @@ def check_base_state(stamp: int, frame: str, position: np.ndarray, quaternion: n
     ``twist`` (linear, angular) as ``cdr.odometry_fields`` returns them. Returns
     ``(stamp_ns, position, quaternion_xyzw, twist_body)``; StateError as there.
     """
+    if twist_frame == 'child' and frame == world_frame:
+        unit = _unit_quaternion_if_plain(position, quaternion, twist)
+        if unit is not None:
+            return stamp, position, unit, twist
     if frame != world_frame:
         raise StateError(f'odometry header.frame_id {frame[:64]!r} is not the world frame '
                          f'{world_frame!r} (parameter world_frame)')
@@ -492,17 +565,34 @@ def check_base_state(stamp: int, frame: str, position: np.ndarray, quaternion: n
     return stamp, position, quaternion, twist
 
 
+def _unit_quaternion_if_plain(position, quaternion, twist) -> np.ndarray | None:
+    # check_base_state's fast path: normalize_quaternion(quaternion), bit for bit, when the
+    # three are float64 arrays of 3, 4 and 6 entries, all finite (one sum stands for the 13
+    # values) and the quaternion's norm is within the tolerance; else None (the full path
+    # decides, every refusal and its message included).
+    if type(position) is not np.ndarray or type(quaternion) is not np.ndarray \
+            or type(twist) is not np.ndarray or position.dtype != _F64 \
+            or quaternion.dtype != _F64 or twist.dtype != _F64 or position.shape != (3,) \
+            or quaternion.shape != (4,) or twist.shape != (6,):
+        return None
+    xyzw = quaternion.tolist()
+    if not math.isfinite(sum(position.tolist()) + sum(xyzw) + sum(twist.tolist())):
+        return None  # NaN, inf, or a sum that overflows
+    if max(xyzw) > 2.0 or min(xyzw) < -2.0:
+        return None  # far from unit (the full path refuses it; its norm may overflow)
+    norm = math.sqrt(quaternion.dot(quaternion))  # np.linalg.norm's value for a 1-D array
+    if norm == 0.0 or abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
+        return None
+    return quaternion / norm
+
+
 def joint_state_input(msg) -> tuple[int, list[str], np.ndarray, np.ndarray, np.ndarray]:
     """``joint_state_arrays`` of a JointState, or ``cdr.joint_state_fields`` of its bytes."""
-    from rbd_linearizer.ros.cdr import joint_state_fields
-
     return joint_state_fields(msg) if isinstance(msg, bytes) else joint_state_arrays(msg)
 
 
 def base_state_input(msg, world_frame: str, twist_frame: str = 'child'):
     """``base_state_from_odometry`` of an Odometry or of its bytes (``cdr.odometry_fields``)."""
-    from rbd_linearizer.ros.cdr import odometry_fields
-
     if isinstance(msg, bytes):
         return check_base_state(*odometry_fields(msg), world_frame, twist_frame)
     return base_state_from_odometry(msg, world_frame, twist_frame)

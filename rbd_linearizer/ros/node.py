@@ -204,10 +204,10 @@ class _LinearizerMixin(DiagnosticsMixin, TrajectoryMixin, ContactsMixin):
         self._buffered(BaseSample(stamp, position, quaternion, twist))
 
     def _buffered(self, sample: JointSample | BaseSample) -> None:
-        now = self.get_clock().now().nanoseconds
+        now = self.get_clock().now().nanoseconds  # one clock read per callback: the tick's too
         if self._feed.add(sample, now, self._use_sim_time()) and \
                 self._cfg['tick_mode'] == 'on_state':
-            self._tick()
+            self._tick(now)
 
     def _on_clock_jump(self, jump) -> None:
         # The clock jumped back (use_sim_time: /clock restarted, a bag loops): buffers and the
@@ -252,13 +252,16 @@ class _LinearizerMixin(DiagnosticsMixin, TrajectoryMixin, ContactsMixin):
         changed = sorted(k for k in cfg if cfg[k] != old[k])
         self.get_logger().info(f'applied parameter change: {", ".join(changed)}')
 
-    def _tick(self) -> None:
+    def _tick(self, now_ns: int | None = None) -> None:
+        # now_ns: the node clock read by the state callback that runs this tick (on_state);
+        # None (the timer) reads it here.
         served, cfg = self._served, self._cfg
         if served is None or not self._active:
             return
         if self._timer is not None and not self._use_sim_time() and self._late():
             return
-        now_ns = self.get_clock().now().nanoseconds
+        if now_ns is None:
+            now_ns = self.get_clock().now().nanoseconds
         if cfg['state_source'] == 'builtin':
             q, v = served.source.state((now_ns - self._t0.nanoseconds) * 1e-9)
             stamp, u = now_ns, None
