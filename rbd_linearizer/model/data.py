@@ -9,6 +9,10 @@ receive as arguments (few arguments = cheap numba dispatch):
   inertias), packed once;
 - ``_ws`` (float64): workspace and outputs; the named attributes below are views into it.
 
+``_mi`` also holds, per dof k, the column ranges where row k of the RNEA derivatives can be
+non-zero (the dofs supporting or descending from k's joint: ``H_DRPTR`` / ``H_DRIDX``), which
+``aba_derivatives`` uses to skip the zeros of ``-M^-1 dtau``.
+
 Frames: ``*_body`` quantities are in the body (joint) frame, ``o*`` quantities in the world
 frame. Spatial vectors are linear first. Outputs are overwritten by every call with this Data.
 
@@ -428,6 +432,8 @@ class DerivativeWorkspace:
         ddq_dx (nv, 2 nv): ``[ddq_dq | ddq_dv]`` (aba_derivatives); ``ddq_dq``, ``ddq_dv`` views.
         minv_offset, ddq_offset: where ``data.Minv`` and ``data.ddq`` start in the packed
             workspace (``data.kernel_buffers[2]``).
+        flat: the one buffer dW, dtau, tau, scratch and ddq_dx are views of, in this order
+            (``linearize``'s compiled call takes it as one argument).
     """
 
     minv_offset = 0

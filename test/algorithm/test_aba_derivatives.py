@@ -82,3 +82,56 @@ def test_bad_input_leaves_outputs():
     bad[3:7] = [1.0, 1.0, 0.0, 0.0]
     with pytest.raises(StateError):
         compute_aba_derivatives(model, data, bad, v, tau)
+
+
+def _related(model):
+    # (nv, nv) bool: dof c's joint supports or descends from dof k's joint (from parents alone)
+    nb, nv = model.nb, model.nv
+    body = np.empty(nv, dtype=int)
+    for i in range(nb):
+        body[model.idx_v[i] : model.idx_v[i] + model.nv_joint[i]] = i
+    anc = []
+    for i in range(nb):
+        chain, j = set(), i
+        while j >= 0:
+            chain.add(j)
+            j = int(model.parents[j])
+        anc.append(chain)
+    return np.array([[body[c] in anc[body[k]] or body[k] in anc[body[c]] for c in range(nv)]
+                     for k in range(nv)])
+
+
+@pytest.mark.parametrize('n_joints, topology, floating', [
+    (0, 'tree', True), (1, 'chain', True), (2, 'chain', True), (12, 'branched', True),
+    (20, 'tree', True), (15, 'tree', False), (8, 'chain', False)])
+def test_product_skips_only_structural_zeros(n_joints, topology, floating):
+    # ddq_dx = -M^-1 dtau is computed over the entries of dtau the tree allows to be non-zero
+    # (Data._mi H_DRPTR / H_DRIDX; dense for tiny models, 3 nb < nv): the pattern is the
+    # ancestor / descendant relation, dtau vanishes outside it, and the product equals NumPy's
+    from rbd_linearizer.algorithm import random_configuration
+    from rbd_linearizer.model.data import H_DRIDX, H_DRPTR, create_data
+    from rbd_linearizer.model.sample_models import sample_model
+
+    model = sample_model(n_joints, topology=topology, floating_base=floating, seed=3)
+    data = create_data(model)
+    nv = model.nv
+    rng = np.random.default_rng(1)
+    q = random_configuration(model, rng)
+    v, tau = rng.normal(size=nv), rng.normal(size=nv)
+    dq, dv, Minv = compute_aba_derivatives(model, data, q, v, tau, rng.normal(size=(model.nb, 6)))
+    mi = data._mi
+    po, io = mi[H_DRPTR], mi[H_DRIDX]
+    mask = np.zeros((nv, nv), dtype=bool)
+    for k in range(nv):
+        for e in range(mi[po + k], mi[po + k + 1]):
+            mask[k, mi[io + 2 * e] : mi[io + 2 * e + 1]] = True
+    related = _related(model)
+    np.testing.assert_array_equal(mask, related)
+    if n_joints >= 12 and floating:
+        assert not related.all()  # a tree with branches: the product skips something
+    dtau = data.derivatives.dtau
+    assert np.all(dtau[:, :nv][~mask] == 0.0) and np.all(dtau[:, nv:][~mask] == 0.0)
+    assert np.count_nonzero(dtau[:, nv:][mask]) > 0.8 * mask.sum()  # (the pattern is tight)
+    ref = -Minv @ dtau
+    got = np.hstack([dq, dv])
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
