@@ -50,12 +50,8 @@ from rbd_linearizer.algorithm.kinematics import fk_pass, uncentre_pass
 from rbd_linearizer.algorithm.rnea import MODE_RNEA, rnea_passes
 from rbd_linearizer.model.data import DerivativeWorkspace, check_data
 from rbd_linearizer.spatial.kernels import (
-    dot6,
     force_act,
     force_cross,
-    matvec6,
-    matvec6_add,
-    matvec6_t,
     motion_act,
     motion_cross,
     rigid_inertia_act,
@@ -79,27 +75,24 @@ def _velocity_variation(I, V, h, out):
     # out (6x6) = crf(V) I - I crm(V) + X(h): the linear map m -> d(f)/d(...) of the notes'
     # derivation (Pinocchio's doYcrb): d(I a + V x* I V) along dV = m with a = m x V gives
     # I (m x V) + m x* h + V x* I m = out m; X(h) m := m x* h.
+    # I is a rigid-body inertia matrix, symmetric, and crf(V) = -crm(V)^T, so
+    # crf(V) I - I crm(V) = -(P + P^T) with P = I crm(V): one 6x6 product, then mirrored.
     v0, v1, v2, w0, w1, w2 = V[0], V[1], V[2], V[3], V[4], V[5]
-    for c in range(6):
-        # column c of crf(V) I: crf(V) applied to I[:, c] (a force); of I crm(V): I (V x e_c)
-        f0, f1, f2, n0, n1, n2 = I[0, c], I[1, c], I[2, c], I[3, c], I[4, c], I[5, c]
-        out[0, c] = w1 * f2 - w2 * f1
-        out[1, c] = w2 * f0 - w0 * f2
-        out[2, c] = w0 * f1 - w1 * f0
-        out[3, c] = w1 * n2 - w2 * n1 + v1 * f2 - v2 * f1
-        out[4, c] = w2 * n0 - w0 * n2 + v2 * f0 - v0 * f2
-        out[5, c] = w0 * n1 - w1 * n0 + v0 * f1 - v1 * f0
-    # - I crm(V): crm(V) = [[w^, v^], [0, w^]]
     for r in range(6):
         a0, a1, a2, b0, b1, b2 = I[r, 0], I[r, 1], I[r, 2], I[r, 3], I[r, 4], I[r, 5]
-        # row r of I times crm(V): (I crm(V))[r, c] = sum_k I[r, k] crm[k, c]
-        # crm columns: c in 0..2 -> [w^ e_c; 0]; c in 3..5 -> [v^ e_c; w^ e_c]
-        out[r, 0] -= a1 * w2 - a2 * w1
-        out[r, 1] -= a2 * w0 - a0 * w2
-        out[r, 2] -= a0 * w1 - a1 * w0
-        out[r, 3] -= a1 * v2 - a2 * v1 + b1 * w2 - b2 * w1
-        out[r, 4] -= a2 * v0 - a0 * v2 + b2 * w0 - b0 * w2
-        out[r, 5] -= a0 * v1 - a1 * v0 + b0 * w1 - b1 * w0
+        # row r of I crm(V); crm columns: c in 0..2 -> [w^ e_c; 0]; 3..5 -> [v^ e_c; w^ e_c]
+        out[r, 0] = a1 * w2 - a2 * w1
+        out[r, 1] = a2 * w0 - a0 * w2
+        out[r, 2] = a0 * w1 - a1 * w0
+        out[r, 3] = a1 * v2 - a2 * v1 + b1 * w2 - b2 * w1
+        out[r, 4] = a2 * v0 - a0 * v2 + b2 * w0 - b0 * w2
+        out[r, 5] = a0 * v1 - a1 * v0 + b0 * w1 - b1 * w0
+    for r in range(6):
+        out[r, r] = -2.0 * out[r, r]
+        for c in range(r + 1, 6):
+            x = -(out[r, c] + out[c, r])
+            out[r, c] = x
+            out[c, r] = x
     # + X(h): m = [mv; mw] -> m x* h = [mw x hf; mw x hn + mv x hf] = [[0, -hf^], [-hf^, -hn^]]
     f0, f1, f2, n0, n1, n2 = h[0], h[1], h[2], h[3], h[4], h[5]
     out[0, 4] += f2
@@ -155,6 +148,10 @@ def _derivatives_dof_pass(nb, nvj, idx_v, parents, ag, oV, oA, oF, oS, Yc, Bc, a
                           ww, dFq, dFv, dJ, cF, t1, t2):
     # Per-dof vectors alp_k, gam_k, g_k (gv), u_k, w_k, the descendant columns dFq_k, dFv_k
     # and the Coriolis auxiliaries dJ_k, cF_k (formulas in rnea_derivatives_passes).
+    # The seven 6x6 products of dof k with Yc_j and Bc_j are fused into one sweep over their
+    # rows, with the operands held in scalars: every buffer lives in one array, so the
+    # compiler cannot assume they do not alias and would reload them after every store.
+    # Same sums in the same order as one matvec6 per product (bit-identical results).
     for j in range(nb):
         lam = parents[j]
         for c in range(nvj[j]):
@@ -173,25 +170,88 @@ def _derivatives_dof_pass(nb, nvj, idx_v, parents, ag, oV, oA, oF, oS, Yc, Bc, a
                     t2[r] = oV[j, r]
                 motion_cross(ag, Sk, gam[k])
             motion_cross(t2, Sk, gv[k])
-            matvec6_t(Bc[j], Sk, uu[k])
-            matvec6(Yc[j], Sk, ww[k])
-            force_cross(Sk, oF[j], dFq[k])
-            matvec6_add(Yc[j], gam[k], dFq[k])
-            matvec6_add(Bc[j], alp[k], dFq[k])
-            matvec6(Yc[j], gv[k], dFv[k])
-            matvec6(Bc[j], Sk, t1)
-            for r in range(6):
-                dFv[k, r] += t1[r]
             motion_cross(oV[j], Sk, dJ[k])
-            matvec6(Yc[j], dJ[k], cF[k])
+            force_cross(Sk, oF[j], dFq[k])
+            s0, s1, s2, s3, s4, s5 = Sk[0], Sk[1], Sk[2], Sk[3], Sk[4], Sk[5]
+            a = alp[k]
+            g = gam[k]
+            e = gv[k]
+            d = dJ[k]
+            a0, a1, a2, a3, a4, a5 = a[0], a[1], a[2], a[3], a[4], a[5]
+            g0, g1, g2, g3, g4, g5 = g[0], g[1], g[2], g[3], g[4], g[5]
+            e0, e1, e2, e3, e4, e5 = e[0], e[1], e[2], e[3], e[4], e[5]
+            d0, d1, d2, d3, d4, d5 = d[0], d[1], d[2], d[3], d[4], d[5]
+            Y = Yc[j]
+            B = Bc[j]
             for r in range(6):
-                cF[k, r] += 0.5 * t1[r]
+                y0, y1, y2, y3, y4, y5 = Y[r, 0], Y[r, 1], Y[r, 2], Y[r, 3], Y[r, 4], Y[r, 5]
+                b0, b1, b2, b3, b4, b5 = B[r, 0], B[r, 1], B[r, 2], B[r, 3], B[r, 4], B[r, 5]
+                bs = 0.0
+                bs += b0 * s0
+                bs += b1 * s1
+                bs += b2 * s2
+                bs += b3 * s3
+                bs += b4 * s4
+                bs += b5 * s5
+                ys = 0.0
+                ys += y0 * s0
+                ys += y1 * s1
+                ys += y2 * s2
+                ys += y3 * s3
+                ys += y4 * s4
+                ys += y5 * s5
+                yg = 0.0
+                yg += y0 * g0
+                yg += y1 * g1
+                yg += y2 * g2
+                yg += y3 * g3
+                yg += y4 * g4
+                yg += y5 * g5
+                ba = 0.0
+                ba += b0 * a0
+                ba += b1 * a1
+                ba += b2 * a2
+                ba += b3 * a3
+                ba += b4 * a4
+                ba += b5 * a5
+                ye = 0.0
+                ye += y0 * e0
+                ye += y1 * e1
+                ye += y2 * e2
+                ye += y3 * e3
+                ye += y4 * e4
+                ye += y5 * e5
+                yd = 0.0
+                yd += y0 * d0
+                yd += y1 * d1
+                yd += y2 * d2
+                yd += y3 * d3
+                yd += y4 * d4
+                yd += y5 * d5
+                x = dFq[k, r]
+                x += yg
+                x += ba
+                dFq[k, r] = x
+                ww[k, r] = ys
+                dFv[k, r] = ye + bs
+                cF[k, r] = yd + 0.5 * bs
+            for r in range(6):  # u_k = Bc_j^T oS_k
+                x = 0.0
+                x += B[0, r] * s0
+                x += B[1, r] * s1
+                x += B[2, r] * s2
+                x += B[3, r] * s3
+                x += B[4, r] * s4
+                x += B[5, r] * s5
+                uu[k, r] = x
 
 
 @jit_inline
 def _derivatives_entries(nb, nv, nvj, idx_v, parents, subptr, subidx, oS, alp, gam, gv, uu, ww,
                          dFq, dFv, dJ, cF, dtau, Cm):
     # Entries: rows of body i, columns of its supporting dofs and of its subtree's dofs.
+    # Row r's w_r, u_r and oS_r are held in scalars (the stores into dtau and Cm would force
+    # their reload otherwise); the sums are dot6's, in its order.
     for r in range(nv):
         for k in range(2 * nv):
             dtau[r, k] = 0.0
@@ -200,19 +260,36 @@ def _derivatives_entries(nb, nv, nvj, idx_v, parents, subptr, subidx, oS, alp, g
     for i in range(nb):
         for c in range(nvj[i]):
             r = idx_v[i] + c
+            w0, w1, w2, w3, w4, w5 = ww[r, 0], ww[r, 1], ww[r, 2], ww[r, 3], ww[r, 4], ww[r, 5]
+            u0, u1, u2, u3, u4, u5 = uu[r, 0], uu[r, 1], uu[r, 2], uu[r, 3], uu[r, 4], uu[r, 5]
+            s0, s1, s2, s3, s4, s5 = oS[r, 0], oS[r, 1], oS[r, 2], oS[r, 3], oS[r, 4], oS[r, 5]
             j = i
             while j >= 0:
                 for k in range(idx_v[j], idx_v[j] + nvj[j]):
-                    us = dot6(uu[r], oS[k])
-                    dtau[r, k] = dot6(ww[r], gam[k]) + dot6(uu[r], alp[k])
-                    dtau[r, nv + k] = dot6(ww[r], gv[k]) + us
-                    Cm[r, k] = dot6(ww[r], dJ[k]) + 0.5 * us
+                    S = oS[k]
+                    a = alp[k]
+                    g = gam[k]
+                    gk = gv[k]
+                    d = dJ[k]
+                    us = u0 * S[0] + u1 * S[1] + u2 * S[2] + u3 * S[3] + u4 * S[4] + u5 * S[5]
+                    dtau[r, k] = ((w0 * g[0] + w1 * g[1] + w2 * g[2] + w3 * g[3] + w4 * g[4]
+                                   + w5 * g[5])
+                                  + (u0 * a[0] + u1 * a[1] + u2 * a[2] + u3 * a[3] + u4 * a[4]
+                                     + u5 * a[5]))
+                    dtau[r, nv + k] = (w0 * gk[0] + w1 * gk[1] + w2 * gk[2] + w3 * gk[3]
+                                       + w4 * gk[4] + w5 * gk[5]) + us
+                    Cm[r, k] = (w0 * d[0] + w1 * d[1] + w2 * d[2] + w3 * d[3] + w4 * d[4]
+                                + w5 * d[5]) + 0.5 * us
                 j = parents[j]
             for e in range(subptr[i], subptr[i + 1]):
                 k = subidx[e]
-                dtau[r, k] = dot6(oS[r], dFq[k])
-                dtau[r, nv + k] = dot6(oS[r], dFv[k])
-                Cm[r, k] = dot6(oS[r], cF[k])
+                f = dFq[k]
+                dtau[r, k] = s0 * f[0] + s1 * f[1] + s2 * f[2] + s3 * f[3] + s4 * f[4] + s5 * f[5]
+                f = dFv[k]
+                dtau[r, nv + k] = (s0 * f[0] + s1 * f[1] + s2 * f[2] + s3 * f[3] + s4 * f[4]
+                                   + s5 * f[5])
+                f = cF[k]
+                Cm[r, k] = s0 * f[0] + s1 * f[1] + s2 * f[2] + s3 * f[3] + s4 * f[4] + s5 * f[5]
 
 
 @jit
