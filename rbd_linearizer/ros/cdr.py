@@ -124,16 +124,17 @@ class _Reader:
         self.runs.append((p, p + 8 * n))
         return p
 
-    def f64s(self, n: int) -> np.ndarray:
-        p = self.skip_f64s(n)
-        return np.frombuffer(self.buf, dtype=self.e + 'f8', count=n, offset=p).astype(
-            np.float64)
+    def skip_f64_seq(self) -> tuple[int, int]:
+        """Step over a sequence of doubles; return ``(start, count)``."""
+        n = self.u32()
+        if n > self.size:  # a cheap guard on the count before anything is allocated
+            raise StateError(f'{self.what}: sequence of {n} doubles in {self.size} bytes')
+        return self.skip_f64s(n), n
 
     def f64_seq(self) -> np.ndarray:
-        n = self.u32()
-        if n > self.size:
-            raise StateError(f'{self.what}: sequence of {n} doubles in {self.size} bytes')
-        return self.f64s(n)
+        p, n = self.skip_f64_seq()
+        return np.frombuffer(self.buf, dtype=self.e + 'f8', count=n, offset=p).astype(
+            np.float64)
 
     def f64(self) -> float:
         return struct.unpack_from(self.e + 'd', self.buf, self.skip_f64s(1))[0]
@@ -186,7 +187,35 @@ class _Layout:
         return True
 
 
-class JointStateDecoder:
+class _LayoutDecoder:
+    """What the three decoders share: the last layout, looked up or parsed per message.
+
+    A subclass names its message (``_what``) and parses a message it has not seen laid out
+    (``_parse``: a ``_Layout`` whose ``decoded`` it reads back). Thread-safe: the layout is
+    one immutable object, read once and replaced whole per call.
+    """
+
+    _what = ''
+
+    def __init__(self) -> None:
+        self._layout: _Layout | None = None
+
+    @staticmethod
+    def _parse(raw: bytes) -> _Layout:
+        raise NotImplementedError
+
+    def _read(self, raw) -> tuple[bytes, _Layout, int]:
+        """``raw`` as bytes, its layout (the last one if it fits) and its stamp [ns]."""
+        raw = _as_bytes(raw, self._what)
+        lay = self._layout
+        if lay is None or not lay.fits(raw):
+            lay = self._parse(raw)
+            self._layout = lay
+        sec, nanosec = struct.unpack_from(lay.stamp_fmt, raw, 4)
+        return raw, lay, sec * _NS + nanosec
+
+
+class JointStateDecoder(_LayoutDecoder):
     """``sensor_msgs/JointState`` bytes -> ``(stamp_ns, names, position, velocity, effort)``.
 
     Remembers the layout of the last message (module docstring): a stream with the same
@@ -196,8 +225,7 @@ class JointStateDecoder:
     call (concurrent calls at worst parse again). Use one per subscription.
     """
 
-    def __init__(self) -> None:
-        self._layout: _Layout | None = None
+    _what = 'JointState'
 
     @staticmethod
     def _parse(raw: bytes) -> _Layout:
@@ -205,12 +233,7 @@ class JointStateDecoder:
         r.stamp_ns()
         r.string()  # header.frame_id (unused)
         names = tuple(r.strings())
-        runs = []
-        for _ in range(3):  # position, velocity, effort
-            n = r.u32()
-            if n > r.size:
-                raise StateError(f'JointState: sequence of {n} doubles in {r.size} bytes')
-            runs.append((r.skip_f64s(n), n))
+        runs = [r.skip_f64_seq() for _ in range(3)]  # position, velocity, effort
         return _Layout(r, (names, *runs))
 
     def decode(self, raw) -> tuple[int, list[str], np.ndarray, np.ndarray, np.ndarray]:
@@ -220,15 +243,10 @@ class JointStateDecoder:
         (float64 copies in the message's name order; absent fields empty; ``names`` a new
         list). StateError if malformed.
         """
-        raw = _as_bytes(raw, 'JointState')
-        lay = self._layout
-        if lay is None or not lay.fits(raw):
-            lay = self._parse(raw)
-            self._layout = lay
+        raw, lay, stamp = self._read(raw)
         names, (p0, n0), (p1, n1), (p2, n2) = lay.decoded
-        sec, nanosec = struct.unpack_from(lay.stamp_fmt, raw, 4)
         dtype = lay.dtype
-        return (sec * _NS + nanosec, list(names),
+        return (stamp, list(names),
                 np.frombuffer(raw, dtype, n0, p0).astype(np.float64),
                 np.frombuffer(raw, dtype, n1, p1).astype(np.float64),
                 np.frombuffer(raw, dtype, n2, p2).astype(np.float64))
@@ -248,7 +266,7 @@ def joint_state_fields(raw) -> tuple[int, list[str], np.ndarray, np.ndarray, np.
     return _JOINT_STATES.decode(raw)
 
 
-class OdometryDecoder:
+class OdometryDecoder(_LayoutDecoder):
     """``nav_msgs/Odometry`` bytes -> ``(stamp_ns, frame_id, position, quaternion_xyzw, twist)``.
 
     Remembers the layout of the last message (module docstring), as ``JointStateDecoder``:
@@ -256,8 +274,7 @@ class OdometryDecoder:
     message for every message, in any order; thread-safe; one per subscription.
     """
 
-    def __init__(self) -> None:
-        self._layout: _Layout | None = None
+    _what = 'Odometry'
 
     @staticmethod
     def _parse(raw: bytes) -> _Layout:
@@ -278,15 +295,10 @@ class OdometryDecoder:
         ``conversions.odometry_arrays`` of the deserialized message (covariances and
         ``child_frame_id`` are read past, unused). StateError if malformed.
         """
-        raw = _as_bytes(raw, 'Odometry')
-        lay = self._layout
-        if lay is None or not lay.fits(raw):
-            lay = self._parse(raw)
-            self._layout = lay
+        raw, lay, stamp = self._read(raw)
         frame, p, t = lay.decoded
-        sec, nanosec = struct.unpack_from(lay.stamp_fmt, raw, 4)
         pose = np.frombuffer(raw, lay.dtype, 7, p).astype(np.float64)
-        return (sec * _NS + nanosec, frame, pose[0:3], pose[3:7],
+        return (stamp, frame, pose[0:3], pose[3:7],
                 np.frombuffer(raw, lay.dtype, 6, t).astype(np.float64))
 
 
@@ -448,7 +460,7 @@ class LinearizationEncoder:
         return bytes(self._buf)
 
 
-class LinearizationDecoder:
+class LinearizationDecoder(_LayoutDecoder):
     """``rbd_linearizer/msg/Linearization`` bytes -> a validated ``results.Linearization``.
 
     For Python consumers of ``~/linearization`` subscribed with ``raw=True``. Remembers the
@@ -460,8 +472,7 @@ class LinearizationDecoder:
     subscription (one per publisher, when messages of several nodes arrive on one).
     """
 
-    def __init__(self) -> None:
-        self._layout: _Layout | None = None
+    _what = 'Linearization'
 
     @staticmethod
     def _parse(raw: bytes) -> _Layout:
@@ -476,23 +487,16 @@ class LinearizationDecoder:
         r.skip_f64s(1)  # dt
         nx, nu = r.u32(), r.u32()
         r.skip_f64s(13)  # state.base_pose (position, orientation), state.base_twist
-
-        def seq() -> tuple[int, int]:
-            n = r.u32()
-            if n > r.size:
-                raise StateError(f'Linearization: sequence of {n} doubles in {r.size} bytes')
-            return r.skip_f64s(n), n
-
-        s, sdot, u0 = seq(), seq(), seq()
+        s, sdot, u0 = r.skip_f64_seq(), r.skip_f64_seq(), r.skip_f64_seq()
         mats = []
         for name in ('a', 'b'):
             rows, cols = r.u32(), r.u32()
-            at, n = seq()
+            at, n = r.skip_f64_seq()
             if rows * cols != n:
                 raise StateError(f'Linearization: {name} is {rows} x {cols} but holds '
                                  f'{n} values')
             mats.append((at, rows, cols))
-        f = seq()
+        f = r.skip_f64_seq()
         r.skip_f64s(1)  # compute_time
         contacts = ((), ()) if r.pos == r.size else (tuple(r.strings()), tuple(r.strings()))
         if len(contacts[0]) != len(contacts[1]):
@@ -529,20 +533,15 @@ class LinearizationDecoder:
         ``(linearization, contact_frames, contact_types)`` (the contact set it was computed
         with; bytes of the message before those fields were appended: empty).
         """
-        raw = _as_bytes(raw, 'Linearization')
-        lay = self._layout
-        if lay is None or not lay.fits(raw):
-            lay = self._parse(raw)
-            self._layout = lay
+        raw, lay, stamp = self._read(raw)
         (first, count, names, pose, s, ns, sdot, nsdot, u0, nu0, a, ra, ca, b, rb, cb, f, nf,
          ct, contacts) = lay.decoded
-        sec, nanosec = struct.unpack_from(lay.stamp_fmt, raw, 4)
         x = np.frombuffer(raw, lay.dtype, count, first).astype(np.float64)
         x.setflags(write=False)  # the result's arrays are views of this copy, its own
         values = dict(
             names, A=x[a:a + ra * ca].reshape(ra, ca), B=x[b:b + rb * cb].reshape(rb, cb),
             f=x[f:f + nf], u0=x[u0:u0 + nu0], dt=float(x[0]), compute_time=float(x[ct]),
-            stamp=sec * _NS + nanosec, base_position=x[pose:pose + 3],
+            stamp=stamp, base_position=x[pose:pose + 3],
             base_quaternion=x[pose + 3:pose + 7], base_twist=x[pose + 7:pose + 13],
             joint_positions=x[s:s + ns], joint_velocities=x[sdot:sdot + nsdot])
         try:
