@@ -9,22 +9,22 @@ export RBD_ROOT
 # .venv-<distro> otherwise); scripts/bootstrap.py holds the table.
 export ROS_DISTRO="${ROS_DISTRO:-jazzy}"
 
+# The interpreter that runs scripts/bootstrap.py (standard library only). bootstrap.py itself
+# chooses the venv's Python: $RBD_PYTHON, else python3.12, else python3.11.
 rbd_python() {
   local py="${RBD_PYTHON:-}"
-  if [ -z "$py" ]; then
-    py="$(command -v python3.11 || true)"
+  if [ -n "$py" ]; then
+    command -v "$py" || echo "$py"
+    return 0
   fi
-  if [ -z "$py" ] && [ -x "$RBD_ROOT/.venv/bin/python" ]; then
-    py="$RBD_ROOT/.venv/bin/python"
-  fi
-  if [ -z "$py" ]; then
-    py="$(command -v python3 || true)"
-  fi
-  if [ -z "$py" ]; then
-    echo "[bootstrap] ERROR: no python3.11 on PATH (set RBD_PYTHON=/path/to/python3.11)" >&2
-    return 1
-  fi
-  echo "$py"
+  for py in python3.12 python3.11 python3; do
+    if command -v "$py" >/dev/null 2>&1 && "$py" -c '' >/dev/null 2>&1; then
+      command -v "$py"
+      return 0
+    fi
+  done
+  echo "[bootstrap] ERROR: no python3.12 or python3.11 on PATH (set RBD_PYTHON=/path/to/python3.12)" >&2
+  return 1
 }
 
 rbd_bootstrap() {

@@ -1,14 +1,19 @@
-"""Set up everything rbd_linearizer needs, from nothing but Python 3.11 and a C/C++ compiler.
+"""Set up everything rbd_linearizer needs, from nothing but Python and a C/C++ compiler.
 
-Run by scripts/run and scripts/test (and usable alone: ``python3.11 scripts/bootstrap.py``).
+Run by scripts/run and scripts/test (and usable alone: ``python3 scripts/bootstrap.py``).
 Standard library only: it runs before the venv exists.
+
+The venv's interpreter (``PYTHONS``): ``$RBD_PYTHON`` when set, else ``python3.12`` (what Ubuntu
+24.04 ships with Jazzy and Kilted), else ``python3.11``; the pinned ROS 2 wheels exist for both
+(cp312, cp311). The default version (3.12) gets the plain venv names; another one gets its own
+venv beside them (``.venv-py3.11``, ``.venv-kilted-py3.11``), so both can be set up at once.
 
 The ROS 2 distribution is chosen by ``ROS_DISTRO`` (what a sourced ROS 2 sets; default
 ``jazzy``): each supported distribution has its pinned requirements ``constraints/<distro>.txt``
 (which include ``constraints/common.txt``) and its own venv, ``.venv`` for the default one and
 ``.venv-<distro>`` for the others (``DISTROS``). Steps, each skipped when done:
 
-1. the distribution's venv (re-created when it is missing, broken or not Python 3.11);
+1. the distribution's venv (re-created when it is missing, broken or of another Python);
 2. every pinned dependency from its constraints file (ROS 2 wheels, generators, numerics, test);
 3. the package itself, editable (``pip install --no-build-isolation --no-deps -e .``): setup.py
    runs rosidl over msg/ and srv/ (in ``build/rosidl-<key>``, one per environment) and installs
@@ -44,7 +49,10 @@ import sys
 import time
 
 ROOT = Path(__file__).resolve().parent.parent
-PY_VERSION = (3, 11)
+#: Supported interpreters, the preferred (default) one first: the ROS 2 wheels of both pinned
+#: sets are cp312 and cp311. Ubuntu 24.04 (Jazzy, Kilted) ships 3.12.
+PYTHONS = ((3, 12), (3, 11))
+DEFAULT_PYTHON = PYTHONS[0]
 
 #: Supported ROS 2 distributions: venv directory (relative to the repo). The first is the
 #: default. Each has its pinned requirements in constraints/<distro>.txt.
@@ -82,8 +90,87 @@ def select_distro() -> str:
     return distro
 
 
+def _python_version(exe: str) -> tuple[int, int] | None:
+    """(major, minor) of the interpreter ``exe`` (with a working venv module), or None."""
+    try:
+        r = subprocess.run([exe, '-c', 'import sys, venv; print(*sys.version_info[:2])'],
+                           capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode != 0:
+        return None
+    try:
+        major, minor = (int(x) for x in r.stdout.split())
+    except ValueError:
+        return None
+    return major, minor
+
+
+def _supported() -> str:
+    return ' or '.join(f'{a}.{b}' for a, b in PYTHONS)
+
+
+def _candidates(version: tuple[int, int]) -> list[str]:
+    """Return where a Python ``version`` may be, in order of preference.
+
+    ``pythonX.Y`` on PATH, pyenv's installed versions (a pyenv shim answers only for the
+    versions selected in the shell), this interpreter.
+    """
+    name = f'python{version[0]}.{version[1]}'
+    out = [shutil.which(name)]
+    pyenv_root = Path(os.environ.get('PYENV_ROOT') or Path.home() / '.pyenv')
+    out += sorted((str(p) for p in pyenv_root.glob(f'versions/{version[0]}.{version[1]}.*/bin/'
+                                                   f'{name}')), reverse=True)
+    if sys.version_info[:2] == version:
+        out.append(sys.executable)
+    return [exe for exe in out if exe]
+
+
+def find_python() -> tuple[str, tuple[int, int]]:
+    """Return the venv's interpreter and its version.
+
+    ``$RBD_PYTHON`` (a path, a command, or a version such as ``3.11``), else a Python 3.12,
+    else a Python 3.11 (``PYTHONS``' order; ``_candidates`` says where each is looked for).
+    """
+    chosen = os.environ.get('RBD_PYTHON')
+    if chosen and chosen.count('.') == 1 and chosen.replace('.', '').isdigit():
+        wanted = tuple(int(x) for x in chosen.split('.'))
+        if wanted not in PYTHONS:
+            die(f'RBD_PYTHON={chosen}: the ROS 2 wheels need Python {_supported()}')
+        for exe in _candidates(wanted):
+            if _python_version(exe) == wanted:
+                return exe, wanted
+        die(f'RBD_PYTHON={chosen}: no Python {chosen} found (looked for python{chosen} on PATH '
+            'and in pyenv)')
+    if chosen:
+        exe = shutil.which(chosen) or chosen
+        version = _python_version(exe)
+        if version not in PYTHONS:
+            got = ('not a working Python' if version is None
+                   else f'Python {version[0]}.{version[1]}')
+            die(f'RBD_PYTHON={chosen} is {got}; the ROS 2 wheels need Python {_supported()}')
+        return exe, version
+    for wanted in PYTHONS:
+        for exe in _candidates(wanted):
+            if _python_version(exe) == wanted:
+                return exe, wanted
+    die(f'no Python {_supported()} found (the ROS 2 wheels are cp312 and cp311): install '
+        'python3.12 (Ubuntu 24.04: apt-get install python3.12 python3.12-venv) or python3.11, '
+        'or set RBD_PYTHON=/path/to/python3.12')
+    raise AssertionError  # unreachable: die() exits
+
+
+def venv_dir(distro: str, version: tuple[int, int]) -> Path:
+    """``.venv`` / ``.venv-<distro>``, with ``-py3.11`` appended for a non-default Python."""
+    name = DISTROS[distro]
+    if version != DEFAULT_PYTHON:
+        name += f'-py{version[0]}.{version[1]}'
+    return ROOT / name
+
+
 DISTRO = select_distro()
-VENV = ROOT / DISTROS[DISTRO]
+PYTHON, PY_VERSION = find_python()
+VENV = venv_dir(DISTRO, PY_VERSION)
 VPY = VENV / 'bin' / 'python'
 STAMP = VENV / '.rbd_bootstrap'
 CONSTRAINTS = ROOT / 'constraints' / f'{DISTRO}.txt'
@@ -93,6 +180,7 @@ COMMON_CONSTRAINTS = ROOT / 'constraints' / 'common.txt'
 HASHED_FILES = [
     f'constraints/{DISTRO}.txt', 'constraints/common.txt', 'setup.py', 'setup.cfg',
     'package.xml', 'scripts/bootstrap.py', 'scripts/rosidl/CMakeLists.txt',
+    'scripts/rosidl/build_interfaces.py',
     'resource/rbd_linearizer',
 ]
 HASHED_GLOBS = ['msg/*.msg', 'srv/*.srv', 'launch/*.launch.py', 'config/*.yaml']
@@ -150,27 +238,12 @@ def venv_ok() -> bool:
         return False
     try:
         out = subprocess.run(
-            [str(VPY), '-c', 'import sys; print(sys.version_info[:2] == (3, 11))'],
+            [str(VPY), '-c', f'import sys; print(sys.version_info[:2] == {PY_VERSION})'],
             capture_output=True, text=True, timeout=120,
         )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return out.returncode == 0 and out.stdout.strip().endswith('True')
-
-
-def find_python() -> str:
-    """Return a Python 3.11 for the venv: $RBD_PYTHON, this one, or python3.11 on PATH."""
-    candidates = [os.environ.get('RBD_PYTHON'), sys.executable, shutil.which('python3.11')]
-    for c in candidates:
-        if not c:
-            continue
-        r = subprocess.run([c, '-c', 'import sys, venv; print(sys.version_info[:2])'],
-                           capture_output=True, text=True)
-        if r.returncode == 0 and r.stdout.strip() == str(PY_VERSION):
-            return c
-    die('Python 3.11 is required (the ROS 2 wheels are cp311): put python3.11 on PATH or set '
-        'RBD_PYTHON=/path/to/python3.11')
-    return ''
 
 
 def run(cmd: list[str], quiet: bool = False, **kw) -> None:
@@ -250,16 +323,37 @@ def check_toolchain() -> None:
             'apt-get install build-essential); they compile the ROS 2 interfaces')
 
 
+#: Eigen's headers (Debian's libeigen3-dev): the C++ example examples/cpp_consumer and its test
+#: use them; the Python package never does.
+EIGEN_HEADER = Path('/usr/include/eigen3/Eigen/Core')
+
+
+def ensure_eigen() -> None:
+    """Install Debian's ``libeigen3-dev`` when its headers are missing and we may (root, apt)."""
+    if EIGEN_HEADER.is_file():
+        return
+    if os.geteuid() != 0 or not shutil.which('apt-get'):
+        log(f'note: {EIGEN_HEADER} is missing: the C++ example (examples/cpp_consumer) and its '
+            'test need it (Debian/Ubuntu: sudo apt-get install libeigen3-dev)')
+        return
+    env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
+    run(['apt-get', 'update', '-qq'], quiet=True, env=env)
+    run(['apt-get', 'install', '-y', '-qq', '--no-install-recommends', 'libeigen3-dev'],
+        quiet=True, env=env)
+
+
 def setup() -> None:
     t0 = time.monotonic()
     env = pip_env()
     if not venv_ok():
-        py = find_python()
         if VENV.exists():
-            log(f'{VENV} is not a working Python 3.11 venv: re-creating it')
+            log(f'{VENV} is not a working Python {PY_VERSION[0]}.{PY_VERSION[1]} venv: '
+                're-creating it')
             shutil.rmtree(VENV)
-        run([py, '-m', 'venv', VENV])
+        log(f'Python {PY_VERSION[0]}.{PY_VERSION[1]}: {PYTHON}')
+        run([PYTHON, '-m', 'venv', VENV])
     check_toolchain()
+    ensure_eigen()
     pip = [VPY, '-m', 'pip']
     run([*pip, 'install', '-qq', pinned('pip'), pinned('setuptools')], env=env)
     # -qq: errors only (pip's warnings about unreachable extra index locations are noise).
