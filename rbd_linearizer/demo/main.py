@@ -36,6 +36,7 @@ import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
 from rbd_linearizer.conventions import configuration  # noqa: E402
+from rbd_linearizer.ros._interrupt import deliver_again, safe_to_raise  # noqa: E402
 
 DEFAULT_OUT = 'demo_report'
 
@@ -226,7 +227,9 @@ class _Sigint:
     sends its own: two in a row. While the nodes are being built (MuJoCo, kernels: no spin loop
     yet) the first signal raises KeyboardInterrupt; after that, and while spinning or cleaning
     up, a signal only sets ``stop``, which the spin loops check between callbacks. So no
-    KeyboardInterrupt lands in rclpy or in ``destroy_node``, and a node process exits 0.
+    KeyboardInterrupt lands in rclpy or in ``destroy_node``, and a node process exits 0. Nor in
+    numba, llvmlite or a ``__del__`` (a kernel compiled by a node's constructor), where it would
+    be printed and dropped: there the signal comes again a moment later (``ros/_interrupt.py``).
     """
 
     raising = True
@@ -235,9 +238,13 @@ class _Sigint:
     @classmethod
     def handler(cls, signum, frame) -> None:
         cls.stop = True
-        if cls.raising:
-            cls.raising = False
-            raise KeyboardInterrupt
+        if not cls.raising:
+            return
+        if not safe_to_raise(frame):  # in numba, llvmlite, a __del__ (ros/_interrupt.py)
+            deliver_again(signum)
+            return
+        cls.raising = False
+        raise KeyboardInterrupt
 
     @classmethod
     def install(cls) -> None:

@@ -13,6 +13,7 @@ import sys
 
 import rclpy
 
+from rbd_linearizer.ros._interrupt import deliver_again, safe_to_raise
 from rbd_linearizer.ros.executor import DirectExecutor, DirectExecutorUnsupported
 
 
@@ -42,21 +43,31 @@ class _StopSignal:
     end, a cold compile included: test/ros/test_node_stop.py). While spinning it does
     nothing: the executor stops on the shut-down context, and a KeyboardInterrupt raised at
     an arbitrary point inside rclpy's executor can leave half-built objects behind (a Task
-    whose ``__del__`` then prints a traceback at exit).
+    whose ``__del__`` then prints a traceback at exit). It raises once only: a second signal
+    (a terminal's Ctrl-C, then launch's SIGINT) must not cut short the clean-up the first one
+    started (``_spin``'s ``finally``); and never inside numba, llvmlite or a ``__del__``, where
+    it would be printed and dropped (``ros/_interrupt.py``): there, the signal comes again a
+    moment later.
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
     spinning = False
+    raised = False
 
     @classmethod
     def handler(cls, signum, frame) -> None:
-        if not cls.spinning:
-            raise KeyboardInterrupt
+        if cls.spinning or cls.raised:
+            return
+        if not safe_to_raise(frame):  # in numba, llvmlite, a __del__ (ros/_interrupt.py)
+            deliver_again(signum)
+            return
+        cls.raised = True
+        raise KeyboardInterrupt
 
 
 def _init(args: list[str] | None) -> None:
     # rclpy.init after our handlers, so that rclpy's handlers chain to them (see _StopSignal)
-    _StopSignal.spinning = False
+    _StopSignal.spinning = _StopSignal.raised = False
     for sig in _StopSignal.SIGNALS:
         signal.signal(sig, _StopSignal.handler)
     rclpy.init(args=args)

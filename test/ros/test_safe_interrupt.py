@@ -1,0 +1,111 @@
+"""Where the stop handlers of the node and the demo raise KeyboardInterrupt (ros/_interrupt.py).
+
+A handler as ``ros/spin.py``'s ``_StopSignal`` and ``demo/main.py``'s ``_Sigint`` (raise once,
+only where ``safe_to_raise``, else ``deliver_again``), in this process: a SIGINT that arrives
+inside a numba compile (as when a demo node's constructor compiles a kernel in the main thread)
+or inside a ``__del__`` is raised after it, never inside, where Python prints and drops it
+("Exception ignored ... KeyboardInterrupt") and numba then fails on the kernel it was compiling
+("RuntimeError: no compiled object yet"). Both tests fail with a handler that raises wherever
+the signal lands.
+"""
+
+import _thread
+import signal
+import sys
+import time
+
+import pytest
+
+#: Hang guard [s] for the KeyboardInterrupt to come (never a timing assertion).
+GUARD_S = 5.0
+
+
+@pytest.fixture
+def _stop_handler():
+    """Install a SIGINT handler as the node's and the demo's: KeyboardInterrupt once, if safe."""
+    from rbd_linearizer.ros._interrupt import deliver_again, safe_to_raise
+
+    state = {'raising': True, 'deferred': 0}
+
+    def handler(signum, frame):
+        if not state['raising']:
+            return
+        if not safe_to_raise(frame):
+            state['deferred'] += 1
+            deliver_again(signum)
+            return
+        state['raising'] = False
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield state
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupted_after(work) -> None:
+    """Run ``work()``: the KeyboardInterrupt must come after it, not inside, nor be dropped."""
+    dropped = []  # what Python could not raise (pytest sets its own hook for the test call)
+    previous_hook, sys.unraisablehook = sys.unraisablehook, dropped.append
+    try:
+        try:
+            work()
+        except KeyboardInterrupt:
+            pytest.fail('KeyboardInterrupt raised inside numba / a __del__')
+        t0 = time.monotonic()
+        try:
+            while time.monotonic() - t0 < GUARD_S:  # hang guard
+                time.sleep(0.001)
+        except KeyboardInterrupt:
+            assert not dropped
+            return
+        pytest.fail(f'no KeyboardInterrupt after the work; dropped: {dropped}')
+    finally:
+        sys.unraisablehook = previous_hook
+
+
+def test_a_signal_during_a_numba_compile_is_raised_after_it(_stop_handler):
+    # the signal arrives inside numba's compiler (the main thread compiles, as the demo's
+    # nodes do): raised once the compiled call returned, never inside (where llvmlite's
+    # callbacks would print and drop it and numba fail: "no compiled object yet")
+    numba = pytest.importorskip('numba')
+    from numba.core import event
+    import numpy as np
+
+    state = _stop_handler
+
+    class Trip(event.Listener):
+        def on_start(self, ev):
+            _thread.interrupt_main(signal.SIGINT)
+
+        def on_end(self, ev):
+            pass
+
+    def kernel(x):
+        s = 0.0
+        for k in range(x.shape[0]):
+            s += x[k] * 2.0 + k
+        return s
+
+    compiled = numba.njit(cache=False)(kernel)
+    result = []
+    with event.install_listener('numba:compile', Trip()):
+        _interrupted_after(lambda: result.append(compiled(np.ones(3))))
+    assert result == [9.0]
+    assert state['deferred'] >= 1  # it did arrive inside the compile
+
+
+def test_a_signal_during_a_del_is_raised_after_it(_stop_handler):
+    state = _stop_handler
+
+    class Finalized:
+        def __del__(self):
+            _thread.interrupt_main(signal.SIGINT)
+            sum(range(1000))  # the handler runs here, inside __del__
+
+    def work():
+        Finalized()
+
+    _interrupted_after(work)
+    assert state['deferred'] >= 1
