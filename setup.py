@@ -74,10 +74,10 @@ PKG_FILE = f'{PACKAGE}.pkg'
 EXT_GLOB = f'{PACKAGE}_s__rosidl_typesupport_*.so'
 
 CONSOLE_SCRIPTS = {
-    'linearizer_node': 'rbd_linearizer.ros.node:main',
-    'linearizer_lifecycle_node': 'rbd_linearizer.ros.node:main_lifecycle',
-    'rbd-linearizer': 'rbd_linearizer.tools.cli:main',
-    'rbd-demo': 'rbd_linearizer.demo.main:main',
+    'linearizer_node': 'rbd_linearizer.ros._entry:linearizer_node',
+    'linearizer_lifecycle_node': 'rbd_linearizer.ros._entry:linearizer_lifecycle_node',
+    'rbd-linearizer': 'rbd_linearizer.tools._entry:rbd_linearizer_cli',
+    'rbd-demo': 'rbd_linearizer.demo._entry:rbd_demo',
 }
 
 # Runs at interpreter start-up from site-packages (venv installs only): adds the venv prefix to

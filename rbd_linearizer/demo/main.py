@@ -36,6 +36,7 @@ import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
 from rbd_linearizer.conventions import configuration  # noqa: E402
+from rbd_linearizer.demo import INTERRUPTED, stop_code  # noqa: E402
 from rbd_linearizer.ros._interrupt import deliver_again, safe_to_raise  # noqa: E402
 
 DEFAULT_OUT = 'demo_report'
@@ -446,30 +447,49 @@ def run_processes(argv: list[str], timeout: float = 600.0) -> int:
 
     The driver starts once its three state subscribers (linearizer, LQR controller, recorder)
     are there, so no state is missed; the others are stopped when the report is written.
+    A stop signal (SIGINT, SIGTERM) at any moment (while the processes are started too) stops
+    every node process started so far and returns ``INTERRUPTED``: the handler only takes
+    note, so no KeyboardInterrupt cuts a ``Popen`` short and leaves a process unaccounted for.
+    The node processes start through the entry point (``python -m rbd_linearizer.demo``),
+    which handles stop signals before their heavy imports, and are stopped with SIGTERM: the
+    same clean stop as SIGINT once their handler is in place, and, in the few tens of
+    milliseconds of interpreter start-up before it, a silent end where a SIGINT could print a
+    traceback (docs/node.md, "Stop signals").
     """
     import signal
     import subprocess
-    base = [sys.executable, '-m', 'rbd_linearizer.demo.main', *argv]
+    base = [sys.executable, '-m', 'rbd_linearizer.demo', *argv]
+    stop = []
 
-    def terminate(signum, frame):
-        raise KeyboardInterrupt
+    def on_stop(signum, frame):
+        stop.append(signum)
 
-    signal.signal(signal.SIGTERM, terminate)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_stop)
     env = {**os.environ, 'OPENBLAS_NUM_THREADS': '1'}
     procs = {}
+    code = INTERRUPTED
     try:
         for name in NODE_NAMES:
+            if stop:
+                break
             procs[name] = subprocess.Popen([*base, *process_arguments(name)], env=env)
-        code = procs['demo_recorder'].wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        print('rbd-demo: the recorder did not finish in time', file=sys.stderr)
-        code = 1
-    except KeyboardInterrupt:
-        code = 130
+        deadline = time.monotonic() + timeout
+        while not stop:
+            try:
+                code = procs['demo_recorder'].wait(timeout=0.1)
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() > deadline:
+                    print('rbd-demo: the recorder did not finish in time', file=sys.stderr)
+                    code = 1
+                    break
+        if stop:
+            code = INTERRUPTED
     finally:
         for p in procs.values():
             if p.poll() is None:
-                p.send_signal(signal.SIGINT)
+                p.send_signal(signal.SIGTERM)
         for p in procs.values():
             try:
                 p.wait(timeout=10)
@@ -482,15 +502,17 @@ def run_processes(argv: list[str], timeout: float = 600.0) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point ``rbd-demo``.
 
-    Ctrl-C (SIGINT) stops it without a traceback: exit code 0 for a node process (``--node``,
-    what launch stops with SIGINT), 130 otherwise.
+    Ctrl-C (SIGINT) or SIGTERM stops it without a traceback: exit code 0 for a node process
+    (``--node``, what launch stops with SIGINT), ``INTERRUPTED`` (130) otherwise
+    (``rbd_linearizer.demo.stop_code``). The ``rbd-demo`` console script
+    (``rbd_linearizer.demo._entry``) gives the same codes for a signal during the imports.
     """
     _Sigint.install()
     full = list(sys.argv[1:] if argv is None else argv)
     try:
         return _main(full)
     except KeyboardInterrupt:
-        return 0 if '--node' in full else 130
+        return stop_code(full)
 
 
 def _main(full: list[str]) -> int:
@@ -539,7 +561,7 @@ def _main(full: list[str]) -> int:
             ap.error('--compare-mpc runs in one process (no --processes, --node)')
         table = compare_mpc(cfg, args.duration, args.out, args.max_rtf)
         if table is None:
-            return 130
+            return INTERRUPTED
         print(report.format_comparison(table))
         return 0
     if args.processes:
@@ -553,7 +575,7 @@ def _main(full: list[str]) -> int:
     summary = run(cfg, args.duration, args.out, args.max_rtf, executor=args.executor,
                   save_recording=args.save_recording)
     if summary is None:
-        return 130  # stopped by a signal
+        return INTERRUPTED  # stopped by a signal
     print(format_summary(summary))
     print(f"wall time {summary['wall_time_s']:.1f} s (start-up {summary['startup_wait_s']:.1f} s, "
           f"then real-time factor {summary['real_time_factor']:.2f}), lock-step: "

@@ -47,7 +47,8 @@ class _StopSignal:
     (a terminal's Ctrl-C, then launch's SIGINT) must not cut short the clean-up the first one
     started (``_spin``'s ``finally``); and never inside numba, llvmlite or a ``__del__``, where
     it would be printed and dropped (``ros/_interrupt.py``): there, the signal comes again a
-    moment later.
+    moment later. Before this handler, from the first line of the console scripts,
+    ``rbd_linearizer.ros._entry``'s handles the stop signals.
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)

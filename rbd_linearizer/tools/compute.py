@@ -451,11 +451,20 @@ def main(args: argparse.Namespace) -> int:
     except RbdError as err:
         print(f'rbd-linearizer compute: error: {_one_line(err)}', file=sys.stderr)
         return 2
+    from rbd_linearizer.ros._entry import deferred_stop
+
     try:
-        with open(args.output, 'wb') as out:
+        with deferred_stop(), open(args.output, 'wb') as out:  # a stop waits: a whole file
             np.savez(out, **result)
     except OSError as err:
         print(f'rbd-linearizer compute: error: cannot write {args.output}: {_one_line(err)}',
               file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C while writing (python -m ...cli): no half-written file
+        import contextlib
+        import os
+
+        with contextlib.suppress(OSError):
+            os.unlink(args.output)
+        raise
     return 0

@@ -97,6 +97,11 @@ def main(args) -> int:
 
     node_name = '/' + args.linearizer.strip('/')
     wanted = [*DEFAULT_TOPICS, *(f'{node_name}/{t}' for t in NODE_TOPICS), *args.topic]
+    # A stop signal from here on only ends the loop below: the bag, once created, is always
+    # closed complete (before, a signal before the loop left it half-written).
+    stop = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.append(1))
     try:
         writer = BagWriter(args.output, args.storage)
     except BagError as err:
@@ -113,9 +118,6 @@ def main(args) -> int:
                              start_parameter_services=False)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
-    stop = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.append(1))
     counts: dict[str, int] = {}
     subs = {}
     total = [0]

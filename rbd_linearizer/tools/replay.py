@@ -156,15 +156,17 @@ def main(args) -> int:
     if messages is None:
         return 2
 
+    # From here on a stop signal only ends the waits and the replay (reading the bag above
+    # may still be cut short by a KeyboardInterrupt: rbd_linearizer.ros._entry)
+    stop = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.append(1))
     import rclpy
 
     context = rclpy.context.Context()
     rclpy.init(context=context, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     node = rclpy.create_node('rbd_linearizer_replay', context=context,
                              start_parameter_services=False)
-    stop = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.append(1))
     try:
         pubs = _publishers(node, messages, latched_topics)
         clock_pub = None

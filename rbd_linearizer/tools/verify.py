@@ -774,11 +774,14 @@ def main(args) -> int:
         return 2
     samples, rows = report.pop('_samples'), report.pop('_rows')
     if args.report:
-        out = Path(args.report)
-        out.mkdir(parents=True, exist_ok=True)
-        report['plots'] = _plots(out, samples, rows, args.horizon)
-        (out / 'report.json').write_text(json.dumps(report, indent=2, default=str) + '\n',
-                                         encoding='utf-8')
-        (out / 'summary.txt').write_text(format_summary(report) + '\n', encoding='utf-8')
+        from rbd_linearizer.ros._entry import deferred_stop
+
+        with deferred_stop():  # a stop signal waits for the whole report
+            out = Path(args.report)
+            out.mkdir(parents=True, exist_ok=True)
+            report['plots'] = _plots(out, samples, rows, args.horizon)
+            (out / 'report.json').write_text(json.dumps(report, indent=2, default=str) + '\n',
+                                             encoding='utf-8')
+            (out / 'summary.txt').write_text(format_summary(report) + '\n', encoding='utf-8')
     print(format_summary(report))
     return 1 if report['failures'] else 0
