@@ -13,8 +13,10 @@ export ROS_DISTRO="${ROS_DISTRO:-jazzy}"
 # chooses the venv's Python: $RBD_PYTHON, else python3.12, else python3.11.
 rbd_python() {
   local py="${RBD_PYTHON:-}"
-  if [ -n "$py" ]; then
-    command -v "$py" || echo "$py"
+  # RBD_PYTHON may name an interpreter (a path or a command) or a version (3.11): only the
+  # former can run bootstrap.py, which reads RBD_PYTHON itself either way.
+  if [ -n "$py" ] && command -v "$py" >/dev/null 2>&1 && "$py" -c '' >/dev/null 2>&1; then
+    command -v "$py"
     return 0
   fi
   for py in python3.12 python3.11 python3; do

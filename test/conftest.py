@@ -13,7 +13,8 @@ the older ROS_LOCALHOST_ONLY is removed, since Jazzy warns about it on every nod
 
 Marker ``ros``: every test whose module touches rclpy, the messages, the node or its tools
 (found from the module's source, so a new test file needs no annotation); ``scripts/test -m ros``
-runs them, as CI does on the second supported distribution.
+runs them, as CI does on the second supported distribution. Marker ``smoke`` (set by hand on a
+few tests): what CI runs on the second supported Python (``.ci/run``).
 
 Strict mode (``RBD_TEST_STRICT=1``, set by ``scripts/test --strict``): a test skipped because a
 dependency is missing fails instead, unless the dependency is one that no package registry here
@@ -45,6 +46,10 @@ _ros_modules: dict[str, bool] = {}
 
 
 def pytest_configure(config):
+    config.addinivalue_line(
+        'markers', 'smoke: the core of the README commands (set-up, the node over DDS, a '
+                   'linearization equal to Pinocchio); CI runs these on the second supported '
+                   'Python')
     config.addinivalue_line(
         'markers', 'ros: touches rclpy, the messages, the node or its tools (set automatically '
                    'from the test module source; CI runs these on every supported distribution)')

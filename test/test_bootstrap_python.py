@@ -59,6 +59,7 @@ def _need(*versions: tuple[int, int]) -> None:
         pytest.skip(f'this machine has no Python {", ".join(absent)} to run the check with')
 
 
+@pytest.mark.smoke
 def test_this_run_uses_the_python_of_its_venv():
     venv = Path(sys.prefix)
     expected = ROOT / ('.venv' if os.environ.get('ROS_DISTRO', 'jazzy') == 'jazzy'

@@ -144,6 +144,7 @@ PIN_ROBOTS = [('go2', True), ('go2', False), ('g1', True), ('hextilt', True), ('
               ('seed002', False), ('solo12', True)]
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize('robot', PIN_ROBOTS, ids=lambda r: f'{r[0]}-{"fl" if r[1] else "fx"}')
 def test_blocks_equal_pinocchio_aba_derivatives(robot):
     pin = pytest.importorskip('pinocchio')

@@ -81,6 +81,7 @@ def _wait(executor, proc, err, predicate, what):
     pytest.fail(f'timed out waiting for {what}; node log:\n{_log(err)[-4000:]}')
 
 
+@pytest.mark.smoke
 def test_publishes_core_results_for_the_default_robot(node_process, ros):
     proc, err = node_process
     _, executor, got, _ = ros
