@@ -33,11 +33,9 @@ from rbd_linearizer.online import params as P
 from rbd_linearizer.online import served as online_served
 from rbd_linearizer.online import state as online_state
 from rbd_linearizer.online.requests import RequestQueue
-from rbd_linearizer.online.served import Served, build_served
+from rbd_linearizer.online.served import Served
 from rbd_linearizer.online.state import BaseSample, JointSample, joints_in_model_order
-from rbd_linearizer.online.stats import SequenceGaps as _SequenceGaps  # noqa: F401 (kept here)
-from rbd_linearizer.online.stats import Stats as _Stats
-from rbd_linearizer.online.stats import late_tick
+from rbd_linearizer.online.stats import Stats, late_tick
 from rbd_linearizer.ros import conversions as conv
 from rbd_linearizer.ros import params as RP
 from rbd_linearizer.ros.cdr import LinearizationEncoder
@@ -45,13 +43,11 @@ from rbd_linearizer.ros.contacts import ContactsMixin, contact_labels
 from rbd_linearizer.ros.diagnostics import DiagnosticsMixin
 from rbd_linearizer.ros.qos import latched_qos, qos_from_name, result_qos
 from rbd_linearizer.ros.requests import queued_service
-from rbd_linearizer.ros.spin import _executor, _spin, run  # noqa: F401 (kept importable here)
+from rbd_linearizer.ros.spin import run
 from rbd_linearizer.ros.trajectory import TrajectoryServer
 from rbd_linearizer.srv import Linearize as LinearizeSrv
 
-__all__ = ['LinearizerLifecycleNode', 'LinearizerNode', 'Served', 'build_served',
-           'joints_in_model_order', 'main', 'main_lifecycle']
-_non_finite_fields = conv.non_finite_fields  # every numeric field, nested ones included
+__all__ = ['LinearizerLifecycleNode', 'LinearizerNode', 'main', 'main_lifecycle']
 
 #: Robot description: reliable + transient local, depth 1 (as robot_state_publisher).
 ROBOT_DESCRIPTION_QOS = latched_qos()
@@ -70,7 +66,7 @@ class _LinearizerMixin(DiagnosticsMixin, ContactsMixin):
     def _setup(self) -> None:
         self._cfg = RP.declare(self)  # every row of the parameter table, with its descriptor
         self._served: Served | None = None
-        self._stats = _Stats()
+        self._stats = Stats()
         self._feed = online_state.StateFeed(  # stamp rules, pairing, applied inputs, u0
             self._stats, self._error, self._reject, int(self._cfg['max_state_skew_s'] * _NS),
             int(self._cfg['max_state_age_s'] * _NS))
@@ -296,7 +292,7 @@ class _LinearizerMixin(DiagnosticsMixin, ContactsMixin):
         except Exception as e:  # noqa: BLE001 - a bad point skips this tick, never the node
             self._reject('state', f'linearization failed: {type(e).__name__}: {e}')
             return
-        bad = _non_finite_fields(lin, dyn, der, forces)
+        bad = conv.non_finite_fields(lin, dyn, der, forces)
         if bad:  # e.g. overflow at absurd velocities: never publish NaN or inf
             self._reject('output', f'non-finite {", ".join(bad)} at the state stamped {stamp} '
                                    'ns (not published)')
@@ -342,12 +338,12 @@ class _LinearizerMixin(DiagnosticsMixin, ContactsMixin):
                 q, v, u, cfg, self._request_contact_set(served, request),
                 self.get_clock().now().nanoseconds, representation=rep, time_model=tm, dt=dt,
                 data=served.request_data)
-            bad = _non_finite_fields(lin, forces)
+            bad = conv.non_finite_fields(lin, forces)
             if bad:
                 raise StateError(f'non-finite {", ".join(bad)} at this state (overflow)')
             self._answer(response, lin, forces, cfg['world_frame'])  # ros/contacts.py
             response.success, response.message = True, ''
-            bad = _non_finite_fields(response)  # every number sent, whatever its origin
+            bad = conv.non_finite_fields(response)  # every number sent, whatever its origin
             if bad:
                 raise StateError(f'non-finite {", ".join(bad)} in the response')
         except Exception as e:  # noqa: BLE001 - any bad request gets success=false
