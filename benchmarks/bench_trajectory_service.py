@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/bench_trajectory_service.py [--robots g1 go2] [--points 20]
            [--calls 500] [--representation mixed] [--dt 0.01] [--rt-priority N]
+           [--ticking HZ]
 
 Per robot: starts ``python -m rbd_linearizer.ros.node`` (its own ROS domain, localhost
 discovery, the robot's URDF; no state topics needed) and, in this process, a client. Then
@@ -19,12 +20,21 @@ responses' ``compute_time``), the machine's load, and checks every answer is the
 and finite. ``--rt-priority N`` runs the node under ``chrt -f N`` and this process in SCHED_FIFO
 N (as bench_node_latency.py; needs CAP_SYS_NICE). Not a timed test: figures depend on the
 machine; see docs/performance.md ("Horizon").
+
+``--ticking HZ``: the tick beside the requests (docs/performance.md, "Requests beside the
+tick"). The node also ticks at HZ on its built-in state source (timer mode) and this process
+records the stamp of every ``~/linearization``. For each service call: the ticks stamped
+between sending the request and receiving the answer (against HZ x that time) and the longest
+gap between consecutive ticks overlapping it. Printed: ``tick_ratio`` (ticks in all request
+windows / expected), ``tick_gap_ms_p50`` / ``_max`` over the calls, and the same without
+requests (``idle_gap_ms_max``, the second before the first call). The topic mode is skipped.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import struct
 import subprocess
 import sys
 import time
@@ -50,14 +60,40 @@ def _trajectory(model, n_points: int, rng) -> tuple[np.ndarray, np.ndarray, np.n
     return Q, V, U
 
 
+def _stamp(raw: bytes) -> int:
+    # header.stamp of a serialized message: after the 4-byte CDR encapsulation header
+    sec, nanosec = struct.unpack_from('<iI', raw, 4)
+    return sec * 1_000_000_000 + nanosec
+
+
+def _tick_figures(stamps: list[int], windows: list[tuple[int, int]], hz: float,
+                  idle: tuple[int, int]) -> dict:
+    """Return the ticks in each request window and the longest gap overlapping it."""
+    st = np.sort(np.asarray(stamps, dtype=np.int64))
+    gaps = np.diff(st)
+
+    def longest(a: int, b: int) -> float:
+        # gaps between consecutive ticks that overlap [a, b]
+        mask = (st[1:] >= a) & (st[:-1] <= b)
+        return float(gaps[mask].max()) * 1e-6 if mask.any() else float('nan')
+
+    inside = sum(int(((st >= a) & (st <= b)).sum()) for a, b in windows)
+    expected = sum((b - a) * 1e-9 * hz for a, b in windows)
+    worst = np.array([longest(a, b) for a, b in windows])
+    return {'tick_hz': hz, 'tick_ratio': round(inside / expected, 3) if expected else None,
+            'tick_gap_ms_p50': round(float(np.nanmedian(worst)), 2),
+            'tick_gap_ms_max': round(float(np.nanmax(worst)), 2),
+            'idle_gap_ms_max': round(longest(*idle), 2)}
+
+
 def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
-        rt_priority: int) -> dict:
+        rt_priority: int, ticking: float = 0.0) -> dict:
     """Start the node for ``robot``, time ``calls`` service and topic round trips."""
     import rclpy
 
     from rbd_linearizer.model import build_model
     from rbd_linearizer.model.robots import example_robot_urdf
-    from rbd_linearizer.msg import Trajectory, TrajectoryLinearization
+    from rbd_linearizer.msg import Linearization, Trajectory, TrajectoryLinearization
     from rbd_linearizer.ros.cdr import trajectory_linearization_from_cdr
     from rbd_linearizer.ros.conversions import (
         trajectory_linearization_arrays,
@@ -73,7 +109,11 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
     log_path = f'/tmp/bench_trajectory_{robot}.log'
     cmd = [sys.executable, '-m', 'rbd_linearizer.ros.node', '--ros-args',
            '-p', f'robot_description_file:={urdf}', '-p', 'check_triangle_inequality:=false',
-           '-p', 'status_period_s:=0.0', '-r', f'__ns:={ns}']
+           '-p', 'status_period_s:=0.0', '-p', f'max_trajectory_points:={max(n_points, 1000)}',
+           '-r', f'__ns:={ns}']
+    if ticking > 0:
+        cmd[-2:-2] = ['-p', 'state_source:=builtin', '-p', 'tick_mode:=timer',
+                      '-p', f'rate_hz:={ticking}']
     prefix = ('chrt', '-f', str(rt_priority)) if rt_priority > 0 else ()
     log = open(log_path, 'w')  # noqa: SIM115
     proc = subprocess.Popen([*prefix, *cmd], stdout=log, stderr=subprocess.STDOUT)
@@ -93,6 +133,11 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
 
     node.create_subscription(TrajectoryLinearization, f'{ns}/linearizer/trajectory_linearization',
                              on_result, result_qos(10), raw=True)
+    ticks: list[int] = []
+    if ticking > 0:
+        node.create_subscription(Linearization, f'{ns}/linearizer/linearization',
+                                 lambda raw: ticks.append(_stamp(raw)), result_qos(1000),
+                                 raw=True)
     pub = node.create_publisher(Trajectory, f'{ns}/linearizer/trajectory', result_qos(1))
     client = node.create_client(LinearizeTrajectory, f'{ns}/linearizer/linearize_trajectory')
     rng = np.random.default_rng(0)
@@ -120,17 +165,34 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
         first = call(trajectory_to_msg(Q, V, U, **kw))  # warm: the model is served, kernels hot
         if not first.success:
             raise RuntimeError(f'the node refused the trajectory: {first.message}')
-        service_ms, compute_ms = [], []
+        service_ms, compute_ms, windows = [], [], []
+        idle = time.time_ns()
+        end = time.monotonic() + 1.0
+        while ticking > 0 and time.monotonic() < end:  # a second of ticks with no request
+            executor.spin_once(timeout_sec=0.01)
+        idle = (idle, time.time_ns())
         for k in range(calls):
             msg = trajectory_to_msg(Q, V, U, stamp_ns=k + 1, **kw)
-            t0 = time.perf_counter()
+            t0, w0 = time.perf_counter(), time.time_ns()
             response = call(msg)
             service_ms.append((time.perf_counter() - t0) * 1e3)
+            windows.append((w0, time.time_ns()))
             A, B, f = trajectory_linearization_arrays(response.linearization)
             if not response.success or A.shape != (n_points, nx, nx) or \
                     not (np.isfinite(A).all() and np.isfinite(B).all() and np.isfinite(f).all()):
                 raise RuntimeError(f'call {k}: bad answer ({response.message})')
             compute_ms.append(response.linearization.compute_time * 1e3)
+        if ticking > 0:
+            end = time.monotonic() + 0.5
+            while time.monotonic() < end:  # the ticks of the last window still in flight
+                executor.spin_once(timeout_sec=0.01)
+            s = np.array(service_ms)
+            return {'robot': robot, 'nv': model.nv, 'points': n_points, 'calls': calls,
+                    'service_ms_p50': round(float(np.percentile(s, 50)), 3),
+                    'service_ms_max': round(float(s.max()), 3),
+                    'node_compute_ms_p50': round(float(np.median(compute_ms)), 3),
+                    **_tick_figures(ticks, windows, ticking, idle),
+                    'load_avg_1min': round(os.getloadavg()[0], 2)}
         # topic mode: wait until the subscription has matched (answers arrive)
         stamp = 10_000_000
         topic_ms = []
@@ -190,13 +252,16 @@ def main(argv: list[str] | None = None) -> int:
                         help='discrete step [s]; 0: continuous time')
     parser.add_argument('--rt-priority', type=int, default=0,
                         help='SCHED_FIFO priority of the node and this client (0: normal)')
+    parser.add_argument('--ticking', type=float, default=0.0,
+                        help='the node also ticks at this rate [Hz]; measure the tick during '
+                             'the requests (module docstring)')
     args = parser.parse_args(argv)
     if args.rt_priority > 0:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
     isolate_ros_domain()
     for robot in args.robots:
         figures = run(robot, args.points, args.calls, args.representation, args.dt,
-                      args.rt_priority)
+                      args.rt_priority, args.ticking)
         print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
     return 0
 

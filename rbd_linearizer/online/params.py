@@ -173,6 +173,10 @@ PARAMETERS: tuple[Param, ...] = (
           "Trajectory points across cores (linearize_batch's parallel path): 'never', "
           "'always', or 'auto' (only where it is faster).", choices=PARALLEL_MODES,
           section=_S_OUT),
+    Param('request_queue_depth', 4,
+          'Service requests (~/linearize, ~/linearize_trajectory) waiting behind the one being '
+          'answered (one worker, off the control tick, first in first out); one more is '
+          'refused at once with the reason.', low=0, high=1000, section=_S_OUT),
     Param('world_frame', 'world', 'frame_id of the published messages (the world frame).',
           section=_S_OUT),
     # --- contacts ----------------------------------------------------------------------------

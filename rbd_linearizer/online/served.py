@@ -76,6 +76,7 @@ class Served:
         self.input_columns = {name: k for k, name in enumerate(self.resolved.names)}
         self._index_for: tuple[list[str], bool, np.ndarray] | None = None
         self._worker_data = None  # the ~/trajectory worker's own workspace (trajectory_data)
+        self._request_data = None  # the service worker's own workspace (request_data)
         self._warm: set[str] = set()  # kernel families warmed up (precompile.FAMILIES)
 
     def joint_index(self, names: list[str], allow_extra: bool) -> np.ndarray:
@@ -172,27 +173,32 @@ class Served:
 
     def linearize(self, q, v, u, cfg: dict[str, Any], stamp_ns: int = 0,
                   representation: str | None = None, time_model: str | None = None,
-                  dt: float | None = None) -> Linearization:
-        """Linearization at (q, v, u) with the configuration's representation and time model."""
+                  dt: float | None = None, data=None) -> Linearization:
+        """Linearization at (q, v, u) with the configuration's representation and time model.
+
+        ``data``: the workspace (default ``self.data``, the tick's; the service worker passes
+        ``request_data``).
+        """
         tm = time_model or cfg['time_model']
-        return linearize(self.model, self.data, q, v, u, self.inputs,
+        return linearize(self.model, self.data if data is None else data, q, v, u, self.inputs,
                          representation=representation or cfg['velocity_representation'],
                          time_model=tm, dt=(dt or cfg['dt']) if tm == 'discrete' else None,
                          discrete_method=cfg['discrete_method'], stamp=int(stamp_ns))
 
     def linearize_contact(self, q, v, u, cfg: dict[str, Any], frames: tuple[str, ...],
                           stamp_ns: int = 0, representation: str | None = None,
-                          time_model: str | None = None, dt: float | None = None):
+                          time_model: str | None = None, dt: float | None = None, data=None):
         """``linearize_contact`` with the catalogue frames ``frames`` in contact (non-empty).
 
         ``frames`` checked by ``ContactCatalogue.checked_set`` (catalogue order); the
-        configuration's representation, time model and ``discrete_method`` as ``linearize``.
-        Returns a ``linearization.contact.ContactLinearization``.
+        configuration's representation, time model and ``discrete_method`` as ``linearize``;
+        ``data`` as ``linearize``. Returns a ``linearization.contact.ContactLinearization``.
         """
         from rbd_linearizer.linearization.contact import linearize_contact
 
         tm = time_model or cfg['time_model']
-        return linearize_contact(self.model, self.data, q, v, u, self.contacts.contacts(frames),
+        return linearize_contact(self.model, self.data if data is None else data, q, v, u,
+                                 self.contacts.contacts(frames),
                                  self.inputs,
                                  representation=representation or cfg['velocity_representation'],
                                  time_model=tm, dt=(dt or cfg['dt']) if tm == 'discrete' else None,
@@ -205,13 +211,26 @@ class Served:
 
         Free-floating ``linearize`` when ``frames`` is empty, ``linearize_contact`` otherwise;
         the forces are None without a contact catalogue, ``ContactForces.empty`` (m = 0) for an
-        empty set. ``overrides``: ``representation``, ``time_model``, ``dt``.
+        empty set. ``overrides``: ``representation``, ``time_model``, ``dt``, ``data`` (the
+        workspace, as ``linearize``).
         """
         if frames:
             res = self.linearize_contact(q, v, u, cfg, frames, stamp_ns, **overrides)
             return res.linearization, ContactForces.of(res, self.contacts.types_of(frames))
         lin = self.linearize(q, v, u, cfg, stamp_ns, **overrides)
         return lin, (ContactForces.empty(lin) if self.contacts else None)
+
+    @property
+    def request_data(self):
+        """A workspace of its own for the service worker (``online.requests``; first use).
+
+        ``~/linearize`` and ``~/linearize_trajectory`` are answered in that worker thread, off
+        the tick's executor thread: they never touch ``data`` (the tick's) or
+        ``trajectory_data`` (the topic worker's).
+        """
+        if self._request_data is None:
+            self._request_data = create_data(self.model)
+        return self._request_data
 
     @property
     def trajectory_data(self):

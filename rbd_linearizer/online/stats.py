@@ -92,11 +92,13 @@ class Stats:
 
 
 def diagnostics(st: Stats, sync, served, cfg: dict[str, Any], clock_ns: int,
-                applied_stamp_ns: int | None, take_errors: int) -> tuple[str, str, dict]:
+                applied_stamp_ns: int | None, take_errors: int,
+                requests=None) -> tuple[str, str, dict]:
     """Return ``(level, message, values)`` of the node's status; level 'OK', 'WARN' or 'ERROR'.
 
     ``sync``: the node's ``StateSync``; ``served``: its ``Served`` or None; ``clock_ns``: the
-    node clock now; ``applied_stamp_ns``: stamp of the newest applied input, or None.
+    node clock now; ``applied_stamp_ns``: stamp of the newest applied input, or None;
+    ``requests``: the node's service ``online.requests.RequestQueue`` (None: no such values).
     """
     now = time.monotonic()
     recent = [t for t in st.tick_times if now - t <= 5.0]
@@ -154,6 +156,7 @@ def diagnostics(st: Stats, sync, served, cfg: dict[str, Any], clock_ns: int,
         'trajectory_requests': str(st.trajectory_requests),
         'trajectory_compute_ms_p50': f'{np.percentile(traj, 50):.3f}',
         'trajectory_compute_ms_p99': f'{np.percentile(traj, 99):.3f}',
+        **_request_values(requests),
         'contact_source': contacts.source if contacts else '',
         'contact_frames': ' '.join(contacts.frames) if contacts else '',
         'contact_sets_received': str(st.contact_sets),
@@ -180,6 +183,20 @@ def diagnostics(st: Stats, sync, served, cfg: dict[str, Any], clock_ns: int,
     if st.last_error and now - st.last_error_time <= ERROR_HOLD_S:
         return 'WARN', st.last_error[:200], values
     return 'OK', 'ok', values
+
+
+def _request_values(q) -> dict[str, str]:
+    # The service request queue (online/requests.py): answered off the executor thread.
+    if q is None:
+        return {}
+    wait = np.array(q.wait_ms) if q.wait_ms else np.zeros(1)
+    return {
+        'requests_answered': str(q.completed),
+        'requests_waiting': str(q.waiting()),
+        'requests_waiting_max': str(q.max_waiting),
+        'refused_requests': str(q.refused),
+        'request_wait_ms_p99': f'{np.percentile(wait, 99):.3f}',
+    }
 
 
 def status_line(s: dict[str, str]) -> str:

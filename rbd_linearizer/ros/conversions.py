@@ -59,7 +59,7 @@ def _f64_seq(values) -> array:
     """Return a float64 array.array holding exactly the bytes of ``values`` (C order)."""
     arr = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
     out = array('d')
-    out.frombytes(arr.tobytes())
+    out.frombytes(memoryview(arr).cast('B'))  # one copy (tobytes() made a second one)
     return out
 
 

@@ -33,7 +33,8 @@ class DiagnosticsMixin:
         level, message, values = diagnostics(
             self._stats, self._feed.sync, self._served, self._cfg,
             self.get_clock().now().nanoseconds,
-            applied.stamp_ns if applied is not None else None, self._poll_take_failures())
+            applied.stamp_ns if applied is not None else None, self._poll_take_failures(),
+            getattr(self, '_requests', None))
         return DiagnosticStatus(
             level=getattr(DiagnosticStatus, level), message=message,
             name=f'{self.get_fully_qualified_name()}: linearizer',

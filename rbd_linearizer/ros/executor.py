@@ -10,6 +10,10 @@ subscription, timer, service, client, guard condition and waitable of its nodes)
   callback in place (with the ``MessageInfo`` if the callback asked for it);
 - ready **timers** with plain callbacks: calls the timer (rcl updates its next call time) and
   the callback (with a ``TimerInfo`` if a parameter is annotated so, as rclpy does);
+- ready **services** whose callback offers a deferred form (``callback.deferred``, see
+  ``ros/requests.py``): takes the request and calls ``callback.deferred(request, header,
+  service)``, which answers later, from any thread, with ``service.send_response``: the
+  executor thread neither computes nor serializes the answer;
 - anything else ready (services, clients, waitables such as QoS events, user guard conditions,
   tasks, ``async`` callbacks): hands over to ``SingleThreadedExecutor``'s own path, unchanged.
 
@@ -130,6 +134,7 @@ class _Waiting:
         self.waitables: list = []
         self.events: list = []
         self.sub_ptrs: list = []
+        self.service_ptrs: list = []
         self.timer_ptrs: list = []
         self.node_guard_ptrs: list = []
         self.signal_ptr = None  # DirectExecutor._signal_gc's pointer, if in the wait set
@@ -280,7 +285,11 @@ class DirectExecutor(SingleThreadedExecutor):
         if w.clients:
             others += len(ws.get_ready_entities('client'))
         if w.services:
-            others += len(ws.get_ready_entities('service'))
+            services_ready = ws.get_ready_entities('service')
+            if services_ready:
+                for srv, ptr in zip(w.services, w.service_ptrs, strict=True):
+                    if ptr in services_ready and not self._take_deferred(srv):
+                        others += 1
         for e in w.waitables:
             others += bool(e.is_ready(ws))
         if events:
@@ -364,6 +373,7 @@ class DirectExecutor(SingleThreadedExecutor):
                         n_guards += ne.num_guard_conditions
                         n_events += ne.num_events
             w.sub_ptrs = [e.handle.pointer for e in w.subs]
+            w.service_ptrs = [e.handle.pointer for e in w.services]
             w.timer_ptrs = [e.handle.pointer for e in w.timers]
             w.node_guard_ptrs = [e.handle.pointer for e in w.node_guards]
             stack.enter_context(self._context.handle)
@@ -461,6 +471,26 @@ class DirectExecutor(SingleThreadedExecutor):
             callback(*taken)
         else:
             callback(taken[0])
+        return True
+
+    def _take_deferred(self, srv) -> bool:
+        """Take one request of ``srv`` for its deferred callback; False: it has none.
+
+        The deferred callback (``callback.deferred(request, header, service)``) answers later
+        with ``service.send_response(response, header)``; an error taking the request is left
+        to rclpy's path (False) unless the service was destroyed meanwhile.
+        """
+        deferred = getattr(srv.callback, 'deferred', None)
+        if deferred is None:
+            return False
+        try:
+            with srv.handle:
+                request, header = srv.handle.service_take_request(srv.srv_type.Request)
+        except InvalidHandle:  # destroyed by an earlier callback: skipped, as rclpy does
+            return True
+        if header is None:
+            return True
+        deferred(request, header, srv)
         return True
 
     def _call_timer(self, tmr) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.clock import JumpThreshold
 from rclpy.duration import Duration
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
@@ -31,24 +32,22 @@ from rbd_linearizer.msg import Linearization as LinearizationMsg
 from rbd_linearizer.online import params as P
 from rbd_linearizer.online import served as online_served
 from rbd_linearizer.online import state as online_state
-from rbd_linearizer.online.served import Served, build_served
+from rbd_linearizer.online.requests import RequestQueue
+from rbd_linearizer.online.served import Served
 from rbd_linearizer.online.state import BaseSample, JointSample, joints_in_model_order
-from rbd_linearizer.online.stats import SequenceGaps as _SequenceGaps  # noqa: F401 (kept here)
-from rbd_linearizer.online.stats import Stats as _Stats
-from rbd_linearizer.online.stats import late_tick
+from rbd_linearizer.online.stats import Stats, late_tick
 from rbd_linearizer.ros import conversions as conv
 from rbd_linearizer.ros import params as RP
 from rbd_linearizer.ros.cdr import LinearizationEncoder
 from rbd_linearizer.ros.contacts import ContactsMixin, contact_labels
 from rbd_linearizer.ros.diagnostics import DiagnosticsMixin
 from rbd_linearizer.ros.qos import latched_qos, qos_from_name, result_qos
-from rbd_linearizer.ros.spin import _executor, _spin, run  # noqa: F401 (kept importable here)
-from rbd_linearizer.ros.trajectory import TrajectoryMixin
+from rbd_linearizer.ros.requests import queued_service
+from rbd_linearizer.ros.spin import run
+from rbd_linearizer.ros.trajectory import TrajectoryServer
 from rbd_linearizer.srv import Linearize as LinearizeSrv
 
-__all__ = ['LinearizerLifecycleNode', 'LinearizerNode', 'Served', 'build_served',
-           'joints_in_model_order', 'main', 'main_lifecycle']
-_non_finite_fields = conv.non_finite_fields  # every numeric field, nested ones included
+__all__ = ['LinearizerLifecycleNode', 'LinearizerNode', 'main', 'main_lifecycle']
 
 #: Robot description: reliable + transient local, depth 1 (as robot_state_publisher).
 ROBOT_DESCRIPTION_QOS = latched_qos()
@@ -61,18 +60,27 @@ _NS = 1_000_000_000
 CLOCK_JUMP_BACK_NS = 1_000_000
 
 
-class _LinearizerMixin(DiagnosticsMixin, TrajectoryMixin, ContactsMixin):
+class _LinearizerMixin(DiagnosticsMixin, ContactsMixin):
     """Shared implementation of the plain and the lifecycle node (see the module docstring)."""
 
     def _setup(self) -> None:
         self._cfg = RP.declare(self)  # every row of the parameter table, with its descriptor
         self._served: Served | None = None
-        self._stats = _Stats()
+        self._stats = Stats()
         self._feed = online_state.StateFeed(  # stamp rules, pairing, applied inputs, u0
             self._stats, self._error, self._reject, int(self._cfg['max_state_skew_s'] * _NS),
             int(self._cfg['max_state_age_s'] * _NS))
         self._descriptions = online_served.DescriptionQueue(  # built off the executor thread
             lambda urdf: self._install(urdf, 'topic'))
+        # ~/linearize and ~/linearize_trajectory: answered in one worker, in order, never in
+        # the executor thread (online/requests.py); a full queue refuses at once
+        # (a group of their own: with rclpy's executor a request awaiting the worker must not
+        # hold the default group, which the tick's timer and subscriptions are in)
+        self._requests = RequestQueue(self._cfg['request_queue_depth'], 'requests')
+        self._request_group = ReentrantCallbackGroup()
+        self._trajectory = TrajectoryServer(self, self._stats, self._reject,
+                                            lambda: (self._served, self._cfg, self._active),
+                                            self._requests, self._request_group)
         self._handles: list = []
         self._timer = self._lin_pub = self._dyn_pub = self._der_pub = None
         self._lin_cdr = LinearizationEncoder()  # ~/linearization's bytes, one layout per model
@@ -123,8 +131,11 @@ class _LinearizerMixin(DiagnosticsMixin, TrajectoryMixin, ContactsMixin):
                 subs.append((JointState, 'inputs_topic', self._on_inputs, js_qos, False))
         h += [('sub', self.create_subscription(t, cfg[name], cb, qos, raw=raw))
               for t, name, cb, qos, raw in subs]
-        h.append(('srv', self.create_service(LinearizeSrv, '~/linearize', self._on_linearize)))
-        self._activate_trajectory()  # ~/linearize_trajectory, ~/trajectory (ros/trajectory.py)
+        h.append(('srv', self.create_service(
+            LinearizeSrv, '~/linearize',
+            queued_service(self, self._requests, self._on_linearize, self._linearize_refused),
+            callback_group=self._request_group)))
+        h += self._trajectory.activate()  # ~/linearize_trajectory, ~/trajectory
         self._activate_contacts()  # ~/contact_forces, ~/contacts (ros/contacts.py)
         for period, cb in ((cfg['diagnostics_period_s'], self._publish_diagnostics),
                            (cfg['status_period_s'], self._status)):
@@ -247,6 +258,7 @@ class _LinearizerMixin(DiagnosticsMixin, TrajectoryMixin, ContactsMixin):
         if self._served is not None:
             self._served = self._served.reconfigured(cfg, self.get_logger().info)
         self._contacts_changed(old, cfg)
+        self._requests.depth = cfg['request_queue_depth']
         if cfg['rate_hz'] != old['rate_hz'] and self._active:
             self._start_timer()
         changed = sorted(k for k in cfg if cfg[k] != old[k])
@@ -280,7 +292,7 @@ class _LinearizerMixin(DiagnosticsMixin, TrajectoryMixin, ContactsMixin):
         except Exception as e:  # noqa: BLE001 - a bad point skips this tick, never the node
             self._reject('state', f'linearization failed: {type(e).__name__}: {e}')
             return
-        bad = _non_finite_fields(lin, dyn, der, forces)
+        bad = conv.non_finite_fields(lin, dyn, der, forces)
         if bad:  # e.g. overflow at absurd velocities: never publish NaN or inf
             self._reject('output', f'non-finite {", ".join(bad)} at the state stamped {stamp} '
                                    'ns (not published)')
@@ -314,6 +326,8 @@ class _LinearizerMixin(DiagnosticsMixin, TrajectoryMixin, ContactsMixin):
     # --- service and parameters -------------------------------------------------------------
 
     def _on_linearize(self, request, response):
+        # The ~/linearize answer; runs in the request worker (online/requests.py) with the
+        # served model's own workspace for requests, never the tick's.
         served, cfg = self._served, self._cfg
         try:
             if served is None:
@@ -322,20 +336,25 @@ class _LinearizerMixin(DiagnosticsMixin, TrajectoryMixin, ContactsMixin):
             q, v, u, rep, tm, dt = online_state.request_point(served, cfg, **fields)
             lin, forces = served.linearize_with(
                 q, v, u, cfg, self._request_contact_set(served, request),
-                self.get_clock().now().nanoseconds, representation=rep, time_model=tm, dt=dt)
-            bad = _non_finite_fields(lin, forces)
+                self.get_clock().now().nanoseconds, representation=rep, time_model=tm, dt=dt,
+                data=served.request_data)
+            bad = conv.non_finite_fields(lin, forces)
             if bad:
                 raise StateError(f'non-finite {", ".join(bad)} at this state (overflow)')
             self._answer(response, lin, forces, cfg['world_frame'])  # ros/contacts.py
             response.success, response.message = True, ''
-            bad = _non_finite_fields(response)  # every number sent, whatever its origin
+            bad = conv.non_finite_fields(response)  # every number sent, whatever its origin
             if bad:
                 raise StateError(f'non-finite {", ".join(bad)} in the response')
         except Exception as e:  # noqa: BLE001 - any bad request gets success=false
-            response.success = False
-            response.message = str(e) if isinstance(e, RbdError) else f'{type(e).__name__}: {e}'
-            self._answer(response)  # nothing of a refused answer is sent
-            self.get_logger().warning(f'~/linearize request rejected: {e}')
+            reason = str(e) if isinstance(e, RbdError) else f'{type(e).__name__}: {e}'
+            return self._linearize_refused(response, reason)
+        return response
+
+    def _linearize_refused(self, response, reason: str):
+        response.success, response.message = False, reason
+        self._answer(response)  # nothing of a refused answer is sent
+        self.get_logger().warning(f'~/linearize request rejected: {reason}')
         return response
 
     def _on_set_parameters(self, parameters) -> SetParametersResult:

@@ -1,11 +1,18 @@
 """The node's trajectory interfaces: ``~/linearize_trajectory`` and the ``~/trajectory`` topic.
 
-A mixin of the linearizer node (``ros/node.py``; docs/node.md, "Trajectories"):
+``TrajectoryServer``, an object the linearizer node holds (``ros/node.py``; docs/node.md,
+"Trajectories"), with its own state (the mailbox, the publisher, its encoder) and an explicit
+interface to the node: what it reads (``current()``: the served model, the parameters, whether
+the node is active), where it counts (the node's ``Stats``), how it refuses (``reject``) and the
+node's request queue. Nothing of the node's private state is shared.
 
 * service ``~/linearize_trajectory`` (``srv/LinearizeTrajectory``): the request's trajectory is
   checked (``online.trajectory.check_trajectory``: errors name the offending point) and
   linearized at every point in one ``linearize_batch`` call (``Served.linearize_trajectory``),
-  in the executor thread, with the served model's workspace (as ``~/linearize``);
+  **in the node's request worker** (``online.requests.RequestQueue``, with
+  ``Served.request_data``), never in the executor thread: the tick keeps its rate while a
+  long request is computed. Requests are answered in the order they came; a request that finds
+  the queue full is refused at once with the reason (``refused_requests``);
 * topic mode for real-time-iteration loops: ``~/trajectory`` (``msg/Trajectory``, subscribed
   raw) goes into a one-slot mailbox (``online.trajectory.NewestOnly``): the newest trajectory
   replaces one not yet started (counted, ``superseded_trajectories``), never a queue; one
@@ -19,7 +26,9 @@ named); a rejected trajectory is counted (``rejected_trajectory``) and logged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import time
+from typing import Any
 
 import numpy as np
 from rclpy.serialization import deserialize_message
@@ -27,10 +36,12 @@ from rclpy.serialization import deserialize_message
 from rbd_linearizer.errors import ConfigError, RbdError, StateError
 from rbd_linearizer.msg import Trajectory as TrajectoryMsg
 from rbd_linearizer.msg import TrajectoryLinearization as TrajectoryLinearizationMsg
+from rbd_linearizer.online.requests import RequestQueue
 from rbd_linearizer.online.trajectory import NewestOnly, TrajectoryLinearization, check_trajectory
 from rbd_linearizer.ros import conversions as conv
 from rbd_linearizer.ros.cdr import TrajectoryLinearizationEncoder
 from rbd_linearizer.ros.qos import result_qos
+from rbd_linearizer.ros.requests import queued_service
 from rbd_linearizer.srv import LinearizeTrajectory as LinearizeTrajectorySrv
 
 #: ~/trajectory: reliable, keep last 1 (an older trajectory waiting in the reader is replaced
@@ -47,33 +58,43 @@ def _first_non_finite_point(res: TrajectoryLinearization) -> int:
     return int(bad[0]) if bad.size else -1
 
 
-class TrajectoryMixin:
+class TrajectoryServer:
     """``~/linearize_trajectory`` and ``~/trajectory`` of the linearizer node.
 
-    Uses the node's ``_served``, ``_cfg``, ``_stats``, ``_reject``, ``_handles``, ``_active``;
-    ``_activate_trajectory`` creates the service, the subscription and the publisher (each
-    activation a new mailbox and worker; the counters are the node's).
+    ``node``: creates the entities and logs; ``stats``: the node's ``online.stats.Stats``;
+    ``reject(what, reason)``: the node's refusal (logged, counted); ``current()``: ``(served,
+    cfg, active)`` now; ``requests``: the node's request queue, ``group``: the callback group
+    of the node's services. ``activate()`` creates the service, the subscription and the
+    publisher (each activation a new mailbox and worker) and returns their handles for the
+    node to destroy.
     """
 
-    _traj_pub = None
-    _trajectories: NewestOnly | None = None
+    def __init__(self, node, stats, reject: Callable[[str, str], None],
+                 current: Callable[[], tuple[Any, dict, bool]], requests: RequestQueue,
+                 group=None):
+        """Remember the node's interface; nothing is created before ``activate``."""
+        self._node, self._stats, self._reject, self._current = node, stats, reject, current
+        self._requests, self._group = requests, group
+        self._pub = None
+        self._mailbox: NewestOnly | None = None
 
-    def _activate_trajectory(self) -> None:
+    def activate(self) -> list[tuple[str, Any]]:
+        """Create the publisher, the ``~/trajectory`` subscription and the service."""
+        node = self._node
         encoder = TrajectoryLinearizationEncoder()  # this activation's worker's only
-        self._trajectories = NewestOnly(lambda raw: self._trajectory_work(raw, encoder),
-                                        'trajectory')
-        self._traj_pub = self.create_publisher(TrajectoryLinearizationMsg,
-                                               '~/trajectory_linearization',
-                                               TRAJECTORY_OUTPUT_QOS)
-        sub = self.create_subscription(TrajectoryMsg, '~/trajectory',  # (info: sequence gaps)
-                                       lambda raw, info: self._on_trajectory(raw, info),
+        self._mailbox = NewestOnly(lambda raw: self._work(raw, encoder), 'trajectory')
+        self._pub = node.create_publisher(TrajectoryLinearizationMsg,
+                                          '~/trajectory_linearization', TRAJECTORY_OUTPUT_QOS)
+        sub = node.create_subscription(TrajectoryMsg, '~/trajectory',  # (info: sequence gaps)
+                                       lambda raw, info: self.on_trajectory(raw, info),
                                        TRAJECTORY_QOS, raw=True)
-        srv = self.create_service(LinearizeTrajectorySrv, '~/linearize_trajectory',
-                                  self._on_linearize_trajectory)
-        self._handles += [('pub', self._traj_pub), ('sub', sub), ('srv', srv)]
+        srv = node.create_service(LinearizeTrajectorySrv, '~/linearize_trajectory',
+                                  queued_service(node, self._requests, self.answer,
+                                                 self._refused), callback_group=self._group)
+        return [('pub', self._pub), ('sub', sub), ('srv', srv)]
 
-    def _trajectory_result(self, served, cfg, fields: dict, data=None) -> TrajectoryLinearization:
-        # check (errors name the point), linearize every point in one call, guard the output
+    def result(self, served, cfg, fields: dict, data=None) -> TrajectoryLinearization:
+        """Check ``fields`` (errors name the point), linearize every point, guard the output."""
         points = check_trajectory(served, cfg, **fields)
         res = served.linearize_trajectory(points, cfg, data)
         bad = conv.non_finite_fields(res)
@@ -85,53 +106,58 @@ class TrajectoryMixin:
 
     # --- topic mode -------------------------------------------------------------------------
 
-    def _on_trajectory(self, raw: bytes, info=None) -> None:
-        # Executor thread: count, put the bytes in the one-slot mailbox, return at once.
+    def on_trajectory(self, raw: bytes, info=None) -> None:
+        """Executor thread: count, put the bytes in the one-slot mailbox, return at once."""
         st = self._stats
         st.gaps['trajectory'].update(info)
         st.trajectories_received += 1
-        box = self._trajectories
+        box = self._mailbox
         before = box.superseded
         box.submit(raw)  # (only this thread submits)
         st.trajectories_superseded += box.superseded - before
 
-    def _trajectory_work(self, raw: bytes, encoder: TrajectoryLinearizationEncoder) -> None:
+    def _work(self, raw: bytes, encoder: TrajectoryLinearizationEncoder) -> None:
         # Worker thread (one at a time): the newest trajectory; the tick keeps running.
-        served, cfg = self._served, self._cfg
-        if served is None or not self._active:
+        served, cfg, active = self._current()
+        if served is None or not active:
             return
         start = time.perf_counter()
         try:
             msg = deserialize_message(raw, TrajectoryMsg)
-            res = self._trajectory_result(served, cfg, conv.trajectory_fields(msg),
-                                          served.trajectory_data)
+            res = self.result(served, cfg, conv.trajectory_fields(msg), served.trajectory_data)
             out = encoder.encode(res, cfg['world_frame'])
         except Exception as e:  # noqa: BLE001 - a bad trajectory is refused, never the node
             reason = str(e) if isinstance(e, RbdError) else f'{type(e).__name__}: {e}'
             self._reject('trajectory', reason)
             return
-        pub = self._traj_pub
-        if pub is None or not self._active:
+        pub = self._pub
+        if pub is None or not self._current()[2]:
             return
         try:
             pub.publish(out)
         except Exception as e:  # noqa: BLE001 - deactivated meanwhile (publisher destroyed)
-            self.get_logger().warning(f'~/trajectory_linearization not published: {e}')
+            self._node.get_logger().warning(f'~/trajectory_linearization not published: {e}')
             return
         self._stats.trajectories_published += 1
         if self._stats.trajectories_published == 1:
-            self.get_logger().info(
+            self._node.get_logger().info(
                 f'first trajectory linearization published ({res.n_points} points, '
                 f'{(time.perf_counter() - start) * 1e3:.1f} ms): {pub.topic_name}')
 
     # --- service ----------------------------------------------------------------------------
 
-    def _on_linearize_trajectory(self, request, response):
-        served, cfg = self._served, self._cfg
+    def answer(self, request, response):
+        """Fill ``response`` to a ``~/linearize_trajectory`` request (success or refusal).
+
+        Runs in the node's request worker (``activate``); callable from any thread with the
+        served model's ``request_data``, never the tick's workspace.
+        """
+        served, cfg, _ = self._current()
         try:
             if served is None:
                 raise ConfigError('no robot model loaded yet')
-            res = self._trajectory_result(served, cfg, conv.trajectory_fields(request.trajectory))
+            res = self.result(served, cfg, conv.trajectory_fields(request.trajectory),
+                              served.request_data)
             response.linearization = conv.trajectory_linearization_to_msg(res, cfg['world_frame'])
             response.success, response.message = True, ''
             bad = conv.non_finite_fields(response)  # every number sent, whatever its origin
@@ -139,10 +165,14 @@ class TrajectoryMixin:
                 raise StateError(f'non-finite {", ".join(bad)} in the response')
             self._stats.trajectory_requests += 1
         except Exception as e:  # noqa: BLE001 - any bad request gets success=false
-            response.success = False
-            response.message = str(e) if isinstance(e, RbdError) else f'{type(e).__name__}: {e}'
-            response.linearization = TrajectoryLinearizationMsg()  # nothing of a refusal
-            self._stats.rejected['trajectory'] += 1
-            self.get_logger().warning(f'~/linearize_trajectory request rejected: {e}',
-                                      throttle_duration_sec=1.0)
+            reason = str(e) if isinstance(e, RbdError) else f'{type(e).__name__}: {e}'
+            return self._refused(response, reason)
+        return response
+
+    def _refused(self, response, reason: str):
+        response.success, response.message = False, reason
+        response.linearization = TrajectoryLinearizationMsg()  # nothing of a refusal
+        self._stats.rejected['trajectory'] += 1
+        self._node.get_logger().warning(f'~/linearize_trajectory request rejected: {reason}',
+                                        throttle_duration_sec=1.0)
         return response

@@ -531,9 +531,9 @@ def check_joint_state(model, case: JointStateCase) -> tuple[str, str, tuple | No
     """
     from rclpy.serialization import serialize_message
 
+    from rbd_linearizer.online.state import joints_in_model_order
     from rbd_linearizer.ros.cdr import joint_state_fields
     from rbd_linearizer.ros.conversions import joint_state_arrays
-    from rbd_linearizer.ros.node import joints_in_model_order
 
     msg = joint_state_msg(case)
 
@@ -590,7 +590,7 @@ def check_outputs_guarded(served, cfg, q, v) -> str:
     refused with an RbdError). A non-finite output the guard misses is a PropertyViolation.
     """
     from rbd_linearizer.errors import RbdError
-    from rbd_linearizer.ros.node import _non_finite_fields
+    from rbd_linearizer.ros.conversions import non_finite_fields
 
     try:
         with np.errstate(all='ignore'):
@@ -600,7 +600,7 @@ def check_outputs_guarded(served, cfg, q, v) -> str:
         return 'refused: ' + reason_class(e)
     except Exception as e:  # noqa: BLE001 - the node catches these too, but they are bugs
         raise PropertyViolation(f'core raised {type(e).__name__}: {e}') from e
-    bad = _non_finite_fields(lin, dyn)
+    bad = non_finite_fields(lin, dyn)
     arrays = [lin.A, lin.B, lin.f, dyn.M, dyn.Minv, dyn.C, dyn.g, dyn.h]
     if not bad and not all(np.all(np.isfinite(a)) for a in arrays):
         raise PropertyViolation('non-finite output not caught by the node guard')

@@ -2,10 +2,10 @@
 
 * ``StateSync.rewind`` (a backward clock jump): buffers and the last used stamp forgotten,
   states stamped in the earlier time accepted again; ``newest_stamp_ns`` for the diagnostics;
-* ``node._spin``: a stop signal that shuts the context down while a callback runs (its publish
+* ``ros.spin._spin``: a stop signal that shuts the context down while a callback runs (its publish
   fails on the invalid context) or while the node is being built is a clean stop (no
   exception); an exception while the context is valid still propagates;
-* ``node._SequenceGaps``: input samples lost before the node read them (gaps in the
+* ``online.stats.SequenceGaps``: input samples lost before the node read them (gaps in the
   publisher's sequence numbers), restarts and unsupported numbers not counted;
 * ``_late`` (timer mode): a late tick counts every period it missed as dropped.
 """
@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rbd_linearizer.ros.state_sync import BaseSample, JointSample, StateSync
+from rbd_linearizer.online.state import BaseSample, JointSample, StateSync
+from rbd_linearizer.online.stats import SequenceGaps, Stats
 
 MS = 1_000_000
 
@@ -62,6 +63,7 @@ rclpy = pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is not install
 from std_msgs.msg import String  # noqa: E402
 
 from rbd_linearizer.ros import node as node_module  # noqa: E402
+from rbd_linearizer.ros.spin import _spin  # noqa: E402
 
 
 def _node_that_stops_mid_callback():
@@ -78,7 +80,7 @@ def _node_that_stops_mid_callback():
 
 def test_spin_stop_during_a_callback_is_clean():
     rclpy.init()
-    node_module._spin(_node_that_stops_mid_callback)  # returns: no exception
+    _spin(_node_that_stops_mid_callback)  # returns: no exception
     assert not rclpy.ok()
 
 
@@ -88,7 +90,7 @@ def test_spin_stop_during_construction_is_clean():
         return rclpy.create_node('rbd_spin_test_2')  # fails on the shut-down context
 
     rclpy.init()
-    node_module._spin(make)
+    _spin(make)
     assert not rclpy.ok()
 
 
@@ -104,12 +106,12 @@ def test_spin_error_with_a_valid_context_propagates():
 
     rclpy.init()
     with pytest.raises(ValueError, match='a real bug'):
-        node_module._spin(make)
+        _spin(make)
     assert not rclpy.ok()  # shut down on the way out all the same
 
 
 def test_sequence_gaps_count_lost_input_samples():
-    gaps = node_module._SequenceGaps()
+    gaps = SequenceGaps()
 
     def seq(n):
         gaps.update({'publication_sequence_number': n})
@@ -125,7 +127,7 @@ def test_sequence_gaps_count_lost_input_samples():
     gaps.update({'publication_sequence_number': 2**64 - 1})
     seq(3)
     assert gaps.lost == 3 and gaps.last == 3
-    seq(3 + node_module._SequenceGaps.MAX_GAP + 5)  # another publisher far away: no count
+    seq(3 + SequenceGaps.MAX_GAP + 5)  # another publisher far away: no count
     assert gaps.lost == 3
 
 
@@ -135,7 +137,7 @@ def test_late_timer_ticks_count_every_missed_period(monkeypatch):
     clock = [100.0]
     monkeypatch.setattr(node_module.time, 'monotonic', lambda: clock[0])
     obj = type('Fake', (), {})()
-    obj._cfg, obj._due, obj._stats = {'rate_hz': 100.0}, None, node_module._Stats()
+    obj._cfg, obj._due, obj._stats = {'rate_hz': 100.0}, None, Stats()
     late = node_module._LinearizerMixin._late
     for k in range(5):  # on time: 10 ms apart
         clock[0] = 100.0 + 0.01 * k

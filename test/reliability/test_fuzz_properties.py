@@ -14,7 +14,7 @@ raise ``PropertyViolation`` on anything but the documented outcome:
 * Odometry: ``base_state_from_odometry`` either raises StateError or yields a finite pose, a
   unit quaternion and a finite body twist; each kind of defect has its expected outcome;
 * outputs: at accepted but extreme states (1e300 velocities...) the node's guard
-  ``_non_finite_fields`` flags every NaN/inf before anything would be published.
+  ``conversions.non_finite_fields`` flags every NaN/inf before anything would be published.
 
 About 20 s in total on a loaded 2-core machine (max_examples below: 1500 URDFs, 2000 JointStates,
 2000 Odometry messages).
@@ -36,8 +36,8 @@ pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is needed for the mess
 
 from rbd_linearizer.model import build_model  # noqa: E402
 from rbd_linearizer.model.robots import default_robot_urdf  # noqa: E402
+from rbd_linearizer.online.served import Served  # noqa: E402
 from rbd_linearizer.ros import params as P  # noqa: E402
-from rbd_linearizer.ros.node import Served  # noqa: E402
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 FUZZ = settings(derandomize=True, deadline=None, database=None,

@@ -185,12 +185,12 @@ def test_high_joint_rates_finite_and_a_matches_manifold_differences(joint_rate):
 
 def test_absurd_velocities_give_non_finite_numbers_that_the_node_refuses():
     """The core does not clip: 1e200 rad/s overflows; the node's guard refuses that tick."""
-    from rbd_linearizer.ros.node import _non_finite_fields
+    from rbd_linearizer.ros.conversions import non_finite_fields
 
     model, data = DEFAULT, create_data(DEFAULT)
     q, v = state(model, np.random.default_rng(2), joint_rate=1e200)
     with np.errstate(all='ignore'):
         lin = linearize(model, data, q, v)
     assert not np.all(np.isfinite(lin.A))
-    assert 'A' in _non_finite_fields(lin)
-    assert _non_finite_fields(linearize(model, data, q, v / 1e200)) == []
+    assert 'A' in non_finite_fields(lin)
+    assert non_finite_fields(linearize(model, data, q, v / 1e200)) == []

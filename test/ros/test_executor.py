@@ -972,12 +972,12 @@ def test_missing_internal_raises_unsupported_and_node_falls_back(context, monkey
                         (*executor_module._INSTANCE_INTERNALS, '_no_such_internal'))
     with pytest.raises(DirectExecutorUnsupported, match='_no_such_internal'):
         DirectExecutor(context=context)
-    from rbd_linearizer.ros import node as node_module
+    from rbd_linearizer.ros.spin import _executor
 
     messages = []
     monkeypatch.setattr(rclpy.logging, 'get_logger', lambda name: type(
         'L', (), {'warning': lambda self, m: messages.append((name, m))})())
-    chosen = node_module._executor('direct', context)
+    chosen = _executor('direct', context)
     try:
         assert type(chosen) is SingleThreadedExecutor
         assert len(messages) == 1 and '_no_such_internal' in messages[0][1]

@@ -39,7 +39,7 @@ from rbd_linearizer.linearization.representation import twist_transform
 from rbd_linearizer.model import build_model
 from rbd_linearizer.model.data import create_data
 from rbd_linearizer.model.robots import default_robot_urdf
-from rbd_linearizer.ros.terms import (
+from rbd_linearizer.online.terms import (
     dynamics_derivatives,
     input_forces,
     twist_derivatives_in_representation,
@@ -56,8 +56,8 @@ SCRIPT = textwrap.dedent("""
     from numba.core.dispatcher import Dispatcher
     from rbd_linearizer.algorithm.joint_configuration import neutral
     from rbd_linearizer.model.robots import default_robot_urdf
+    from rbd_linearizer.online.served import build_served
     from rbd_linearizer.ros import params as P
-    from rbd_linearizer.ros.node import build_served
 
     cfg = P.defaults()
     cfg.update(higher_order_derivatives=4, wrench_input_frames=['B7', 'B2'],
@@ -242,8 +242,8 @@ def test_dynamics_derivatives_in_a_representation(model, rep):
 def test_fixed_base_served_derivatives():
     from rbd_linearizer.algorithm.higher_order import forward_dynamics_derivatives
     from rbd_linearizer.model.robots import example_robot_urdf
+    from rbd_linearizer.online.served import build_served
     from rbd_linearizer.ros import params as P
-    from rbd_linearizer.ros.node import build_served
 
     try:
         urdf = example_robot_urdf('panda').read_text()

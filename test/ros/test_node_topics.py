@@ -38,9 +38,9 @@ from rbd_linearizer.model import build_model  # noqa: E402
 from rbd_linearizer.model.data import create_data  # noqa: E402
 from rbd_linearizer.model.robots import default_robot_urdf  # noqa: E402
 from rbd_linearizer.msg import DynamicsDerivatives, DynamicsTerms, Linearization  # noqa: E402
+from rbd_linearizer.online.terms import dynamics_in_representation  # noqa: E402
 from rbd_linearizer.ros.conversions import linearization_from_msg, stamp_to_msg  # noqa: E402
 from rbd_linearizer.ros.qos import latched_qos, result_qos  # noqa: E402
-from rbd_linearizer.ros.terms import dynamics_in_representation  # noqa: E402
 from rbd_linearizer.srv import Linearize  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -427,7 +427,7 @@ def test_world_frame_twist_source(probe):
 
 def _local_wrench(frame, u):
     # body-frame wrench [R f; R n + p x R f] of a 'local' wrench input at a frame (R, p in the
-    # body): written out here, independently of ros/terms.py
+    # body): written out here, independently of online/terms.py
     fr = MODEL.frames[frame]
     force = fr.rotation @ u[0:3]
     return fr.body, np.concatenate([force, fr.rotation @ u[3:6] + np.cross(fr.translation,
@@ -436,8 +436,8 @@ def _local_wrench(frame, u):
 
 def test_dynamics_derivatives_equal_the_core_at_the_published_state(probe):
     from rbd_linearizer.algorithm.higher_order import forward_dynamics_derivatives
+    from rbd_linearizer.online.terms import twist_derivatives_in_representation
     from rbd_linearizer.ros.conversions import dynamics_derivatives_from_msg
-    from rbd_linearizer.ros.terms import twist_derivatives_in_representation
 
     order = 3
     assert _set(probe, higher_order_derivatives=order)[0].successful

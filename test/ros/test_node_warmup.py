@@ -30,6 +30,7 @@ from rclpy.impl.rcutils_logger import RcutilsLogger  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from rbd_linearizer import precompile  # noqa: E402
+from rbd_linearizer.online.served import Served  # noqa: E402
 from rbd_linearizer.ros import node as node_module  # noqa: E402
 
 SCRIPT = textwrap.dedent("""
@@ -38,8 +39,8 @@ SCRIPT = textwrap.dedent("""
     from numba.core.dispatcher import Dispatcher
     from rbd_linearizer.algorithm.joint_configuration import neutral
     from rbd_linearizer.model.robots import default_robot_urdf
+    from rbd_linearizer.online.served import build_served
     from rbd_linearizer.ros import params as P
-    from rbd_linearizer.ros.node import build_served
 
     def signatures():
         # every numba kernel of every loaded rbd_linearizer module
@@ -154,7 +155,7 @@ def test_node_logs_what_it_compiles_before_the_warm_up_ends(context, monkeypatch
                 ev.set()
         return info(self, message, **kwargs)
 
-    real_warm_up = node_module.Served._warm_up
+    real_warm_up = Served._warm_up
 
     def slow_warm_up(self, cfg, families):
         for ev in said.values():
@@ -163,7 +164,7 @@ def test_node_logs_what_it_compiles_before_the_warm_up_ends(context, monkeypatch
         events.append(f'warm-up done: {",".join(families)}')
 
     monkeypatch.setattr(RcutilsLogger, 'info', logged)
-    monkeypatch.setattr(node_module.Served, '_warm_up', slow_warm_up)
+    monkeypatch.setattr(Served, '_warm_up', slow_warm_up)
     monkeypatch.setattr(precompile, 'missing', lambda families: list(families))
     monkeypatch.setattr(precompile, 'PROGRESS_PERIOD_S', 0.05)
     node = node_module.LinearizerNode(

@@ -84,7 +84,7 @@ def test_higher_order_derivatives_need_local_wrench_inputs():
     assert P.validate('higher_order_derivatives', 10) == 10
     cfg.update(higher_order_derivatives=3)
     assert P.validate_config(cfg) is cfg  # no wrench input
-    for rep in ('mixed', 'inertial'):  # converted exactly (ros/terms.py)
+    for rep in ('mixed', 'inertial'):  # converted exactly (online/terms.py)
         assert P.validate_config(dict(cfg, velocity_representation=rep))
     cfg.update(wrench_input_frames=['a', 'b'], wrench_input_expressed_in=['local', 'local'])
     assert P.validate_config(cfg) is cfg

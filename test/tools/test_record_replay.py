@@ -33,7 +33,7 @@ from std_msgs.msg import String  # noqa: E402
 from rbd_linearizer.model import build_model  # noqa: E402
 from rbd_linearizer.model.robots import default_robot_urdf  # noqa: E402
 from rbd_linearizer.msg import Linearization  # noqa: E402
-from rbd_linearizer.ros.builtin_source import BuiltinStateSource  # noqa: E402
+from rbd_linearizer.online.builtin_source import BuiltinStateSource  # noqa: E402
 from rbd_linearizer.ros.conversions import linearization_from_msg  # noqa: E402
 from rbd_linearizer.ros.qos import latched_qos, result_qos, sensor_qos  # noqa: E402
 from rbd_linearizer.srv import Linearize  # noqa: E402

@@ -1,4 +1,4 @@
-"""Dynamics terms in the mixed / inertial representation (rbd_linearizer/ros/terms.py).
+"""Dynamics terms in the mixed / inertial representation (rbd_linearizer/online/terms.py).
 
 Checks against the body-representation physics: M_r M_r^-1 = I, C_r nu + g_r = h_r, the
 equations of motion in nu (nu_dot from the body forward dynamics and T_dot), T_dot vs a finite
@@ -17,7 +17,7 @@ from rbd_linearizer.linearization.representation import twist_transform
 from rbd_linearizer.model import build_model
 from rbd_linearizer.model.data import create_data
 from rbd_linearizer.model.robots import default_robot_urdf
-from rbd_linearizer.ros.terms import dynamics_in_representation, twist_transform_rate
+from rbd_linearizer.online.terms import dynamics_in_representation, twist_transform_rate
 
 MODEL = build_model(default_robot_urdf())
 

@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 
-from rbd_linearizer.ros.state_sync import BaseSample, JointSample, StateSync
+from rbd_linearizer.online.state import BaseSample, JointSample, StateSync
 
 MS = 1_000_000
 S = 1_000 * MS
