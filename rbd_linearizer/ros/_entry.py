@@ -108,10 +108,27 @@ def _status(code) -> int:
     return code if isinstance(code, int) else 1
 
 
+def _from_interrupt(error: BaseException) -> bool:
+    """Return whether ``error`` was caused by a KeyboardInterrupt (its cause/context chain).
+
+    A stop signal's KeyboardInterrupt raised while a C extension initializes (rclpy's
+    ``_rclpy_pybind11``, imported by the demo after its own handler is in place) comes out as
+    that extension's ``ImportError: initialization failed``, raised from it.
+    """
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
 def run(stop_code: int, load_main):
     """Import the real main (``load_main()``) and run it; return its exit code (see above).
 
-    Call ``install(stop_code)`` first.
+    Call ``install(stop_code)`` first. A KeyboardInterrupt (a stop signal, raised by the real
+    main's own handler), or an error raised from one, ends it with ``stop_code``.
     """
     code = 1  # an exception propagates: Python prints it and exits with 1
     try:
@@ -121,6 +138,10 @@ def run(stop_code: int, load_main):
     except SystemExit as e:
         code = e.code
         raise
+    except Exception as e:
+        if not _from_interrupt(e):
+            raise
+        code = stop_code
     finally:
         install(_status(code))
     return code

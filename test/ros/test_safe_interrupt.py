@@ -109,3 +109,45 @@ def test_a_signal_during_a_del_is_raised_after_it(_stop_handler):
 
     _interrupted_after(work)
     assert state['deferred'] >= 1
+
+
+@pytest.fixture
+def _handlers_restored():
+    """``_entry.run`` installs its stop handler at its end: the test process gets its own back."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def _raises(error: BaseException):
+    def main():
+        raise error
+    return lambda: main
+
+
+def _import_failed_by_interrupt() -> ImportError:
+    # what a C extension's init does with a KeyboardInterrupt raised in it (rclpy's pybind11:
+    # "ImportError: initialization failed", raised from the interrupt)
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            raise ImportError('initialization failed') from interrupt
+    except ImportError as e:
+        return e
+
+
+@pytest.mark.usefixtures('_handlers_restored')
+def test_an_error_raised_from_a_stop_signal_ends_the_entry_point_with_its_stop_code():
+    # (the clean-clone CI caught rbd-demo exiting 1 with that traceback, SIGTERM at 0.2 s)
+    from rbd_linearizer.ros._entry import run
+
+    assert run(130, _raises(KeyboardInterrupt())) == 130
+    assert run(130, _raises(_import_failed_by_interrupt())) == 130
+    assert run(0, _raises(_import_failed_by_interrupt())) == 0
+    with pytest.raises(ImportError, match='a real error'):  # not from a stop: propagates
+        run(130, _raises(ImportError('a real error')))
+    assert run(130, lambda: lambda: 7) == 7
