@@ -12,9 +12,9 @@ that work to one worker thread of its own:
   ``refused``; never a growing backlog;
 * the work runs with a workspace of its own (``Served.request_data``), never the tick's;
 * the kernels release the GIL (``_jit.jit``: ``nogil=True``), so the tick runs alongside the
-  compiled part; the Python around it shares the interpreter with the tick (the node lowers
-  the interpreter's switch interval so that the tick waits at most that long for it, see
-  ``ros/node.py``).
+  compiled part; the Python around it, and rclpy's conversions of large messages (which hold
+  the interpreter lock), still share the interpreter with the tick (docs/performance.md,
+  "Requests beside the tick").
 
 ``submit(work, done)``: ``done(result, error)`` is called in the worker thread once ``work()``
 returned (``error`` None) or raised (``result`` None); the ROS side turns it into the service
