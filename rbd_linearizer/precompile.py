@@ -46,22 +46,19 @@ CONTACT_S = 55.0
 #: The node's kernel families, in warm-up order.
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family('linearization', 'the linearization (A, B, f)',
+           # any inputs (joint torques, wrenches): one point kernel, compiled into the single
+           # state's call and ~/linearize_trajectory's horizon loop (every option of
+           # linearize_batch)
            ('rbd_linearizer.linearization.continuous:_one_state',
-            # ~/linearize_trajectory: every option of linearize_batch is this one kernel
             'rbd_linearizer.linearization.horizon:horizon_kernel'), 60.0),
-    Family('linearization_wrenches', 'the linearization with wrench inputs (A, B, f)',
-           ('rbd_linearizer.algorithm.aba_derivatives:_aba_derivatives_kernel',
-            'rbd_linearizer.algorithm.kinematics:_fk_kernel',
-            'rbd_linearizer.linearization.inputs:body_jacobian',
-            'rbd_linearizer.linearization.inputs:wrench_fext',
-            'rbd_linearizer.linearization.inputs:wrench_columns'), 25.0),
     Family('dynamics', 'the dynamics terms (M, M^-1, C, g, h)',
            ('rbd_linearizer.algorithm.compute_all_terms:_all_terms_kernel',
             'rbd_linearizer.algorithm.coriolis:_coriolis_kernel'), 20.0),
     Family('derivatives', 'the forward-dynamics derivatives (seed 002)',
            ('rbd_linearizer.algorithm._higher_order_kernels:hybrid_kernel',), 8.0),
     Family('contact', 'the contact linearization (A, B, f, lambda)',
-           ('rbd_linearizer.algorithm.contact:_contact_kernel',), CONTACT_S),
+           ('rbd_linearizer.linearization.point:contact_point_kernel',
+            'rbd_linearizer.linearization.horizon:contact_horizon_kernel'), CONTACT_S),
 )}
 
 
@@ -70,12 +67,12 @@ def node_families(cfg: dict[str, Any], has_wrenches: bool = False,
     """Return the families a node configuration uses (``online.params`` names), in order.
 
     The linearization is always needed (``~/linearize`` serves it even when
-    ``publish_linearization`` is off), through other kernels with wrench inputs; the dynamics
+    ``publish_linearization`` is off; joint-torque and wrench inputs alike); the dynamics
     only with ``publish_dynamics``; the derivatives only with ``higher_order_derivatives`` > 0
     (refused with wrench inputs expressed in 'world'); the contact kernel with
     ``contact_frames``.
     """
-    out = ['linearization_wrenches' if has_wrenches else 'linearization']
+    out = ['linearization']
     if cfg.get('contact_frames'):
         out.append('contact')
     if cfg.get('publish_dynamics'):
@@ -251,16 +248,18 @@ def _node_paths(model) -> list[tuple[str, Callable[[], None]]]:
     wrench = InputSelection(wrenches=(WrenchInput(frame, 'wrench', 'local'),)) if frame else None
     return [
         ('linearization', lambda: (linearize(model, data, q, v), linearize_batch(
-            model, data, np.stack([q, q]), np.stack([v, v])))),
-        ('linearization_wrenches',
-         lambda: wrench and linearize(model, data, q, v, inputs=wrench)),
+            model, data, np.stack([q, q]), np.stack([v, v])),
+            wrench and linearize(model, data, q, v, inputs=wrench))),
         ('dynamics', lambda: (compute_all_terms(model, data, q, v), compute_coriolis_matrix(
             model, data, q, v, create_coriolis_workspace(model)))),
         ('derivatives', lambda: forward_dynamics_derivatives(
             model, None, q, v, np.zeros((3, model.nv)), 2, np.zeros((3, model.nb, 6)))),
-        # one kernel for every contact set, representation and time model
-        ('contact', lambda: frame and linearize_contact(model, data, q, v, None,
-                                                        (PointContact(frame),))),
+        # one kernel for every contact set, representation and time model; the horizon's
+        # loop over a schedule (a contact point, a flight point)
+        ('contact', lambda: frame and (
+            linearize_contact(model, data, q, v, None, (PointContact(frame),)),
+            linearize_batch(model, data, np.stack([q, q]), np.stack([v, v]),
+                            contacts=(PointContact(frame),), schedule=[[True], [False]]))),
     ]
 
 

@@ -26,18 +26,23 @@ import numba
 import numpy as np
 
 from rbd_linearizer._jit import register_warmup
+from rbd_linearizer.algorithm.contact import _workspace, check_contacts
 from rbd_linearizer.algorithm.kernels import raise_kernel_error
 from rbd_linearizer.conventions import TimeModel
 from rbd_linearizer.errors import ConfigError, StateError
 from rbd_linearizer.linearization.continuous import DISCRETE_METHODS, state_names
-from rbd_linearizer.linearization.discrete import SCHEMES
 from rbd_linearizer.linearization.horizon import (
-    BAD_RESULT,
+    contact_horizon_kernel,
     horizon_kernel,
     horizon_kernel_parallel,
-    scratch_size,
 )
 from rbd_linearizer.linearization.inputs import InputSelection, ResolvedInputs, resolve_inputs
+from rbd_linearizer.linearization.point import (
+    BAD_RESULT,
+    SCHEMES,
+    contact_scratch_size,
+    scratch_size,
+)
 from rbd_linearizer.linearization.representation import check_representation
 from rbd_linearizer.model.data import check_data
 
@@ -52,6 +57,12 @@ class LinearizationBatch:
     at each state; names and conventions shared by all states. ``dt``: the step of a discrete
     batch, a float when one ``dt`` was given (0.0 in continuous time), an (N,) array of the
     per-point steps when an array was given (zeros in continuous time).
+
+    With contacts (``linearize_batch(..., contacts=catalogue, schedule=mask)``): ``schedule``
+    (N, nc) bool, which contacts of the catalogue are active at each point; ``lam`` (N, m),
+    ``dlambda_dx`` (N, m, nx), ``dlambda_du`` (N, m, nu) over the catalogue's m rows
+    (``lambda_names``, contacts in catalogue order), zero in the rows of the contacts inactive
+    at the point; ``contact_frames`` the catalogue's frames. Without contacts: empty (m = 0).
     """
 
     A: np.ndarray
@@ -63,6 +74,12 @@ class LinearizationBatch:
     velocity_representation: str
     time_model: str
     dt: float | np.ndarray
+    contact_frames: tuple[str, ...] = ()
+    lambda_names: tuple[str, ...] = ()
+    schedule: np.ndarray | None = None
+    lam: np.ndarray | None = None
+    dlambda_dx: np.ndarray | None = None
+    dlambda_du: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.A.shape[0])
@@ -84,7 +101,8 @@ _REP_CODES = {'body': 0, 'mixed': 1, 'inertial': 2}
 def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = None,
                     representation='body', time_model='continuous', dt=None,
                     discrete_method: str = 'lie_euler', scheme: str = 'semi_implicit',
-                    parallel: bool | str = False) -> LinearizationBatch:
+                    parallel: bool | str = False, contacts=(),
+                    schedule=None) -> LinearizationBatch:
     """Linearize the N points ``(Q[k], V[k], U[k])`` of a horizon (see ``linearize``).
 
     Args:
@@ -96,6 +114,14 @@ def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = N
             ``'auto'``: the threads only where measured faster (enough work, N * nv >=
             ``AUTO_MIN_WORK``, and an idle core; see there). The result is the same bit for
             bit.
+        contacts: a catalogue of ``PointContact`` / ``SurfaceContact`` (``algorithm.contact``):
+            the points are linearized with the contact-consistent dynamics of
+            ``linearize_contact`` (A, B, f, lambda and its Jacobians). Joint-torque inputs only.
+        schedule: (N, len(contacts)) booleans (or 0 / 1), which contacts are active at each
+            point; default: all of them at every point. A point with none active is
+            free-floating (a flight phase: the plain dynamics, lambda rows zero). Every point
+            is one compiled call of the same kernels as ``linearize`` / ``linearize_contact``;
+            the horizon is one compiled loop (the threads of ``parallel`` are not used).
         Other arguments as ``linearize`` (every option, in one compiled call).
 
     Returns a ``LinearizationBatch`` (fresh arrays). Errors name the point (``state k: ...``)
@@ -111,17 +137,128 @@ def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = N
     res = resolve_inputs(model, inputs, data)
     Q, V, U = _check_states(model, res, Q, V, U)
     DT, per_point = _check_dt(dt, tm, Q.shape[0])
+    if len(contacts) or schedule is not None:
+        return _contact_batch(model, data, res, Q, V, U, DT, per_point, rep, tm, discrete_method,
+                              scheme, contacts, schedule)
     N, nv = Q.shape[0], model.nv
     A = np.empty((N, 2 * nv, 2 * nv))
     B = np.empty((N, 2 * nv, res.nu))
     f = np.empty((N, 2 * nv))
     ddq = np.empty((N, nv))
-    tcode = 0 if tm == 'continuous' else 1 if discrete_method == 'lie_euler' else 2
-    opts = np.array([bool(model.floating_base), _REP_CODES[rep], tcode,
-                     0 if scheme == 'semi_implicit' else 1], dtype=np.int64)
+    opts = _opts(model, rep, tm, discrete_method, scheme)
     _run(model, data, res, Q, V, U, DT, A, B, f, ddq, opts, _use_threads(parallel, N, nv))
     dt_out = DT.copy() if per_point else float(DT[0]) if DT.shape[0] else 0.0
     return LinearizationBatch(A, B, f, ddq, res.names, state_names(model, rep), rep, tm, dt_out)
+
+
+def _check_schedule(contacts, schedule, N: int) -> np.ndarray:
+    # the (N, nc) bool schedule (default: every contact at every point), or ConfigError
+    nc = len(contacts)
+    if schedule is None:
+        return np.ones((N, nc), dtype=bool)
+    try:
+        S = np.asarray(schedule, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigError(f'schedule must be an (N, {nc}) array of booleans, got '
+                          f'{type(schedule).__name__}') from None
+    if S.shape != (N, nc):
+        raise ConfigError(f'schedule must be (N, nc) = ({N}, {nc}) (one row per point, one '
+                          f'column per contact of the catalogue), got shape {S.shape}')
+    bad = np.argwhere(~((S == 0.0) | (S == 1.0)))
+    if bad.size:
+        k, c = (int(x) for x in bad[0])
+        raise ConfigError(f'schedule[{k}, {c}] (point {k}, contact {contacts[c].frame!r}) must '
+                          f'be 0 / 1 or a boolean, got {S[k, c]}')
+    return S.astype(bool)
+
+
+def _contact_batch(model, data, res: ResolvedInputs, Q, V, U, DT, per_point, rep, tm,
+                   discrete_method, scheme, contacts, schedule) -> LinearizationBatch:
+    # linearize_batch with a contact catalogue and a schedule: one packed contact set per
+    # distinct pattern of the schedule (Python per pattern, never per point), one compiled loop
+    contacts = check_contacts(model, contacts)
+    if not contacts:
+        raise ConfigError('a schedule needs a catalogue of contacts (contacts=...)')
+    if res.has_wrenches:
+        raise ConfigError('wrench inputs are not supported together with contacts yet')
+    N, nv, nu = Q.shape[0], int(model.nv), int(res.nu)
+    nx = 2 * nv
+    S = _check_schedule(contacts, schedule, N)
+    sizes = np.array([c.size for c in contacts], dtype=np.int64)
+    first = np.concatenate([[0], np.cumsum(sizes)])
+    m = int(first[-1])
+    patterns, pattern = np.unique(S, axis=0, return_inverse=True)
+    pattern = np.ascontiguousarray(pattern.reshape(-1), dtype=np.int64)
+    ci, cf, rows = [], [], []
+    m_max = 0
+    for p, active in enumerate(patterns):
+        idx = np.flatnonzero(active)
+        if idx.size == 0:  # flight: no contact set
+            pattern[pattern == p] = -1
+            ci.append(np.zeros(0, dtype=np.int64))
+            cf.append(np.zeros(0))
+            rows.append(np.zeros(0, dtype=np.int64))
+            continue
+        cw, _ = _workspace(model, data, tuple(contacts[i] for i in idx))
+        ci.append(cw.ints)
+        cf.append(cw.floats)
+        rows.append(np.concatenate([np.arange(first[i], first[i + 1]) for i in idx]))
+        m_max = max(m_max, cw.m)
+    cio = np.concatenate([[0], np.cumsum([a.shape[0] for a in ci])]).astype(np.int64)
+    cfo = np.concatenate([[0], np.cumsum([a.shape[0] for a in cf])]).astype(np.int64)
+    ro = np.concatenate([[0], np.cumsum([a.shape[0] for a in rows])]).astype(np.int64)
+    CI = np.concatenate(ci).astype(np.int64)
+    CF = np.concatenate(cf)
+    ROWS = np.concatenate(rows).astype(np.int64)
+    A = np.empty((N, nx, nx))
+    B = np.empty((N, nx, nu))
+    f = np.empty((N, nx))
+    ddq = np.empty((N, nv))
+    LAM = np.zeros((N, m))
+    DLX = np.zeros((N, m, nx))
+    DLU = np.zeros((N, m, nu))
+    codes = np.zeros(N, dtype=np.int64)
+    mi, mf, ws = data.kernel_buffers
+    dws = data.derivatives
+    offs = np.array([dws.minv_offset, dws.ddq_offset], dtype=np.int64)
+    opts = _opts(model, rep, tm, discrete_method, scheme)
+    PW, IW = data.horizon_scratch(scratch_size(int(model.nb), nv, nu))
+    cpw = np.zeros(contact_scratch_size(nv, m_max))
+    contact_horizon_kernel(mi, mf, Q, V, U, DT, ws, dws.dW, dws.dtau, dws.C, dws.tau,
+                           dws.scratch, dws.ddq_dx, PW, IW, A, B, f, ddq, LAM, DLX, DLU, pattern,
+                           CI, CF, cio, cfo, ROWS, ro, cpw, res.tau_dofs, res.w_body,
+                           res.w_rotation, res.w_translation, res.w_world, res.w_size,
+                           res.w_offset, offs, opts, codes)
+    _raise_codes(codes, contact=True)
+    dt_out = DT.copy() if per_point else float(DT[0]) if DT.shape[0] else 0.0
+    names = tuple(n for c in contacts for n in c.names())
+    return LinearizationBatch(A, B, f, ddq, res.names, state_names(model, rep), rep, tm, dt_out,
+                              tuple(c.frame for c in contacts), names, S, LAM, DLX, DLU)
+
+
+def _opts(model, rep: str, tm: str, discrete_method: str, scheme: str) -> np.ndarray:
+    # the kernels' option codes [floating, rep, tm, scheme] (point.py)
+    tcode = 0 if tm == 'continuous' else 1 if discrete_method == 'lie_euler' else 2
+    return np.array([bool(model.floating_base), _REP_CODES[rep], tcode,
+                     0 if scheme == 'semi_implicit' else 1], dtype=np.int64)
+
+
+def _raise_codes(codes: np.ndarray, contact: bool = False):
+    # StateError naming the first bad point, if any
+    bad = np.flatnonzero(codes)
+    if not bad.size:
+        return
+    k = int(bad[0])
+    if contact:
+        from rbd_linearizer.linearization.contact import raise_contact_error
+
+        raise_contact_error(int(codes[k]), f'state {k}: ')
+    if codes[k] == BAD_RESULT:
+        raise StateError(f'state {k}: the linearization is not finite (dt too large?)')
+    try:
+        raise_kernel_error(int(codes[k]))
+    except StateError as err:
+        raise StateError(f'state {k}: {err}') from None
 
 
 def _use_threads(parallel: bool | str, N: int, nv: int) -> bool:
@@ -155,15 +292,7 @@ def _run(model, data, res: ResolvedInputs, Q, V, U, DT, A, B, f, ddq, opts, thre
         PW, IW = data.horizon_scratch(size)
         horizon_kernel(mi, mf, Q, V, U, DT, ws, dws.dW, dws.dtau, dws.C, dws.tau, dws.scratch,
                        PW, IW, A, B, f, ddq, *inp)
-    bad = np.flatnonzero(codes)
-    if bad.size:
-        k = int(bad[0])
-        if codes[k] == BAD_RESULT:
-            raise StateError(f'state {k}: the linearization is not finite (dt too large?)')
-        try:
-            raise_kernel_error(int(codes[k]))
-        except StateError as err:
-            raise StateError(f'state {k}: {err}') from None
+    _raise_codes(codes)
 
 
 def _check_models(model, representation, time_model, dt, discrete_method) -> tuple[str, str]:

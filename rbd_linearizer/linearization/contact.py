@@ -10,12 +10,12 @@ body-frame pose perturbation; docs/linearization.md, docs/contacts.md)::
     B = [[ 0 ], [ dqdd_dtau S_u ]],       f = [v; qdd]
     dlambda_dx = [dlam_dq, dlam_dv],      dlambda_du = dlam_dtau S_u
 
-(the constrained derivatives of ``algorithm.contact.contact_dynamics_derivatives``). Other
-velocity representations and the time models reuse ``representation.py`` and ``discrete.py``
-exactly as ``linearize`` does; ``lambda`` is an instantaneous function of the state and input
-at the point, so in every representation and time model ``dlambda_dx`` is taken w.r.t. the
-error state of the point in that representation: ``dlambda_dz_rep = dlambda_dz_body P(x)^-1``
-(``P`` = ``representation.state_map``).
+(the constrained derivatives of ``algorithm.contact``). Other velocity representations and
+the time models are the same compiled passes as ``linearize``'s: the whole computation is one
+compiled call, ``point.contact_point_kernel``. ``lambda`` is an instantaneous function of the
+state and input at the point, so in every representation and time model ``dlambda_dx`` is
+taken w.r.t. the error state of the point in that representation:
+``dlambda_dz_rep = dlambda_dz_body P(x)^-1`` (``P``: the state map of representation.py).
 """
 
 from __future__ import annotations
@@ -26,23 +26,29 @@ import time
 import numpy as np
 
 from rbd_linearizer.algorithm.contact import (
+    _SINGULAR_MESSAGE,
+    SINGULAR,
     PointContact,
     SurfaceContact,
-    check_contacts,
-    contact_dynamics_derivatives,
+    _workspace,
 )
+from rbd_linearizer.algorithm.kernels import raise_kernel_error
 from rbd_linearizer.errors import ConfigError, StateError
 from rbd_linearizer.linearization.continuous import (
-    _apply_time_model,
-    _check_time_model,
+    _discrete_dt,
+    _kernel_vector,
+    _plan,
     _state_fields,
 )
-from rbd_linearizer.linearization.inputs import InputSelection, resolve_inputs
-from rbd_linearizer.linearization.representation import (
-    check_representation,
-    state_map,
+from rbd_linearizer.linearization.inputs import InputSelection
+from rbd_linearizer.linearization.point import (
+    BAD_RESULT,
+    BAD_U,
+    contact_point_kernel,
+    contact_scratch_size,
+    scratch_size,
 )
-from rbd_linearizer.model.data import check_data
+from rbd_linearizer.model.data import Data, check_data
 from rbd_linearizer.results import Linearization
 
 __all__ = ['ContactLinearization', 'PointContact', 'SurfaceContact', 'linearize_contact']
@@ -89,43 +95,37 @@ class ContactLinearization:
         return self.linearization.f
 
 
-def _vector(x, n, name) -> np.ndarray:
-    x = np.array(x, dtype=np.float64).reshape(-1)
-    if x.shape != (n,):
-        raise StateError(f'{name} must have {n} entries, got {x.shape[0]}')
-    if not np.isfinite(x).all():
-        raise StateError(f'{name} contains NaN or inf')
-    return x
+def contact_buffers(model, data, cw, nu: int):
+    """Return the compiled call's scratch of a contact set (kept on its ``ContactWorkspace``).
+
+    Returns ``(cpw, pw, rows)``: ``contact_scratch_size`` and ``scratch_size`` floats, and the
+    identity row map ``arange(m)`` (one state: the contacts' rows are the result's rows).
+    """
+    got = cw.linearization_scratch.get(nu)
+    if got is None:
+        nb, nv = int(model.nb), int(model.nv)
+        got = cw.linearization_scratch[nu] = (
+            np.zeros(contact_scratch_size(nv, cw.m)), np.zeros(scratch_size(nb, nv, nu)),
+            np.arange(cw.m, dtype=np.int64))
+    return got
 
 
-def _array(x, n, name) -> np.ndarray:
-    x = np.array(x, dtype=np.float64).reshape(-1)
-    if x.shape != (n,):
-        raise StateError(f'{name} must have {n} entries, got {x.shape[0]}')
-    return x
-
-
-def _body_matrices(model, v, res, der):
-    """Return the body-frame continuous (A, B, f, dlam_dx, dlam_du) of the contact dynamics."""
-    nv = model.nv
-    nx = 2 * nv
-    A = np.zeros((nx, nx))
-    A.reshape(-1)[nv : nv * nx : nx + 1] = 1.0  # the identity block A[:nv, nv:]
-    if model.floating_base:
-        # K = -ad(v_B) on the pose error: [[-w^, -v^], [0, -w^]] (linear first)
-        for o, w in ((0, v[3:6]), (3, v[3:6])):
-            A[o, o + 1], A[o, o + 2], A[o + 1, o + 2] = w[2], -w[1], w[0]
-            A[o + 1, o], A[o + 2, o], A[o + 2, o + 1] = -w[2], w[1], -w[0]
-        A[0, 4], A[0, 5], A[1, 5] = v[2], -v[1], v[0]
-        A[1, 3], A[2, 3], A[2, 4] = -v[2], v[1], -v[0]
-    A[nv:, :nv] = der.dqdd_dq
-    A[nv:, nv:] = der.dqdd_dv
-    B = np.zeros((nx, res.nu))
-    B[nv:] = der.dqdd_dtau[:, res.tau_dofs]
-    f = np.concatenate((v, der.dynamics.qdd))
-    dlam_dx = np.concatenate((der.dlam_dq, der.dlam_dv), axis=1)
-    dlam_du = der.dlam_dtau[:, res.tau_dofs]
-    return A, B, f, dlam_dx, dlam_du
+def raise_contact_error(code: int, where: str = ''):
+    """Raise the StateError of a non-zero code of ``contact_point_kernel`` (prefix ``where``)."""
+    if code == SINGULAR:
+        msg = _SINGULAR_MESSAGE
+    elif code == BAD_U:
+        msg = 'u contains NaN or inf'
+    elif code == BAD_RESULT:
+        msg = 'the contact linearization produced a non-finite result (dt too large?)'
+    else:
+        try:
+            raise_kernel_error(code)
+        except StateError as err:
+            msg = str(err)
+        else:  # pragma: no cover - every non-zero code raises
+            msg = f'error code {code}'
+    raise StateError(where + msg)
 
 
 def linearize_contact(model, data, q, v, u=None, contacts=(), inputs: InputSelection | None = None,
@@ -146,46 +146,40 @@ def linearize_contact(model, data, q, v, u=None, contacts=(), inputs: InputSelec
     ``.dlambda_du``). Bad input raises ConfigError / StateError and changes nothing.
     """
     t0 = time.perf_counter()
-    rep = check_representation(representation)
-    tm = _check_time_model(time_model, dt, discrete_method)
-    if not model.floating_base:
-        rep = 'body'
-    check_data(model, data)
-    contacts = check_contacts(model, contacts)
+    if data.__class__ is not Data or data.model is not model:
+        check_data(model, data)
+    plan = _plan(model, data, inputs, representation, time_model, discrete_method, scheme)
+    if plan.res.has_wrenches:
+        raise ConfigError('wrench inputs are not supported together with contacts yet')
+    step = _discrete_dt(dt) if plan.discrete else 0.0
+    cw, contacts = _workspace(model, data, contacts)
     if not contacts:
         raise ConfigError('linearize_contact needs at least one contact (use linearize)')
-    res = resolve_inputs(model, inputs, data)
-    if res.has_wrenches:
-        raise ConfigError('wrench inputs are not supported together with contacts yet')
-    nv = model.nv
-    # q, v: converted and shape-checked here, checked finite in the compiled call (same
-    # messages, nothing computed); u here (its own message)
-    q = _array(q, model.nq, 'q')
-    v = _array(v, nv, 'v')
-    u = np.zeros(res.nu) if u is None else _vector(u, res.nu, 'u')
-    tau = np.zeros(nv)
-    tau[res.tau_dofs] = u
-    der = contact_dynamics_derivatives(model, data, q, v, tau, contacts)
-    A, B, f, dlam_dx, dlam_du = _body_matrices(model, v, res, der)
-    A, B, f, dt_out = _apply_time_model(model, A, B, f, der.dynamics.qdd, q, v, rep, tm, dt,
-                                        discrete_method, scheme)
-    if rep != 'body':
-        # z_rep = P z_body: d lambda / d z_rep = d lambda / d z_body P^-1
-        P = state_map(q, v, rep, nv)
-        dlam_dx = np.linalg.solve(P.T, dlam_dx.T).T
+    nq, nv, nx, nu, m = plan.nq, plan.nv, plan.nx, plan.nu, cw.m
+    # private copies of the point (the result holds them)
+    q = _kernel_vector(q, nq, 'q').copy()
+    v = _kernel_vector(v, nv, 'v').copy()
+    u = np.zeros(nu) if u is None else _kernel_vector(u, nu, 'u').copy()
+    cpw, pw, rows = contact_buffers(model, data, cw, nu)
+    ints = plan.buffers[0]
+    mi, mf, ws = data.kernel_buffers
+    dws = data.derivatives
+    # one fresh buffer for every output: A, B, f, ddq, lambda, dlambda_dx, dlambda_du
+    sizes = np.cumsum([0, nx * nx, nx * nu, nx, nv, m, m * nx, m * nu])
+    out = np.empty(int(sizes[-1]))
+    A, B, f, ddq, lam, dlx, dlu = (out[sizes[k]:sizes[k + 1]] for k in range(7))
+    A, B, dlx, dlu = A.reshape(nx, nx), B.reshape(nx, nu), dlx.reshape(m, nx), dlu.reshape(m, nu)
+    code = contact_point_kernel(mi, mf, q, v, u, step, ws, dws.dW, dws.dtau, dws.C, dws.tau,
+                                dws.scratch, dws.ddq_dx, cw.ints, cw.floats, cpw, pw, A, B, f,
+                                ddq, lam, dlx, dlu, rows, plan.res.tau_dofs, ints[8:12])
+    if code:
+        raise_contact_error(code)
+    rep = plan.rep
     base = _state_fields(model, q, v, rep)
-    for name, arr in (('A', A), ('B', B), ('f', f), ('lambda', der.dynamics.lam),
-                      ('dlambda_dx', dlam_dx), ('dlambda_du', dlam_du)):
-        if not np.isfinite(arr).all():
-            raise StateError(f'the contact linearization produced a non-finite {name}')
-    # built like linearize's result (no re-validation of our own outputs; arrays copied
-    # read-only; test_contact_fast_path checks it equals the validating constructor)
+    # built like linearize's result (no re-validation of our own outputs; test_contact_fast_path
+    # checks it equals the validating constructor)
     lin = Linearization._trusted(
-        A=A, B=B, f=f, u0=u, joint_names=tuple(model.joint_names),
-        input_names=tuple(res.names), velocity_representation=str(rep), time_model=str(tm),
-        dt=dt_out, model_name=model.name, model_hash=model.urdf_hash,
-        floating_base=bool(model.floating_base), compute_time=time.perf_counter() - t0,
-        stamp=int(stamp), **base)
+        A=A, B=B, f=f, u0=u, **plan.fields, dt=step, stamp=int(stamp),
+        compute_time=time.perf_counter() - t0, **base)
     names = tuple(n for c in contacts for n in c.names())
-    return ContactLinearization(lin, der.dynamics.lam, dlam_dx, dlam_du,
-                                tuple(c.frame for c in contacts), names)
+    return ContactLinearization(lin, lam, dlx, dlu, tuple(c.frame for c in contacts), names)

@@ -26,37 +26,31 @@ import time
 import numpy as np
 
 from rbd_linearizer._jit import jit, register_warmup
-from rbd_linearizer.algorithm.joint_configuration import integrate
 from rbd_linearizer.algorithm.kernels import (
-    EMPTY,
-    aba_derivatives_kernel,
     as_vector,
-    check_finite,
     raise_kernel_error,
 )
-from rbd_linearizer.algorithm.kinematics import forward_kinematics
 from rbd_linearizer.conventions import TimeModel
 from rbd_linearizer.errors import ConfigError, StateError
-from rbd_linearizer.linearization.discrete import SCHEMES, lie_euler, zero_order_hold
-from rbd_linearizer.linearization.horizon import BAD_RESULT, _pose, point_kernel, scratch_size
 from rbd_linearizer.linearization.inputs import (
     InputSelection,
-    ResolvedInputs,
     WrenchInput,
-    body_jacobian,
     resolve_inputs,
-    wrench_columns,
-    wrench_fext,
+)
+from rbd_linearizer.linearization.point import (
+    BAD_RESULT,
+    BAD_U,
+    SCHEMES,
+    _pose,
+    point_kernel,
+    scratch_size,
 )
 from rbd_linearizer.linearization.representation import (
     base_twist_from_body,
     check_representation,
-    transform_continuous,
-    transform_discrete,
 )
 from rbd_linearizer.model.data import Data, check_data
 from rbd_linearizer.results import Linearization
-from rbd_linearizer.spatial.so3 import hat
 
 __all__ = ['LinearizationPoint', 'linearize', 'linearize_body', 'state_names']
 
@@ -93,63 +87,52 @@ def state_names(model, representation='body') -> tuple[str, ...]:
     return tuple(names)
 
 
-def _generalized_inputs(model, data, q, u, res: ResolvedInputs):
-    # tau (nv,) of the joint inputs, the body-frame external wrenches (nb * 6,) of u and the
-    # map G (6, 6) of each wrench input (compiled wrench_fext: the horizon uses it too)
-    tau = np.zeros(model.nv)
-    tau[res.tau_dofs] = u[: res.n_tau]
-    if not res.has_wrenches:
-        return tau, EMPTY, None
-    forward_kinematics(model, data, q)
-    fext = np.zeros((model.nb, 6))
-    maps = []
-    H3 = np.empty((3, 3))
-    for k in range(res.w_body.shape[0]):
-        b = int(res.w_body[k])
-        R = np.ascontiguousarray(data.oR[b].T) if res.w_world[k] else res.w_rotation[k]
-        o, size = int(res.w_offset[k]), int(res.w_size[k])
-        G = np.empty((6, 6))
-        wrench_fext(R, res.w_translation[k], size, u[o : o + size], fext[b], G, H3)
-        maps.append(G)
-    return tau, fext.reshape(-1), maps
-
-
-#: Error code of ``_one_state`` for a non-finite ``u`` (the kernel API's codes are below 100).
-BAD_U = 102
-
-
 @jit
 def _one_state(ints, floats, ws, dflat, Cm, q, v, u, dt, out):
-    """Run the one compiled call of ``linearize`` / ``linearize_body`` (joint-torque inputs).
+    """Run the one compiled call of ``linearize`` / ``linearize_body`` (any inputs).
 
     Few arguments (numba's dispatch costs ~0.1 us per array): ``ints`` / ``floats`` are the
-    plan's packed constants and scratch (``_Plan``: ``ints = [len(mi), nu, len(mf), len(pw),
-    opts (6), tau_dofs (nu), iw (nb), mi]`` with ``opts = [minv_offset, ddq_offset, floating,
-    rep, tm, scheme]`` (codes of horizon.py); ``floats = [mf, pw, ddq (nv)]``), ``ws`` the Data's
-    packed workspace, ``dflat`` ``data.derivatives.flat`` (dW, dtau, tau, scratch), ``Cm``
-    ``data.C``. ``out`` (``_out_size``) receives ``[A | B | f | twist (6) | base position (3) |
-    base quaternion (4) | q | v | u]``: checks ``u``, then ``horizon.point_kernel`` (which
-    checks q, v before writing anything) fills A, B, f in the representation and time model;
-    ``twist`` the base twist in the representation (floating base; zeros and the identity pose
-    for a fixed base), then the copies of q, v, u. Returns an error code (0 = fine).
+    plan's packed constants and scratch (``_Plan``: ``ints = [len(mi), n_tau, len(mf),
+    len(pw), nw, nu, opts (6), tau_dofs (n_tau), iw (nb), w_body, w_world, w_size, w_offset
+    (nw each), mi]`` with ``opts = [minv_offset, ddq_offset, floating, rep, tm, scheme]``
+    (codes of point.py); ``floats = [mf, pw, ddq (nv), w_rotation (9 nw), w_translation
+    (3 nw)]``), ``ws`` the Data's packed workspace, ``dflat`` ``data.derivatives.flat`` (dW,
+    dtau, tau, scratch), ``Cm`` ``data.C``. ``out`` (``_out_size``) receives ``[A | B | f |
+    twist (6) | base position (3) | base quaternion (4) | q | v | u]``: ``point.point_kernel``
+    (which checks q, v, u before writing anything) fills A, B, f in the representation and
+    time model; ``twist`` the base twist in the representation (floating base; zeros and the
+    identity pose for a fixed base), then the copies of q, v, u. Returns an error code
+    (0 = fine).
     """
-    if not check_finite(u):
-        return BAD_U
     nmi = ints[0]
-    nu = ints[1]
+    nt = ints[1]
     nmf = ints[2]
     npw = ints[3]
+    nw = ints[4]
+    nu = ints[5]
     nint = ints.shape[0]
-    opts = ints[4:10]
-    tau_dofs = ints[10 : 10 + nu]
+    opts = ints[6:12]
+    o = 12
+    tau_dofs = ints[o : o + nt]
+    o += nt
     mi = ints[nint - nmi : nint]
     nb = mi[0]
     nv = mi[1]
     nq = mi[2]
-    iw = ints[10 + nu : 10 + nu + nb]
+    iw = ints[o : o + nb]
+    o += nb
+    w_body = ints[o : o + nw]
+    w_world = ints[o + nw : o + 2 * nw]
+    w_size = ints[o + 2 * nw : o + 3 * nw]
+    w_off = ints[o + 3 * nw : o + 4 * nw]
     mf = floats[0:nmf]
     pw = floats[nmf : nmf + npw]
-    ddq = floats[nmf + npw : nmf + npw + nv]
+    o = nmf + npw
+    ddq = floats[o : o + nv]
+    o += nv
+    w_rot = floats[o : o + 9 * nw].reshape((nw, 3, 3))
+    o += 9 * nw
+    w_tr = floats[o : o + 3 * nw].reshape((nw, 3))
     ndw = 15 * nb + 10 * nv
     o = 6 * ndw
     dW = dflat[0:o].reshape((ndw, 6))
@@ -167,10 +150,9 @@ def _one_state(ints, floats, ws, dflat, Cm, q, v, u, dt, out):
     twist = out[o : o + 6]
     pose = out[o + 6 : o + 13]
     o += 13
-    wi = np.empty(0, dtype=np.int64)
     code = point_kernel(mi, mf, q, v, u, dt, ws, dW, dtau, Cm, tau_id, sc, pw, iw, A, B, f,
-                        ddq, tau_dofs, wi, np.empty((0, 3, 3)), np.empty((0, 3)),
-                        np.empty(0, dtype=np.bool_), wi, wi, opts[0:2], opts[2:6])
+                        ddq, tau_dofs, w_body, w_rot, w_tr, w_world, w_size, w_off, opts[0:2],
+                        opts[2:6])
     if code != 0:
         return code
     # the result's own copies of the point
@@ -222,7 +204,7 @@ class _Plan:
     resolved inputs, the compiled call's option codes and scratch, the result's constant fields.
     """
 
-    __slots__ = ('rep', 'tm', 'res', 'discrete_method', 'scheme', 'torques_only', 'fields',
+    __slots__ = ('rep', 'tm', 'res', 'discrete_method', 'scheme', 'fields',
                  'nx', 'nv', 'nq', 'nu', 'floating', 'discrete', 'buffers', 'out_size',
                  'u_zero', 'sl_A', 'sl_B', 'sl_f', 'sl_u', 'state_slices')
 
@@ -246,7 +228,6 @@ class _Plan:
         self.rep, self.tm, self.res = rep, tm, res
         self.discrete = tm == 'discrete'
         self.discrete_method, self.scheme = str(discrete_method), str(scheme)
-        self.torques_only = not res.has_wrenches
         nb, nv, nq = int(model.nb), int(model.nv), int(model.nq)
         nx, nu = 2 * nv, int(res.nu)
         self.nv, self.nq, self.nx, self.nu = nv, nq, nx, nu
@@ -260,11 +241,15 @@ class _Plan:
                 0 if scheme == 'semi_implicit' else 1]
         npw = scratch_size(nb, nv, nu)
         tau_dofs = np.asarray(res.tau_dofs, dtype=np.int64)
+        nw = int(res.w_body.shape[0])
         # _one_state's packed constants and scratch (layout in its docstring); mi and mf are
         # copies of the Data's model buffers (constant), ws / dws.flat / data.C the Data's own
-        ints = np.concatenate([np.array([mi.shape[0], tau_dofs.shape[0], mf.shape[0], npw]),
-                               np.asarray(opts), tau_dofs, np.zeros(nb), mi]).astype(np.int64)
-        floats = np.concatenate([mf, np.zeros(npw), np.zeros(nv)])
+        ints = np.concatenate([
+            np.array([mi.shape[0], tau_dofs.shape[0], mf.shape[0], npw, nw, nu]),
+            np.asarray(opts), tau_dofs, np.zeros(nb), res.w_body, res.w_world, res.w_size,
+            res.w_offset, mi]).astype(np.int64)
+        floats = np.concatenate([mf, np.zeros(npw), np.zeros(nv), res.w_rotation.reshape(-1),
+                                 res.w_translation.reshape(-1)])
         #: the compiled call's arguments before the point: (ints, floats, ws, dflat, C)
         self.buffers = (ints, floats, ws, dws.flat, dws.C)
         # the layout of _one_state's out: A, B, f, twist, base pose (fixed base), q, v, u
@@ -345,10 +330,6 @@ def linearize_body(model, data, q, v, u=None, inputs: InputSelection | None = No
     q = _kernel_vector(q, plan.nq, 'q')
     v = _kernel_vector(v, plan.nv, 'v')
     u = plan.u_zero if u is None else _kernel_vector(u, plan.nu, 'u')
-    if not plan.torques_only:
-        if not np.isfinite(u).all():
-            raise StateError('u contains NaN or inf')
-        return _linearize_body(model, data, q, v, u.copy(), plan.res)
     ints, floats, ws, dflat, Cm = plan.buffers
     out = _empty(plan.out_size)
     code = _one_state(ints, floats, ws, dflat, Cm, q, v, u, 0.0, out)
@@ -365,50 +346,6 @@ def linearize_body(model, data, q, v, u=None, inputs: InputSelection | None = No
     return pt
 
 
-def _linearize_body(model, data, q, v, u, res: ResolvedInputs,
-                    copies: bool = True) -> LinearizationPoint:
-    # linearize_body with wrench inputs, after the checks (q, v, u contiguous float64 of the
-    # right sizes); copies=False leaves Minv and C as the Data's own arrays (linearize)
-    nv = model.nv
-    nx = 2 * nv
-    tau, fext, maps = _generalized_inputs(model, data, q, u, res)
-    dws = data.derivatives
-    mi, mf, ws = data.kernel_buffers
-    A = np.zeros((nx, nx))
-    code = aba_derivatives_kernel(mi, mf, q, v, tau, fext, ws, dws.dW, dws.dtau, dws.C, dws.tau,
-                                  dws.scratch, A[nv:])
-    if code:
-        raise_kernel_error(code)
-    # kinematic rows: z_q_dot = -ad(v_b) z_q + z_v (seeds (3.20), ad_lambda of (3.12))
-    A.reshape(-1)[nv : nv * nx : nx + 1] = 1.0  # A[:nv, nv:] = 1
-    if model.floating_base:
-        w = v[3:6]
-        A[0:3, 0:3] = -hat(w)
-        A[0:3, 3:6] = -hat(v[0:3])
-        A[3:6, 3:6] = -hat(w)
-    Minv = data.Minv
-    B = np.zeros((nx, res.nu))
-    B[nv:, : res.n_tau] = Minv[:, res.tau_dofs]
-    if maps:
-        # data.liR/lip hold the parent-relative poses of this q (the kernel's kinematics pass)
-        J = np.empty((6, nv))
-        MJ = np.empty((nv, 6))
-        W = np.empty((3, 6, 6))
-        tmp = np.empty((6, nv))
-        for k, G in enumerate(maps):
-            o, size = int(res.w_offset[k]), int(res.w_size[k])
-            body_jacobian(mi, mf, ws, int(res.w_body[k]), J, dws.scratch)
-            # B columns M^-1 J^T G; world axes: + M^-1 J^T Om J_w in ddq_dq
-            # (inputs.wrench_columns)
-            wrench_columns(ws, dws.minv_offset, J, G, size, bool(res.w_world[k]),
-                           res.w_translation[k], u[o : o + size], A[nv:, :nv],
-                           B[nv:, o : o + size], MJ, W, tmp)
-    f = np.concatenate([v, data.ddq])
-    if copies:
-        return LinearizationPoint(A, B, f, f[nv:], Minv.copy(), dws.C.copy())
-    return LinearizationPoint(A, B, f, f[nv:], Minv, dws.C)
-
-
 def _check_time_model(time_model, dt, discrete_method: str) -> str:
     # the time model as a string, or ConfigError (also for a discrete one without dt / method)
     tm = str(time_model.value if isinstance(time_model, TimeModel) else time_model)
@@ -421,26 +358,6 @@ def _check_time_model(time_model, dt, discrete_method: str) -> str:
             raise ConfigError(f'discrete_method must be one of {DISCRETE_METHODS}, '
                               f'got {discrete_method!r}')
     return tm
-
-
-def _apply_time_model(model, A, B, f, ddq, q, v, rep: str, tm: str, dt,
-                      discrete_method: str, scheme: str):
-    # (A, B, f, dt) in (rep, tm) of a body-representation continuous A, B, f whose forward
-    # dynamics at (q, v) is ddq (linearize, linearize_contact)
-    nv = model.nv
-    if tm == 'continuous':
-        return (*transform_continuous(A, B, f, q, v, ddq, rep, nv), 0.0)
-    if discrete_method == 'zoh':
-        A, B, f = transform_continuous(A, B, f, q, v, ddq, rep, nv)
-        return (*zero_order_hold(A, B, f, dt), float(dt))
-    A, B, f, q1, v1 = lie_euler(A, B, q, v, ddq, dt, nv, model.floating_base,
-                                lambda q0, dq: integrate(model, q0, dq), scheme)
-    if rep != 'body':
-        A, B = transform_discrete(A, B, q, v, q1, v1, rep, nv)
-        f = np.array(f)
-        f[nv : nv + 6] = (base_twist_from_body(q1, v1[0:6], rep)
-                          - base_twist_from_body(q, v[0:6], rep))
-    return A, B, f, float(dt)
 
 
 def _state_fields(model, q, v, rep: str) -> dict:
@@ -478,11 +395,9 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
     read-only: a later call never changes an earlier result). A non-finite result (e.g. a
     zero-order hold with a huge dt) raises StateError.
 
-    With joint-torque inputs the whole computation (every representation and time model) is
-    one compiled call, ``horizon.point_kernel``, as ``linearize_batch`` does per point (equal
-    to the Python passes of representation.py / discrete.py to round-off); the checked
-    options are kept per Data (``data.linearization_plans``). Wrench inputs take the
-    Python path (``_linearize_body``, ``_apply_time_model``).
+    The whole computation (any inputs, every representation and time model) is one compiled
+    call, ``point.point_kernel``, as ``linearize_batch`` does per point; the checked options
+    are kept per Data (``data.linearization_plans``).
 
     Leaves in ``data`` (valid until the next call with it), for a caller at the same (q, v)
     that needs them too: ``data.C``, the Coriolis matrix C(q, v) (``C v = h - g``, base block
@@ -517,9 +432,6 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
     elif not (u.__class__ is _ND and u.dtype is _F64 and u.shape == (plan.nu,)
               and (fl := u.flags).c_contiguous and fl.writeable):
         u = _kernel_vector(u, plan.nu, 'u')
-    if not plan.torques_only:  # (private copies of the point)
-        return _linearize_python(model, data, plan, q.copy(), v.copy(), u.copy(), step, stamp,
-                                 t0)
     ints, floats, ws, dflat, Cm = plan.buffers
     # one fresh buffer per call holds every array of the result (_one_state: A, B, f, the base
     # twist and the copies of q, v, u); made read-only once, its views are read-only too
@@ -536,22 +448,6 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
                   base_twist=out[st], joint_positions=out[sj], joint_velocities=out[sv])
     values['compute_time'] = _now() - t0
     return Linearization._owning(values)
-
-
-def _linearize_python(model, data, plan: _Plan, q, v, u, dt, stamp, t0) -> Linearization:
-    # linearize with wrench inputs (q, v, u: checked private copies)
-    if not np.isfinite(u).all():
-        raise StateError('u contains NaN or inf')
-    pt = _linearize_body(model, data, q, v, u, plan.res, copies=False)
-    rep, tm = plan.rep, plan.tm
-    A, B, f, dt_out = _apply_time_model(model, pt.A, pt.B, pt.f, pt.ddq, q, v, rep, tm, dt,
-                                        plan.discrete_method, plan.scheme)
-    base = _state_fields(model, q, v, rep)
-    # Trusted construction: every field is produced above with its final type and shape
-    # (validating again costs ~15 us per call; test/test_results.py checks both paths agree).
-    return Linearization._trusted(
-        A=A, B=B, f=f, u0=u, **plan.fields, dt=dt_out, stamp=int(stamp),
-        compute_time=_now() - t0, **base)
 
 
 _now = time.perf_counter

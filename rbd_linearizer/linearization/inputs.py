@@ -109,7 +109,7 @@ class ResolvedInputs:
     w_body: np.ndarray  # (nw,) body of each wrench input
     w_rotation: np.ndarray  # (nw, 3, 3) frame axes in the body frame
     w_translation: np.ndarray  # (nw, 3) frame origin in the body frame
-    w_world: np.ndarray  # (nw,) bool, expressed in the world axes
+    w_world: np.ndarray  # (nw,) int64 0 / 1: expressed in the world axes
     w_size: np.ndarray  # (nw,) 3 or 6
     w_offset: np.ndarray  # (nw,) first column in u
 
@@ -162,7 +162,7 @@ def _resolve(model, selection: InputSelection) -> ResolvedInputs:
     w_body = np.zeros(nw, dtype=np.int64)
     w_rot = np.zeros((nw, 3, 3))
     w_tr = np.zeros((nw, 3))
-    w_world = np.zeros(nw, dtype=bool)
+    w_world = np.zeros(nw, dtype=np.int64)  # 0 / 1 (the kernels take int64 flags)
     w_size = np.zeros(nw, dtype=np.int64)
     w_off = np.zeros(nw, dtype=np.int64)
     col = len(dofs)

@@ -486,6 +486,9 @@ class ContactWorkspace:
         self.rows = rows
         self.anchored = anchored
         self.anchor = anchor
+        #: the compiled linearization's scratch per number of inputs
+        #: (``linearization.contact.contact_buffers``)
+        self.linearization_scratch: dict = {}
 
     def __repr__(self) -> str:
         return f'ContactWorkspace(m={self.m}, contacts={len(self.rows)})'

@@ -11,15 +11,11 @@ from lin_helpers import decode, encode, fd_jacobians, rel, twist_T
 import numpy as np
 import pytest
 from reference.cases import get_sample, random_state, robot_or_skip
+from reference.pipeline import state_map, state_map_rate
 
 from rbd_linearizer.algorithm import aba, integrate
 from rbd_linearizer.linearization import linearize, state_names
-from rbd_linearizer.linearization.representation import (
-    base_twist_from_body,
-    base_twist_to_body,
-    state_map,
-    state_map_rate,
-)
+from rbd_linearizer.linearization.representation import base_twist_from_body, base_twist_to_body
 from rbd_linearizer.spatial import so3
 
 FD_REL = 1e-6

@@ -77,9 +77,10 @@ SCRIPT = textwrap.dedent("""
 """)
 
 LINEARIZATION = 'rbd_linearizer.linearization.continuous._one_state'
-LINEARIZATION_WRENCHES = ('rbd_linearizer.algorithm.aba_derivatives._aba_derivatives_kernel',
-                          'rbd_linearizer.algorithm.kinematics._fk_kernel',
-                          'rbd_linearizer.linearization.inputs.body_jacobian')
+#: the kernels of the Python pipeline wrench inputs took before the one point kernel: the
+#: node never compiles them now
+OLD_WRENCH_PATH = ('rbd_linearizer.algorithm.aba_derivatives._aba_derivatives_kernel',
+                   'rbd_linearizer.algorithm.kinematics._fk_kernel')
 DYNAMICS = ('rbd_linearizer.algorithm.compute_all_terms._all_terms_kernel',
             'rbd_linearizer.algorithm.coriolis._coriolis_kernel')
 DERIVATIVES = ('rbd_linearizer.algorithm._higher_order_kernels.hybrid_kernel',)
@@ -112,7 +113,7 @@ def test_default_configuration_warms_up_the_linearization_only():
     sigs = res['build']
     assert sigs[LINEARIZATION] >= 1
     assert sigs[HORIZON] >= 1
-    for name in (*LINEARIZATION_WRENCHES, *DYNAMICS, *DERIVATIVES, *NEVER):
+    for name in (*OLD_WRENCH_PATH, *DYNAMICS, *DERIVATIVES, *NEVER):
         assert sigs[name] == 0, f'{name} compiled or loaded for a configuration not using it'
     assert res['new'] == [], f'compiled or loaded inside the first calls: {res["new"]}'
 
@@ -122,9 +123,9 @@ def test_enabled_outputs_are_warmed_up_and_their_first_calls_compile_nothing():
                  wrench_input_frames=['B7'], wrench_input_kinds=['wrench'],
                  wrench_input_expressed_in=['local'])
     sigs = res['build']
-    for name in (*LINEARIZATION_WRENCHES, *DYNAMICS, *DERIVATIVES, HORIZON):
+    for name in (LINEARIZATION, *DYNAMICS, *DERIVATIVES, HORIZON):
         assert sigs[name] >= 1, f'{name} not warmed up'
-    for name in (LINEARIZATION, *NEVER):  # with wrench inputs: another linearization kernel
+    for name in (*OLD_WRENCH_PATH, *NEVER):  # wrench inputs: the same point kernel
         assert sigs[name] == 0, f'{name} compiled or loaded for a configuration not using it'
     assert res['new'] == [], f'compiled or loaded inside the first calls: {res["new"]}'
 
@@ -203,13 +204,14 @@ def test_node_logs_what_it_compiles_before_the_warm_up_ends(context, monkeypatch
 def test_node_families_follow_the_configuration():
     cfg = {'publish_dynamics': False, 'higher_order_derivatives': 0}
     assert precompile.node_families(cfg) == ['linearization']
+    # wrench inputs: the same point kernel as joint torques (one family)
     assert precompile.node_families(dict(cfg, publish_dynamics=True), has_wrenches=True) == [
-        'linearization_wrenches', 'dynamics']
+        'linearization', 'dynamics']
     assert precompile.node_families(dict(cfg, higher_order_derivatives=2)) == [
         'linearization', 'derivatives']
     # derivatives are refused with world-frame wrench inputs: nothing to compile for them
     assert precompile.node_families(dict(cfg, higher_order_derivatives=2), True, True) == [
-        'linearization_wrenches']
+        'linearization']
     # a contact set: the contact kernel too (the free-floating linearization stays: an empty
     # set from ~/contacts is served by it)
     assert precompile.node_families(dict(cfg, contact_frames=['FL_foot'])) == [
