@@ -95,18 +95,34 @@ class ContactLinearization:
         return self.linearization.f
 
 
-def contact_buffers(model, data, cw, nu: int):
-    """Return the compiled call's scratch of a contact set (kept on its ``ContactWorkspace``).
+class _ContactPlan:
+    """What ``linearize_contact`` keeps per contact set and input count (on the workspace)."""
 
-    Returns ``(cpw, pw, rows)``: ``contact_scratch_size`` and ``scratch_size`` floats, and the
-    identity row map ``arange(m)`` (one state: the contacts' rows are the result's rows).
-    """
+    __slots__ = ('cpw', 'pw', 'rows', 'layout', 'size', 'frames', 'names')
+
+    def __init__(self, model, cw, contacts, nu: int):
+        nb, nv, m = int(model.nb), int(model.nv), cw.m
+        nx = 2 * nv
+        self.cpw = np.zeros(contact_scratch_size(nv, m))
+        self.pw = np.zeros(scratch_size(nb, nv, nu))
+        self.rows = np.arange(m, dtype=np.int64)  # one state: contact rows = result rows
+        # the result buffer: A, B, f, ddq, lambda, dlambda_dx, dlambda_du, then q, v, u
+        shapes = ((nx, nx), (nx, nu), (nx,), (nv,), (m,), (m, nx), (m, nu),
+                  (int(model.nq),), (nv,), (nu,))
+        layout, o = [], 0
+        for shape in shapes:
+            n = int(np.prod(shape))
+            layout.append((o, o + n, shape))
+            o += n
+        self.layout, self.size = tuple(layout), o
+        self.frames = tuple(c.frame for c in contacts)
+        self.names = tuple(n for c in contacts for n in c.names())
+
+
+def _contact_plan(model, cw, contacts, nu: int) -> _ContactPlan:
     got = cw.linearization_scratch.get(nu)
     if got is None:
-        nb, nv = int(model.nb), int(model.nv)
-        got = cw.linearization_scratch[nu] = (
-            np.zeros(contact_scratch_size(nv, cw.m)), np.zeros(scratch_size(nb, nv, nu)),
-            np.arange(cw.m, dtype=np.int64))
+        got = cw.linearization_scratch[nu] = _ContactPlan(model, cw, contacts, nu)
     return got
 
 
@@ -148,38 +164,49 @@ def linearize_contact(model, data, q, v, u=None, contacts=(), inputs: InputSelec
     t0 = time.perf_counter()
     if data.__class__ is not Data or data.model is not model:
         check_data(model, data)
-    plan = _plan(model, data, inputs, representation, time_model, discrete_method, scheme)
+    try:  # the checked options (as linearize)
+        plan = data.linearization_plans[(inputs, representation, time_model, discrete_method,
+                                         scheme)]
+    except (KeyError, TypeError):
+        plan = _plan(model, data, inputs, representation, time_model, discrete_method, scheme)
     if plan.res.has_wrenches:
         raise ConfigError('wrench inputs are not supported together with contacts yet')
     step = _discrete_dt(dt) if plan.discrete else 0.0
     cw, contacts = _workspace(model, data, contacts)
     if not contacts:
         raise ConfigError('linearize_contact needs at least one contact (use linearize)')
-    nq, nv, nx, nu, m = plan.nq, plan.nv, plan.nx, plan.nu, cw.m
-    # private copies of the point (the result holds them)
-    q = _kernel_vector(q, nq, 'q').copy()
-    v = _kernel_vector(v, nv, 'v').copy()
-    u = np.zeros(nu) if u is None else _kernel_vector(u, nu, 'u').copy()
-    cpw, pw, rows = contact_buffers(model, data, cw, nu)
-    ints = plan.buffers[0]
+    cp = _contact_plan(model, cw, contacts, plan.nu)
+    # one fresh buffer holds every array of the result (read-only once filled)
+    out = np.empty(cp.size)
+    A, B, f, ddq, lam, dlx, dlu, qc, vc, uc = (out[a:b].reshape(shape)
+                                               for a, b, shape in cp.layout)
+    qc[:] = _kernel_vector(q, plan.nq, 'q')
+    vc[:] = _kernel_vector(v, plan.nv, 'v')
+    if u is None:
+        uc[:] = 0.0
+    else:
+        uc[:] = _kernel_vector(u, plan.nu, 'u')
     mi, mf, ws = data.kernel_buffers
     dws = data.derivatives
-    # one fresh buffer for every output: A, B, f, ddq, lambda, dlambda_dx, dlambda_du
-    sizes = np.cumsum([0, nx * nx, nx * nu, nx, nv, m, m * nx, m * nu])
-    out = np.empty(int(sizes[-1]))
-    A, B, f, ddq, lam, dlx, dlu = (out[sizes[k]:sizes[k + 1]] for k in range(7))
-    A, B, dlx, dlu = A.reshape(nx, nx), B.reshape(nx, nu), dlx.reshape(m, nx), dlu.reshape(m, nu)
-    code = contact_point_kernel(mi, mf, q, v, u, step, ws, dws.dW, dws.dtau, dws.C, dws.tau,
-                                dws.scratch, dws.ddq_dx, cw.ints, cw.floats, cpw, pw, A, B, f,
-                                ddq, lam, dlx, dlu, rows, plan.res.tau_dofs, ints[8:12])
+    code = contact_point_kernel(mi, mf, qc, vc, uc, step, ws, dws.dW, dws.dtau, dws.C, dws.tau,
+                                dws.scratch, dws.ddq_dx, cw.ints, cw.floats, cp.cpw, cp.pw, A, B,
+                                f, ddq, lam, dlx, dlu, cp.rows, plan.res.tau_dofs,
+                                plan.buffers[0][8:12])
     if code:
         raise_contact_error(code)
-    rep = plan.rep
-    base = _state_fields(model, q, v, rep)
-    # built like linearize's result (no re-validation of our own outputs; test_contact_fast_path
-    # checks it equals the validating constructor)
-    lin = Linearization._trusted(
-        A=A, B=B, f=f, u0=u, **plan.fields, dt=step, stamp=int(stamp),
-        compute_time=time.perf_counter() - t0, **base)
-    names = tuple(n for c in contacts for n in c.names())
-    return ContactLinearization(lin, lam, dlx, dlu, tuple(c.frame for c in contacts), names)
+    out.setflags(write=False)  # and the views made before
+    for view in (A, B, f, lam, dlx, dlu, qc, vc, uc):
+        view.flags.writeable = False
+    values = dict(plan.fields, A=A, B=B, f=f, u0=uc, dt=step, stamp=int(stamp),
+                  **_state_fields(model, qc, vc, plan.rep))
+    if plan.floating and plan.rep != 'body':  # base_twist_from_body's fresh array
+        values['base_twist'].setflags(write=False)
+    values['compute_time'] = time.perf_counter() - t0
+    # built like linearize's result (its own fresh read-only arrays: no copy, no re-validation;
+    # test_contact_fast_path checks it equals the validating constructor)
+    lin = Linearization._owning(values) if plan.floating else Linearization._trusted(**values)
+    res = object.__new__(ContactLinearization)
+    object.__setattr__(res, '__dict__', dict(
+        linearization=lin, lam=lam, dlambda_dx=dlx, dlambda_du=dlu, contact_frames=cp.frames,
+        lambda_names=cp.names))
+    return res
