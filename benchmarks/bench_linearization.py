@@ -205,13 +205,67 @@ def bench(name: str, number: int, repeat: int, extras: bool) -> dict:
     return out
 
 
+#: Foot / sole frames of the legged robots: their forces as inputs (the convex-MPC form).
+FEET = {'go2': ('FL_foot', 'FR_foot', 'RL_foot', 'RR_foot'),
+        'g1': ('left_ankle_roll_link', 'right_ankle_roll_link'),
+        'talos': ('left_sole_link', 'right_sole_link')}
+
+
+def bench_wrenches(name: str, number: int, repeat: int) -> dict:
+    """``--wrenches``: linearize with the feet's world forces as inputs vs torques only."""
+    from rbd_linearizer.linearization import InputSelection, WrenchInput
+
+    model = load(name)
+    data = create_data(model)
+    rng = np.random.default_rng(0)
+    q = random_configuration(model, rng)
+    v = rng.normal(size=model.nv)
+    sel = InputSelection(wrenches=tuple(WrenchInput(f, 'force', 'world') for f in FEET[name]))
+    u = rng.normal(size=model.n_joints)
+    uw = np.concatenate([u, rng.normal(size=3 * len(FEET[name]))])
+    md = dict(representation='mixed', time_model='discrete', dt=DT)
+    Q, V, UW = (np.stack([x] * N_BATCH) for x in (q, v, uw))
+    fns = {
+        'tau': lambda: linearize(model, data, q, v, u),
+        'feet': lambda: linearize(model, data, q, v, uw, inputs=sel),
+        'tau_md': lambda: linearize(model, data, q, v, u, **md),
+        'feet_md': lambda: linearize(model, data, q, v, uw, inputs=sel, **md),
+        'batch_md': lambda: linearize_batch(model, data, Q, V, UW, inputs=sel, **md),
+    }
+    for fn in fns.values():
+        fn()
+    times = {k: [] for k in fns}
+    for _ in range(repeat):
+        for key, fn in fns.items():
+            n = max(1, number // N_BATCH) if key == 'batch_md' else number
+            per = N_BATCH if key == 'batch_md' else 1
+            times[key].append(timeit.timeit(fn, number=n) / n / per * 1e6)
+    return {'robot': f'{name} ({model.nv}), {len(FEET[name])} feet',
+            **{k: float(np.median(t)) for k, t in times.items()}}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--robots', nargs='+', default=['go2', 'g1', 'talos', 'tree60'])
     parser.add_argument('--number', type=int, default=200)
     parser.add_argument('--repeat', type=int, default=21)
     parser.add_argument('--extras', action='store_true')
+    parser.add_argument('--wrenches', action='store_true',
+                        help="only: the feet's world forces as inputs vs joint torques only "
+                             '(legged robots among --robots)')
     args = parser.parse_args(argv)
+    if args.wrenches:
+        print('| robot (nv), feet | torques: body, continuous [us] | + foot forces | ratio '
+              '| torques: mixed, discrete | + foot forces | ratio '
+              '| linearize_batch (mixed, discrete, feet), per point | batch / single |')
+        print('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
+        for name in (r for r in args.robots if r in FEET):
+            r = bench_wrenches(name, args.number, args.repeat)
+            print(f"| {r['robot']} | {r['tau']:.1f} | {r['feet']:.1f} "
+                  f"| {r['feet'] / r['tau']:.2f} | {r['tau_md']:.1f} | {r['feet_md']:.1f} "
+                  f"| {r['feet_md'] / r['tau_md']:.2f} | {r['batch_md']:.1f} "
+                  f"| {r['batch_md'] / r['feet_md']:.2f} |", flush=True)
+        return 0
     print(f'# {platform.processor() or platform.machine()}, Python {platform.python_version()}, '
           f'pinocchio {pin.__version__}, numpy {np.__version__}, numba {numba.__version__} '
           f'({numba.get_num_threads()} threads); medians [us] (minima in the last column)')

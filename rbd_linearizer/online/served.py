@@ -41,6 +41,7 @@ from rbd_linearizer.online.terms import (
 )
 from rbd_linearizer.online.trajectory import (
     NewestOnly,
+    TrajectoryContactForces,
     TrajectoryLinearization,
     TrajectoryPoints,
 )
@@ -149,14 +150,20 @@ class Served:
         v = np.zeros(self.model.nv)
         rep = cfg['velocity_representation']
         for fam in families:
-            if fam == 'contact':  # every catalogue frame in contact, both time models
+            if fam == 'contact':  # every catalogue frame in contact, both time models; the
+                # trajectories' loop over a schedule (a point in contact, a flight point)
                 for tm in ('continuous', 'discrete'):
                     self.linearize_contact(q, v, None, cfg, self.contacts.frames, time_model=tm)
+                    sched = np.zeros((2, len(self.contacts.frames)), dtype=bool)
+                    sched[0] = True
+                    pts = TrajectoryPoints(np.stack([q, q]), np.stack([v, v]), None, rep, tm,
+                                           cfg['dt'] if tm == 'discrete' else None, 0, sched)
+                    self.linearize_trajectory(pts, cfg)
             elif fam.startswith('linearization'):  # (other kernels with wrench inputs)
                 for tm in ('continuous', 'discrete'):
                     self.linearize(q, v, None, cfg, time_model=tm)
                     if self.contacts:
-                        continue  # trajectories are refused with contacts (below)
+                        continue  # trajectories with a catalogue: the contact family's
                     # ~/linearize_trajectory, ~/trajectory: linearize_batch (precompile's
                     # family 'linearization' holds its kernel), on the parallel path too
                     # unless trajectory_parallel is 'never'
@@ -252,24 +259,37 @@ class Served:
         input selection, ``discrete_method`` and ``trajectory_parallel``. ``data``: the
         workspace (default ``self.data``; the topic worker passes ``trajectory_data``).
         """
-        if self.contacts:
-            raise ConfigError('trajectories with contacts are not supported yet (contact_frames '
-                              'is set; linearize_batch has no contacts): clear contact_frames')
         start = time.perf_counter()
         parallel = {'auto': 'auto', 'always': True, 'never': False}[cfg['trajectory_parallel']]
+        cat = self.contacts
+        with_contacts = {}
+        if cat:  # the catalogue and the schedule (every catalogue frame when none was given)
+            schedule = points.schedule
+            if schedule is None:
+                schedule = np.ones((points.n_points, len(cat.frames)), dtype=bool)
+            with_contacts = dict(contacts=cat.contacts(cat.frames), schedule=schedule)
         batch = linearize_batch(self.model, self.data if data is None else data, points.Q,
                                 points.V, points.U, self.inputs,
                                 representation=points.representation,
                                 time_model=points.time_model, dt=points.dt,
-                                discrete_method=cfg['discrete_method'], parallel=parallel)
+                                discrete_method=cfg['discrete_method'], parallel=parallel,
+                                **with_contacts)
         m = self.model
+        forces = None
+        if cat:
+            forces = TrajectoryContactForces(
+                frames=tuple(cat.frames), types=cat.types_of(cat.frames),
+                lambda_names=batch.lambda_names, schedule=batch.schedule, lam=batch.lam,
+                dlambda_dx=batch.dlambda_dx, dlambda_du=batch.dlambda_du, model_name=m.name,
+                model_hash=m.urdf_hash, velocity_representation=batch.velocity_representation,
+                time_model=batch.time_model, stamp=int(points.stamp_ns))
         return TrajectoryLinearization(
             A=batch.A, B=batch.B, f=batch.f, dt=points.dt_per_point(),
             joint_names=tuple(m.joint_names), input_names=tuple(batch.input_names),
             velocity_representation=batch.velocity_representation,
             time_model=batch.time_model, model_name=m.name, model_hash=m.urdf_hash,
             floating_base=bool(m.floating_base), stamp=int(points.stamp_ns),
-            compute_time=time.perf_counter() - start)
+            compute_time=time.perf_counter() - start, contact_forces=forces)
 
     def outputs(self, q, v, u, cfg: dict[str, Any], stamp_ns: int):
         """``(linearization, dynamics, derivatives)`` of one tick; None where ``cfg`` is off.

@@ -11,9 +11,12 @@ velocities, and an input (docs/messages.md). Here, with no rclpy:
   (``base_twist_to_body``: the same q, v as ``~/linearize``, bit for bit), ``U (N, nu)``
   (the last-point rule: with ``(N - 1) nu`` inputs the last point holds the input of point
   N - 2) and ``dt``;
+* ``check_schedule``: a contact schedule over the node's contact catalogue (``Trajectory``'s
+  ``contact_frames`` / ``contact_schedule``), as the (N, nc) mask ``linearize_batch`` takes;
 * ``TrajectoryLinearization``: the result (A_k, B_k, f_k stacked, the names, the model
   identity, the stamp), computed by ``Served.linearize_trajectory`` (one ``linearize_batch``
-  call for the whole horizon);
+  call for the whole horizon), with ``TrajectoryContactForces`` (lambda_k and its Jacobians)
+  when the node has a contact catalogue;
 * ``NewestOnly``: the one-slot mailbox of the topic mode: the newest trajectory supersedes one
   not yet started (counted), a single worker thread computes; never a queue.
 """
@@ -33,8 +36,8 @@ from rbd_linearizer.linearization.representation import base_twist_to_body
 from rbd_linearizer.model.state import normalize_quaternion
 from rbd_linearizer.online.params import TIME_MODELS
 
-__all__ = ['NewestOnly', 'TrajectoryLinearization', 'TrajectoryPoints', 'check_trajectory',
-           'expand_inputs']
+__all__ = ['NewestOnly', 'TrajectoryContactForces', 'TrajectoryLinearization',
+           'TrajectoryPoints', 'check_schedule', 'check_trajectory', 'expand_inputs']
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,8 @@ class TrajectoryPoints:
 
     ``Q`` (N, nq) = ``[p, quat, s]`` per row (unit quaternions), ``V`` (N, nv) = ``[body twist,
     sdot]``, ``U`` (N, nu) or None (zero input), ``dt``: None (continuous), a float (one step)
-    or an (N,) array (one step per point), ``stamp_ns`` the trajectory's stamp.
+    or an (N,) array (one step per point), ``stamp_ns`` the trajectory's stamp; ``schedule``
+    (N, nc) bool over the node's contact catalogue (``check_schedule``; None without one).
     """
 
     Q: np.ndarray
@@ -53,6 +57,7 @@ class TrajectoryPoints:
     time_model: str
     dt: float | np.ndarray | None
     stamp_ns: int = 0
+    schedule: np.ndarray | None = None
 
     @property
     def n_points(self) -> int:
@@ -67,13 +72,53 @@ class TrajectoryPoints:
 
 
 @dataclass(frozen=True, eq=False)
+class TrajectoryContactForces:
+    """Contact forces at every point of a trajectory (the ``TrajectoryContactForces`` message).
+
+    Rows: the contact catalogue's (``frames``, ``types``, ``lambda_names``), m in all;
+    ``schedule`` (N, nc) bool; ``lam`` (N, m), ``dlambda_dx`` (N, m, nx), ``dlambda_du``
+    (N, m, nu), zero in the rows of the contacts inactive at a point; representation, time
+    model, model identity and stamp as the ``TrajectoryLinearization`` they belong to.
+    """
+
+    frames: tuple[str, ...]
+    types: tuple[str, ...]
+    lambda_names: tuple[str, ...]
+    schedule: np.ndarray
+    lam: np.ndarray
+    dlambda_dx: np.ndarray
+    dlambda_du: np.ndarray
+    model_name: str
+    model_hash: str
+    velocity_representation: str
+    time_model: str
+    stamp: int = 0
+
+    def __post_init__(self):
+        N = self.schedule.shape[0]
+        m = len(self.lambda_names)
+        if self.schedule.shape != (N, len(self.frames)) or self.lam.shape != (N, m) or \
+                self.dlambda_dx.shape[:2] != (N, m) or self.dlambda_du.shape[:2] != (N, m):
+            raise StateError(f'TrajectoryContactForces: schedule {self.schedule.shape}, lam '
+                             f'{self.lam.shape}, dlambda_dx {self.dlambda_dx.shape}, dlambda_du '
+                             f'{self.dlambda_du.shape} do not fit {len(self.frames)} frames, '
+                             f'{m} rows')
+
+    @property
+    def n_points(self) -> int:
+        """N."""
+        return int(self.lam.shape[0])
+
+
+@dataclass(frozen=True, eq=False)
 class TrajectoryLinearization:
     """Linearizations at every point of a trajectory (the ``TrajectoryLinearization`` message).
 
     ``A`` (N, nx, nx), ``B`` (N, nx, nu), ``f`` (N, nx); ``dt`` (N,) the step of each point
     (discrete time) or empty (continuous); names, representation, time model and the model
     identity as in ``results.Linearization``; ``stamp`` [ns] the trajectory's stamp;
-    ``compute_time`` [s] for all N points.
+    ``compute_time`` [s] for all N points; ``contact_forces``: a ``TrajectoryContactForces``
+    when the node has a contact catalogue (else None).
     """
 
     A: np.ndarray
@@ -89,6 +134,7 @@ class TrajectoryLinearization:
     floating_base: bool
     stamp: int = 0
     compute_time: float = 0.0
+    contact_forces: TrajectoryContactForces | None = None
 
     def __post_init__(self):
         A, B, f = self.A, self.B, self.f
@@ -236,10 +282,46 @@ def _floating_states(m, base_poses, base_twists, S, Sd, N: int, rep: str):
     return Q, V
 
 
+def check_schedule(catalogue: Sequence[str], frames: Sequence[str], schedule,
+                   N: int) -> np.ndarray:
+    """Return a trajectory's contact schedule as (N, nc) bool over the catalogue's frames.
+
+    ``frames``: the frames the schedule's columns name (each in ``catalogue``, once; empty = the
+    catalogue in its order); ``schedule``: N x len(frames) values 0 / 1, row-major (empty =
+    every named frame active at every point). Catalogue frames not named are inactive.
+    StateError naming the frame, the sizes or the first bad point.
+    """
+    frames = list(frames) or list(catalogue)
+    index = {f: c for c, f in enumerate(catalogue)}
+    cols = []
+    for f in frames:
+        if f not in index:
+            raise StateError(f'contact frame {f!r} is not in the contact catalogue '
+                             f'(contact_frames: {", ".join(catalogue)})')
+        if index[f] in cols:
+            raise StateError(f'contact frame {f!r} listed twice')
+        cols.append(index[f])
+    vals = np.asarray(schedule, dtype=np.float64).reshape(-1)
+    out = np.zeros((N, len(catalogue)), dtype=bool)
+    if vals.size == 0:
+        out[:, cols] = True
+        return out
+    if vals.size != N * len(frames):
+        raise StateError(f'contact_schedule has {vals.size} values: expected N nc = {N} * '
+                         f'{len(frames)} = {N * len(frames)} (or none)')
+    S = vals.reshape(N, len(frames))
+    k = _first_bad(~((S == 0.0) | (S == 1.0)).all(axis=1))
+    if k is not None:
+        raise StateError(f'point {k}: contact_schedule values must be 0 or 1')
+    out[:, cols] = S == 1.0
+    return out
+
+
 def check_trajectory(served, cfg: dict[str, Any], *, n_points: int, joint_names: Sequence[str],
                      base_poses, base_twists, joint_positions, joint_velocities, inputs,
                      representation: str, time_model: str, dt, stamp_ns: int = 0,
-                     max_points: int | None = None) -> TrajectoryPoints:
+                     max_points: int | None = None, contact_frames: Sequence[str] = (),
+                     contact_schedule=()) -> TrajectoryPoints:
     """Check a trajectory request; return the arrays of ``linearize_batch`` (TrajectoryPoints).
 
     ``base_poses`` (N, 7): position, quaternion x y z w; ``base_twists`` (N, 6) linear first, in
@@ -248,8 +330,10 @@ def check_trajectory(served, cfg: dict[str, Any], *, n_points: int, joint_names:
     names: the model's order); ``inputs`` flat (``expand_inputs``); ``representation``,
     ``time_model``: '' = the configuration's; ``dt``: none = the configuration's, one value =
     every point, N values = one per point. ``max_points``: largest N
-    (``max_trajectory_points``). ConfigError / StateError with the reason, naming the
-    offending point (``point 3: quaternion norm ...``) or field; nothing is computed then.
+    (``max_trajectory_points``); ``contact_frames`` / ``contact_schedule``: the contact
+    schedule (``check_schedule``; a node without a contact catalogue refuses one).
+    ConfigError / StateError with the reason, naming the offending point (``point 3:
+    quaternion norm ...``) or field; nothing is computed then.
     """
     m = served.model
     rep, tm = _options(cfg, representation, time_model)
@@ -262,7 +346,15 @@ def check_trajectory(served, cfg: dict[str, Any], *, n_points: int, joint_names:
         Q, V = np.ascontiguousarray(S), np.ascontiguousarray(Sd)
     assert Q.shape == (N, m.nq) and V.shape == (N, m.nv) and m.n_joints == len(idx)
     U = expand_inputs(inputs, N, served.resolved.nu, served.resolved.names)
-    return TrajectoryPoints(Q, V, U, rep, tm, step, int(stamp_ns))
+    catalogue = served.contacts.frames if served.contacts else ()
+    if catalogue:
+        schedule = check_schedule(catalogue, contact_frames, contact_schedule, N)
+    elif len(contact_frames) or len(contact_schedule):
+        raise StateError('a contact schedule needs a node with a contact catalogue (the '
+                         'contact_frames parameter is empty)')
+    else:
+        schedule = None
+    return TrajectoryPoints(Q, V, U, rep, tm, step, int(stamp_ns), schedule)
 
 
 def _joint_blocks(values, N: int, n: int, what: str) -> np.ndarray:

@@ -40,6 +40,7 @@ from rbd_linearizer.msg import Linearization as LinearizationMsg
 from rbd_linearizer.msg import Matrix
 from rbd_linearizer.msg import MultibodyState as MultibodyStateMsg
 from rbd_linearizer.msg import Trajectory as TrajectoryMsg
+from rbd_linearizer.msg import TrajectoryContactForces as TrajectoryContactForcesMsg
 from rbd_linearizer.msg import TrajectoryLinearization as TrajectoryLinearizationMsg
 from rbd_linearizer.online.contacts import ContactForces
 from rbd_linearizer.online.terms import DynamicsDerivatives
@@ -642,13 +643,15 @@ class TrajectoryArrays(NamedTuple):
 
 def trajectory_to_msg(Q, V, U=None, *, stamp_ns: int = 0, joint_names=(),
                       velocity_representation: str = '', time_model: str = '',
-                      dt=None) -> TrajectoryMsg:
+                      dt=None, contact_frames=(), contact_schedule=None) -> TrajectoryMsg:
     """``Trajectory`` message of N points ``Q`` (N, nq), ``V`` (N, nv), ``U`` (N or N-1, nu).
 
     Floating base when ``nq == nv + 1`` (``Q[k] = [p, quat x y z w, s]``, ``V[k] = [base twist
     in velocity_representation, sdot]``), fixed base when ``nq == nv``. ``U`` None: no inputs
     (zero). ``dt``: None (the node's), a float, or N values. ``joint_names``: order of the
-    joint blocks (empty: the model's). Bit for bit with ``trajectory_arrays``.
+    joint blocks (empty: the model's). ``contact_frames`` / ``contact_schedule`` (N, nc) of
+    0 / 1 or booleans: the contact schedule over the node's catalogue (docs/contacts.md §5;
+    None: no schedule). Bit for bit with ``trajectory_arrays``.
     """
     Q = np.asarray(Q, dtype=np.float64)
     V = np.asarray(V, dtype=np.float64)
@@ -686,6 +689,12 @@ def trajectory_to_msg(Q, V, U=None, *, stamp_ns: int = 0, joint_names=(),
     msg.velocity_representation = str(velocity_representation)
     msg.time_model = str(time_model)
     msg.dt = _f64_seq(np.zeros(0) if dt is None else np.atleast_1d(dt))
+    msg.contact_frames = [str(f) for f in contact_frames]
+    if contact_schedule is not None:
+        S = np.asarray(contact_schedule)
+        if S.ndim != 2 or S.shape[0] != N:
+            raise ConversionError(f'contact_schedule must be (N, nc) with N = {N}, got {S.shape}')
+        msg.contact_schedule = S.astype(np.uint8).reshape(-1).tobytes()
     return msg
 
 
@@ -702,7 +711,11 @@ def trajectory_fields(msg: TrajectoryMsg) -> dict:
                 joint_velocities=_f64_from_seq(msg.joint_velocities),
                 inputs=_f64_from_seq(msg.inputs),
                 representation=msg.velocity_representation, time_model=msg.time_model,
-                dt=_f64_from_seq(msg.dt), stamp_ns=stamp_from_msg(msg.header.stamp))
+                dt=_f64_from_seq(msg.dt), stamp_ns=stamp_from_msg(msg.header.stamp),
+                # (a Trajectory recorded before the schedule fields has neither)
+                contact_frames=list(getattr(msg, 'contact_frames', ())),
+                contact_schedule=np.frombuffer(bytes(getattr(msg, 'contact_schedule', b'')),
+                                               dtype=np.uint8))
 
 
 def trajectory_arrays(msg: TrajectoryMsg, nu: int | None = None) -> TrajectoryArrays:
@@ -760,6 +773,46 @@ def trajectory_linearization_to_msg(res: TrajectoryLinearization,
     msg.a, msg.b, msg.f = _f64_seq(res.A), _f64_seq(res.B), _f64_seq(res.f)
     msg.compute_time = float(res.compute_time)
     return msg
+
+
+def trajectory_contact_forces_to_msg(res: TrajectoryLinearization,
+                                     frame_id: str = 'world') -> TrajectoryContactForcesMsg:
+    """``TrajectoryContactForces`` message of a result (``n_points = 0`` without contacts)."""
+    msg = TrajectoryContactForcesMsg()
+    msg.header.stamp = stamp_to_msg(res.stamp)
+    msg.header.frame_id = str(frame_id)
+    msg.model_name, msg.model_hash = res.model_name, res.model_hash
+    msg.velocity_representation, msg.time_model = res.velocity_representation, res.time_model
+    msg.nx, msg.nu = res.nx, res.nu
+    cf = res.contact_forces
+    if cf is None:
+        return msg
+    msg.contact_frames, msg.contact_types = list(cf.frames), list(cf.types)
+    msg.lambda_names = list(cf.lambda_names)
+    msg.n_points, msg.m = cf.n_points, len(cf.lambda_names)
+    msg.contact_schedule = cf.schedule.astype(np.uint8).reshape(-1).tobytes()
+    msg.lam, msg.dlambda_dx = _f64_seq(cf.lam), _f64_seq(cf.dlambda_dx)
+    msg.dlambda_du = _f64_seq(cf.dlambda_du)
+    return msg
+
+
+def trajectory_contact_forces_arrays(msg) -> tuple[np.ndarray, ...]:
+    """Return the arrays of a ``TrajectoryContactForces`` message.
+
+    ``(schedule (N, nc) bool, lam (N, m), dlambda_dx (N, m, nx), dlambda_du (N, m, nu))``;
+    ConversionError when the packed sizes disagree with ``n_points``, ``m``, ``nx``, ``nu``.
+    """
+    N, m, nx, nu = int(msg.n_points), int(msg.m), int(msg.nx), int(msg.nu)
+    nc = len(msg.contact_frames)
+    S = np.frombuffer(bytes(msg.contact_schedule), dtype=np.uint8)
+    lam, dx, du = (_f64_from_seq(x) for x in (msg.lam, msg.dlambda_dx, msg.dlambda_du))
+    if (S.size, lam.size, dx.size, du.size) != (N * nc, N * m, N * m * nx, N * m * nu):
+        raise ConversionError(
+            f'TrajectoryContactForces message is inconsistent: n_points = {N}, m = {m}, nx = '
+            f'{nx}, nu = {nu}, {nc} frames but contact_schedule, lam, dlambda_dx, dlambda_du '
+            f'hold {S.size}, {lam.size}, {dx.size}, {du.size} values')
+    return (S.reshape(N, nc) != 0, lam.reshape(N, m), dx.reshape(N, m, nx),
+            du.reshape(N, m, nu))
 
 
 def trajectory_linearization_arrays(msg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -18,7 +18,12 @@ node's request queue. Nothing of the node's private state is shared.
   replaces one not yet started (counted, ``superseded_trajectories``), never a queue; one
   worker thread deserializes, checks and linearizes it with a workspace of its own
   (``Served.trajectory_data``) and publishes ``~/trajectory_linearization`` serialized
-  (``cdr.TrajectoryLinearizationEncoder``), stamped with the trajectory's stamp.
+  (``cdr.TrajectoryLinearizationEncoder``), stamped with the trajectory's stamp; with a
+  contact catalogue, ``~/trajectory_contact_forces`` (lambda_k and its Jacobians at every
+  point, ``msg/TrajectoryContactForces``) with the same stamp, just before it.
+
+A trajectory's contact schedule (``Trajectory.contact_frames`` / ``contact_schedule``, over the
+node's catalogue; docs/contacts.md §5) is checked with the rest (``check_schedule``).
 
 Nothing non-finite is published or answered (``conversions.non_finite_fields``, the point
 named); a rejected trajectory is counted (``rejected_trajectory``) and logged.
@@ -35,6 +40,7 @@ from rclpy.serialization import deserialize_message
 
 from rbd_linearizer.errors import ConfigError, RbdError, StateError
 from rbd_linearizer.msg import Trajectory as TrajectoryMsg
+from rbd_linearizer.msg import TrajectoryContactForces as TrajectoryContactForcesMsg
 from rbd_linearizer.msg import TrajectoryLinearization as TrajectoryLinearizationMsg
 from rbd_linearizer.online.requests import RequestQueue
 from rbd_linearizer.online.trajectory import NewestOnly, TrajectoryLinearization, check_trajectory
@@ -76,6 +82,7 @@ class TrajectoryServer:
         self._node, self._stats, self._reject, self._current = node, stats, reject, current
         self._requests, self._group = requests, group
         self._pub = None
+        self._forces_pub = None
         self._mailbox: NewestOnly | None = None
 
     def activate(self) -> list[tuple[str, Any]]:
@@ -85,13 +92,16 @@ class TrajectoryServer:
         self._mailbox = NewestOnly(lambda raw: self._work(raw, encoder), 'trajectory')
         self._pub = node.create_publisher(TrajectoryLinearizationMsg,
                                           '~/trajectory_linearization', TRAJECTORY_OUTPUT_QOS)
+        self._forces_pub = node.create_publisher(TrajectoryContactForcesMsg,
+                                                 '~/trajectory_contact_forces',
+                                                 TRAJECTORY_OUTPUT_QOS)
         sub = node.create_subscription(TrajectoryMsg, '~/trajectory',  # (info: sequence gaps)
                                        lambda raw, info: self.on_trajectory(raw, info),
                                        TRAJECTORY_QOS, raw=True)
         srv = node.create_service(LinearizeTrajectorySrv, '~/linearize_trajectory',
                                   queued_service(node, self._requests, self.answer,
                                                  self._refused), callback_group=self._group)
-        return [('pub', self._pub), ('sub', sub), ('srv', srv)]
+        return [('pub', self._pub), ('pub', self._forces_pub), ('sub', sub), ('srv', srv)]
 
     def result(self, served, cfg, fields: dict, data=None) -> TrajectoryLinearization:
         """Check ``fields`` (errors name the point), linearize every point, guard the output."""
@@ -126,6 +136,8 @@ class TrajectoryServer:
             msg = deserialize_message(raw, TrajectoryMsg)
             res = self.result(served, cfg, conv.trajectory_fields(msg), served.trajectory_data)
             out = encoder.encode(res, cfg['world_frame'])
+            forces = (conv.trajectory_contact_forces_to_msg(res, cfg['world_frame'])
+                      if res.contact_forces is not None else None)
         except Exception as e:  # noqa: BLE001 - a bad trajectory is refused, never the node
             reason = str(e) if isinstance(e, RbdError) else f'{type(e).__name__}: {e}'
             self._reject('trajectory', reason)
@@ -134,6 +146,8 @@ class TrajectoryServer:
         if pub is None or not self._current()[2]:
             return
         try:
+            if forces is not None:  # first: a consumer pairing by stamp has both on arrival
+                self._forces_pub.publish(forces)
             pub.publish(out)
         except Exception as e:  # noqa: BLE001 - deactivated meanwhile (publisher destroyed)
             self._node.get_logger().warning(f'~/trajectory_linearization not published: {e}')
@@ -159,6 +173,8 @@ class TrajectoryServer:
             res = self.result(served, cfg, conv.trajectory_fields(request.trajectory),
                               served.request_data)
             response.linearization = conv.trajectory_linearization_to_msg(res, cfg['world_frame'])
+            response.contact_forces = conv.trajectory_contact_forces_to_msg(res,
+                                                                            cfg['world_frame'])
             response.success, response.message = True, ''
             bad = conv.non_finite_fields(response)  # every number sent, whatever its origin
             if bad:
@@ -172,6 +188,7 @@ class TrajectoryServer:
     def _refused(self, response, reason: str):
         response.success, response.message = False, reason
         response.linearization = TrajectoryLinearizationMsg()  # nothing of a refusal
+        response.contact_forces = TrajectoryContactForcesMsg()
         self._stats.rejected['trajectory'] += 1
         self._node.get_logger().warning(f'~/linearize_trajectory request rejected: {reason}',
                                         throttle_duration_sec=1.0)

@@ -8,7 +8,9 @@
   representations and time models): exactly ``linearize_contact`` at the same state with the
   same contacts (A, B, f, lambda, d lambda); the empty set is the free-floating
   ``linearize``; ``~/dynamics`` gets a fresh Coriolis matrix (not a stale ``data.C``);
-  trajectories are refused with contacts.
+* trajectories with a contact schedule (``check_trajectory``, ``Served.linearize_trajectory``):
+  every point equals ``linearize_contact`` with its active feet (``linearize`` in flight),
+  the inactive rows zero; bad schedules refused naming the point or the frame.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from rbd_linearizer.model.robots import example_robot_urdf
 from rbd_linearizer.online import params as P
 from rbd_linearizer.online.contacts import ContactSchedule, catalogue_from_config
 from rbd_linearizer.online.served import Served
+from rbd_linearizer.online.trajectory import check_trajectory
 
 try:
     GO2 = build_model(example_robot_urdf('go2').read_text())
@@ -171,11 +174,80 @@ def test_served_with_contacts_equals_linearize_contact(rep, tm):
             np.testing.assert_allclose(dyn.C, C, rtol=0, atol=1e-12 * np.abs(C).max())
 
 
-def test_trajectories_are_refused_with_contacts_and_the_service_path_agrees():
+def _trajectory_fields(N, seed, **extra):
+    Q, V, U = [], [], []
+    for k in range(N):
+        q, v, u = _state(seed + k)
+        Q.append(q)
+        V.append(v)
+        U.append(u)
+    Q, V, U = np.array(Q), np.array(V), np.array(U)
+    return Q, V, U, dict(n_points=N, joint_names=[], base_poses=Q[:, 0:7],
+                         base_twists=V[:, 0:6], joint_positions=Q[:, 7:].reshape(-1),
+                         joint_velocities=V[:, 6:].reshape(-1), inputs=U.reshape(-1),
+                         representation='body', time_model='continuous', dt=[], **extra)
+
+
+def test_trajectories_with_a_contact_schedule_equal_linearize_contact_per_point():
     cfg = _cfg(contact_frames=FEET)
     served = Served(GO2, P.input_selection(cfg), catalogue_from_config(cfg))
-    with pytest.raises(ConfigError, match='trajectories with contacts'):
-        served.linearize_trajectory(None, cfg)
+    # columns name three catalogue feet in another order; RR_foot (not named) is inactive
+    frames = ['RL_foot', 'FL_foot', 'FR_foot']
+    sched = np.array([[1, 1, 1], [0, 1, 1], [0, 0, 0], [1, 0, 0]], dtype=np.uint8)
+    Q, V, U, fields = _trajectory_fields(4, 30, contact_frames=frames,
+                                         contact_schedule=sched.reshape(-1))
+    pts = check_trajectory(served, cfg, **fields)
+    res = served.linearize_trajectory(pts, cfg)
+    cf = res.contact_forces
+    assert cf.frames == tuple(FEET) and cf.types == ('point',) * 4 and cf.lam.shape == (4, 12)
+    active = np.zeros((4, 4), dtype=bool)
+    active[:, [FEET.index(f) for f in frames]] = sched == 1
+    np.testing.assert_array_equal(cf.schedule, active)
+    for k in range(4):
+        on = tuple(PointContact(f) for f, a in zip(FEET, active[k], strict=True) if a)
+        ref, rc = _reference(Q[k], V[k], U[k], on, 'body', 'continuous')
+        tol = 1e-12 * np.abs(ref.A).max()
+        np.testing.assert_allclose(res.A[k], ref.A, rtol=0, atol=tol)
+        np.testing.assert_allclose(res.B[k], ref.B, rtol=0, atol=1e-12 * np.abs(ref.B).max())
+        rows = np.concatenate([np.arange(3 * c, 3 * c + 3) for c in np.flatnonzero(active[k])]
+                              ).astype(int) if on else np.zeros(0, dtype=int)
+        if on:
+            np.testing.assert_allclose(cf.lam[k, rows], rc.lam, rtol=0,
+                                       atol=1e-12 * np.abs(rc.lam).max())
+            np.testing.assert_allclose(cf.dlambda_dx[k, rows], rc.dlambda_dx, rtol=0,
+                                       atol=1e-12 * np.abs(rc.dlambda_dx).max())
+        others = np.setdiff1d(np.arange(12), rows)
+        assert not cf.lam[k, others].any() and not cf.dlambda_du[k, others].any()
+    # no schedule: every catalogue foot at every point
+    _, _, _, plain = _trajectory_fields(2, 40)
+    res = served.linearize_trajectory(check_trajectory(served, cfg, **plain), cfg)
+    assert res.contact_forces.schedule.all()
+
+
+@pytest.mark.parametrize('frames, values, match', [
+    (['hand'], [1, 1], "contact frame 'hand' is not in the contact catalogue"),
+    (['FL_foot', 'FL_foot'], [1] * 4, "'FL_foot' listed twice"),
+    (['FL_foot'], [1, 1, 1], 'contact_schedule has 3 values: expected N nc = 2 \\* 1'),
+    (['FL_foot'], [1, 2], 'point 1: contact_schedule values must be 0 or 1'),
+])
+def test_bad_schedules_are_refused_naming_the_point_or_frame(frames, values, match):
+    from rbd_linearizer.errors import StateError
+
+    cfg = _cfg(contact_frames=FEET)
+    served = Served(GO2, P.input_selection(cfg), catalogue_from_config(cfg))
+    *_, fields = _trajectory_fields(2, 50, contact_frames=frames, contact_schedule=values)
+    with pytest.raises(StateError, match=match):
+        check_trajectory(served, cfg, **fields)
+    # a node without a catalogue refuses any schedule
+    free = Served(GO2, P.input_selection(_cfg()))
+    *_, fields = _trajectory_fields(2, 50, contact_frames=['FL_foot'], contact_schedule=[1, 0])
+    with pytest.raises(StateError, match='needs a node with a contact catalogue'):
+        check_trajectory(free, _cfg(), **fields)
+
+
+def test_the_service_path_agrees_with_linearize_contact():
+    cfg = _cfg(contact_frames=FEET)
+    served = Served(GO2, P.input_selection(cfg), catalogue_from_config(cfg))
     q, v, u = _state(4)
     lin, forces = served.linearize_with(q, v, u, cfg, tuple(FEET), 5, representation='mixed',
                                         time_model='discrete', dt=0.01)
