@@ -13,7 +13,13 @@ body / continuous and mixed / discrete (Lie-Euler, dt = 0.01: what an MPC uses),
 - a Python loop of Pinocchio's ``computeABADerivatives`` over the N points, per point.
 
 and prints the ratios (targets: batch per point <= 0.8 x linearize_body, <= 1.0 x the
-Pinocchio loop) and which path ``parallel='auto'`` takes. Same process, timed interleaved (the
+Pinocchio loop) and which path ``parallel='auto'`` takes.
+
+``--contacts``: legged robots with a contact schedule instead (go2: the 4 feet as point
+contacts; g1, talos: the 2 soles as surface contacts; a gait-like schedule with single and
+double support and flight): ``linearize_batch(..., contacts=, schedule=)`` per point against a
+loop of the single-state public calls with each point's active contacts (``linearize_contact``,
+``linearize`` in flight), same options (target: <= 0.8 x). Same process, timed interleaved (the
 load of a busy machine affects all alike), median over ``--repeat`` rounds of about
 ``--budget`` seconds each; the 1-minute load average is printed with the results.
 """
@@ -122,13 +128,81 @@ def bench(name: str, horizons, repeat: int, budget: float) -> list[dict]:
     return rows
 
 
+#: --contacts: (contact class, frames) per legged robot
+LEGS = {'go2': ('point', ('FL_foot', 'FR_foot', 'RL_foot', 'RR_foot')),
+        'g1': ('surface', ('left_ankle_roll_link', 'right_ankle_roll_link')),
+        'talos': ('surface', ('left_sole_link', 'right_sole_link'))}
+
+
+def bench_contacts(name: str, N: int, repeat: int, budget: float) -> list[dict]:
+    """``--contacts``: a scheduled horizon per point vs the single-state public calls."""
+    from rbd_linearizer.algorithm.contact import PointContact, SurfaceContact
+    from rbd_linearizer.linearization.contact import linearize_contact
+
+    model = load(name)
+    data = create_data(model)
+    kind, frames = LEGS[name]
+    cls = PointContact if kind == 'point' else SurfaceContact
+    contacts = tuple(cls(f, (20.0, 3.0)) for f in frames)
+    rng = np.random.default_rng(0)
+    Q = np.array([random_configuration(model, rng) for _ in range(N)])
+    V = rng.normal(size=(N, model.nv))
+    U = rng.normal(size=(N, model.n_joints))
+    nc = len(frames)
+    # stance, alternating supports, a flight point every 10
+    S = np.ones((N, nc), dtype=bool)
+    for k in range(N):
+        if k % 10 == 9:
+            S[k] = False
+        elif k % 3 == 1:
+            S[k, k % nc] = False
+    active = [tuple(c for c, a in zip(contacts, S[k], strict=True) if a) for k in range(N)]
+    rows = []
+    for label, opts in OPTIONS.items():
+        linearize_batch(model, data, Q, V, U, contacts=contacts, schedule=S, **opts)
+
+        def batch(opts=opts):
+            linearize_batch(model, data, Q, V, U, contacts=contacts, schedule=S, **opts)
+
+        def single(opts=opts):
+            for k in range(N):
+                if active[k]:
+                    linearize_contact(model, data, Q[k], V[k], U[k], active[k], **opts)
+                else:
+                    linearize(model, data, Q[k], V[k], U[k], **opts)
+
+        times = {'batch': [], 'single': []}
+        for _ in range(repeat):
+            times['batch'].append(per_call(batch, budget) / N)
+            times['single'].append(per_call(single, budget) / N)
+        rows.append(dict(robot=f'{name} ({model.nv}), {nc} {kind}', N=N, options=label,
+                         **{k: float(np.median(t)) for k, t in times.items()}))
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--robots', nargs='+', default=['go2', 'g1'])
     parser.add_argument('--horizons', nargs='+', type=int, default=[10, 20, 50])
     parser.add_argument('--repeat', type=int, default=15)
     parser.add_argument('--budget', type=float, default=0.05)
+    parser.add_argument('--contacts', action='store_true',
+                        help='legged robots with a contact schedule (N = the first horizon)')
     args = parser.parse_args(argv)
+    if args.contacts:
+        rows = []
+        for name in (r for r in args.robots if r in LEGS):
+            rows += bench_contacts(name, args.horizons[0], args.repeat, args.budget)
+        print(f'# {platform.python_version()}, pinocchio {pin.__version__}, numba '
+              f'{numba.__version__}; load average (1 min) {os.getloadavg()[0]:.2f} at the end; '
+              f'medians of {args.repeat} interleaved rounds')
+        print('| robot (nv), contacts | N | options | batch with schedule [us/pt] '
+              '| single-state calls [us/pt] | batch / single |')
+        print('|---|---:|---|---:|---:|---:|')
+        for r in rows:
+            print(f"| {r['robot']} | {r['N']} | {r['options']} | {r['batch']:.1f} "
+                  f"| {r['single']:.1f} | {r['batch'] / r['single']:.2f} |")
+        return 0
     rows = []
     for name in args.robots:
         rows += bench(name, args.horizons, args.repeat, args.budget)

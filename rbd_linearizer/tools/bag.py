@@ -24,7 +24,7 @@ from rbd_linearizer.errors import RbdError
 PACKAGE = 'rbd_linearizer'
 #: Our message names, in dependency order (MultibodyState and Matrix first).
 MESSAGES = ('Matrix', 'MultibodyState', 'Linearization', 'DynamicsTerms', 'Trajectory',
-            'TrajectoryLinearization', 'ContactSet', 'ContactForces')
+            'TrajectoryLinearization', 'ContactSet', 'ContactForces', 'TrajectoryContactForces')
 STORAGES = ('mcap', 'sqlite3')
 
 
@@ -266,13 +266,14 @@ def _twist(twist):
 
 def trajectory_msg(ns: int, Q, V, U=None, *, floating_base: bool = True, joint_names=(),
                    velocity_representation: str = '', time_model: str = '', dt=(),
-                   frame_id: str = 'world'):
+                   frame_id: str = 'world', contact_frames=(), contact_schedule=None):
     """rbd_linearizer/msg/Trajectory (rosbags object) of N points.
 
     ``Q`` (N, nq) in the package layout (``[p, quat x y z w, s]``, fixed base: ``s``), ``V``
     (N, nv) ``[base twist, sdot]`` with the base twist already in ``velocity_representation``
     (as the message carries it), ``U`` None, (N, nu) or (N-1, nu) in the node's input columns,
-    ``dt`` none, one or N values.
+    ``dt`` none, one or N values; ``contact_frames`` / ``contact_schedule`` (N, nc) of 0 / 1:
+    the contact schedule (none by default).
     """
     Q = np.atleast_2d(np.asarray(Q, dtype=np.float64))
     V = np.atleast_2d(np.asarray(V, dtype=np.float64))
@@ -285,7 +286,9 @@ def trajectory_msg(ns: int, Q, V, U=None, *, floating_base: bool = True, joint_n
         base_twists=[_twist(v[0:6]) for v in V] if floating_base else [],
         joint_positions=flat(Q[:, base_q:]), joint_velocities=flat(V[:, base_v:]),
         inputs=flat(() if U is None else U), velocity_representation=velocity_representation,
-        time_model=time_model, dt=flat(dt))
+        time_model=time_model, dt=flat(dt), contact_frames=[str(f) for f in contact_frames],
+        contact_schedule=np.zeros(0, dtype=np.uint8) if contact_schedule is None else
+        np.ascontiguousarray(contact_schedule, dtype=np.uint8).reshape(-1))
 
 
 def trajectory_linearization_msg(batch, model, ns: int, frame_id: str = 'world',

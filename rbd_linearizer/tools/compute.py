@@ -97,7 +97,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help='robot state: base pose and twist (body frame), joint states')
     what.add_argument('--trajectory', metavar='TRAJ', default=None,
                       help='N states (.npz, .yaml or .json: Q (N, nq), V (N, nv), optional U, '
-                           'dt, joint_names, twist_representation): A, B, f at every point')
+                           'dt, joint_names, twist_representation, contact_frames, '
+                           'contact_types, contact_baumgarte, contact_schedule): A, B, f '
+                           '(and with contacts lambda and its Jacobians) at every point')
     parser.add_argument('--inputs', metavar='INPUTS.yaml', default=None,
                         help='with --trajectory: input columns {actuated: [...], wrenches: '
                              '[...]} (default: every joint torque)')
@@ -355,20 +357,33 @@ def compute(model, q, v, tau) -> dict[str, np.ndarray]:
 
 
 def trajectory_outputs(model, Q, V, U, selection, representation: str, dt,
-                       discrete_method: str = 'lie_euler') -> dict[str, np.ndarray]:
+                       discrete_method: str = 'lie_euler', catalogue=None,
+                       schedule=None) -> dict[str, np.ndarray]:
     """Return A, B, f (stacked) and the layout along a trajectory: one ``linearize_batch`` call.
 
-    ``dt`` None (continuous time), one step or (N,) steps (discrete).
+    ``dt`` None (continuous time), one step or (N,) steps (discrete). ``catalogue`` (an
+    ``online.contacts.ContactCatalogue``) and ``schedule`` (N, nc): contacts along the
+    trajectory (adds lam, dlambda_dx, dlambda_du, contact_schedule, contact_frames,
+    lambda_names).
     """
     from rbd_linearizer.linearization.batch import linearize_batch
     from rbd_linearizer.model.data import create_data
 
     n = Q.shape[0]
+    extra = {}
+    if catalogue is not None:
+        extra = dict(contacts=catalogue.contacts(catalogue.frames), schedule=schedule)
     batch = linearize_batch(model, create_data(model), Q, V, U, inputs=selection,
                             representation=representation,
                             time_model='continuous' if dt is None else 'discrete', dt=dt,
-                            discrete_method=discrete_method)
-    return {
+                            discrete_method=discrete_method, **extra)
+    out = {} if catalogue is None else {
+        'lam': batch.lam, 'dlambda_dx': batch.dlambda_dx, 'dlambda_du': batch.dlambda_du,
+        'contact_schedule': batch.schedule,
+        'contact_frames': np.array(batch.contact_frames, dtype=str),
+        'contact_types': np.array(catalogue.types, dtype=str),
+        'lambda_names': np.array(batch.lambda_names, dtype=str)}
+    return out | {
         'A': batch.A, 'B': batch.B, 'f': batch.f, 'ddq': batch.ddq, 'Q': Q, 'V': V, 'U': U,
         'dt': np.zeros(0) if dt is None else np.broadcast_to(batch.dt, (n,)).astype(float),
         'joint_names': np.array(model.joint_names, dtype=str),
@@ -406,7 +421,8 @@ def run_trajectory(args: argparse.Namespace, model) -> dict[str, np.ndarray]:
     nu = resolve_inputs(model, selection).nu
     U = np.zeros((points.n_points, nu)) if points.U is None else points.U
     return trajectory_outputs(model, points.Q, points.V, U, selection,
-                              args.velocity_representation, dt, args.discrete_method)
+                              args.velocity_representation, dt, args.discrete_method,
+                              trajectory.file_catalogue(content), points.schedule)
 
 
 def run(args: argparse.Namespace) -> dict[str, np.ndarray]:

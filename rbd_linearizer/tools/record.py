@@ -5,8 +5,9 @@
 
 Subscribes (serialized, no decoding) to ``/robot_description``, ``/joint_states``, ``/odom``,
 ``/clock`` and the node's ``NODE/linearization``, ``NODE/dynamics``, ``NODE/trajectory`` (the
-trajectories an MPC sends it), ``NODE/trajectory_linearization``, ``NODE/contacts`` (the
-contact sets it is sent) and ``NODE/contact_forces`` (NODE default ``/linearizer``) plus
+trajectories an MPC sends it), ``NODE/trajectory_linearization``,
+``NODE/trajectory_contact_forces``, ``NODE/contacts`` (the contact sets it is sent) and
+``NODE/contact_forces`` (NODE default ``/linearizer``) plus
 every ``--topic``, each as soon as it appears in the graph, and writes
 them with rosbags: full message definitions (ours included) go into the bag, so ``ros2 bag``,
 Foxglove and ``rbd-linearizer verify`` read it. The log time is the receive time (system
@@ -25,7 +26,7 @@ import time
 DEFAULT_TOPICS = ('/robot_description', '/joint_states', '/odom', '/clock')
 #: The linearizer node's topics recorded by default (under ``--linearizer NODE``).
 NODE_TOPICS = ('linearization', 'dynamics', 'trajectory', 'trajectory_linearization',
-               'contacts', 'contact_forces')
+               'trajectory_contact_forces', 'contacts', 'contact_forces')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

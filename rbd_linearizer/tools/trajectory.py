@@ -15,6 +15,15 @@
     dt: s or (N,)     # optional: discrete time, one step or one per point [s]
     joint_names: [n]  # optional: order of the joint columns of Q and V (default: the model's)
     twist_representation: body    # optional: body (default) | mixed | inertial
+    contact_frames: [nc]          # optional: a contact catalogue, as the node's parameters
+    contact_types: [point]        #   (one per frame or one for all; default point)
+    contact_baumgarte: [kp, kd]   #   (default [0, 0])
+    contact_schedule: (N, nc)     # optional with contact_frames: 1 where the contact is active
+                                  # at the point, 0 where not (default: all, every point)
+
+With contacts, every point is linearized with its active contacts (docs/contacts.md §5) and the
+output also holds lam (N, m), dlambda_dx (N, m, nx), dlambda_du (N, m, nu), the schedule, the
+catalogue's frames and the lambda names.
 
 **Recorded trajectory linearizations** (``verify``): each ``TrajectoryLinearization`` is
 matched to the ``Trajectory`` that asked for it (the same header stamp; several trajectories
@@ -42,7 +51,8 @@ from rbd_linearizer.errors import RbdError
 TRAJECTORY_TYPE = 'rbd_linearizer/msg/Trajectory'
 TRAJECTORY_LINEARIZATION_TYPE = 'rbd_linearizer/msg/TrajectoryLinearization'
 #: Keys of a trajectory file.
-FILE_KEYS = ('Q', 'V', 'U', 'dt', 'joint_names', 'twist_representation')
+FILE_KEYS = ('Q', 'V', 'U', 'dt', 'joint_names', 'twist_representation', 'contact_frames',
+             'contact_types', 'contact_baumgarte', 'contact_schedule')
 #: Failing points listed per message in the report (all are counted).
 MAX_LISTED_FAILURES = 20
 
@@ -51,12 +61,33 @@ class TrajectoryError(RbdError):
     """A trajectory (file or message) is invalid; the message names the point or the field."""
 
 
-def _served(model, selection):
+def _served(model, selection, catalogue=None):
     """Return the node's ``Served`` of ``model`` and ``selection`` (``check_trajectory``'s)."""
     from rbd_linearizer.linearization.inputs import InputSelection
     from rbd_linearizer.online.served import Served
 
-    return Served(model, selection if selection is not None else InputSelection())
+    return Served(model, selection if selection is not None else InputSelection(), catalogue)
+
+
+def file_catalogue(content: dict):
+    """Return the file's contact catalogue (``online.contacts.ContactCatalogue``) or None."""
+    from rbd_linearizer.online.contacts import catalogue_from_config
+
+    frames = content.get('contact_frames')
+    if frames is None or len(frames) == 0:
+        for key in ('contact_types', 'contact_baumgarte', 'contact_schedule'):
+            if key in content:
+                raise TrajectoryError(f'{key} needs contact_frames')
+        return None
+    gains = np.asarray(content.get('contact_baumgarte', (0.0, 0.0)), dtype=np.float64)
+    if gains.shape != (2,):
+        raise TrajectoryError(f'contact_baumgarte must be [kp, kd], got {gains.tolist()}')
+    types = content.get('contact_types', ())
+    return catalogue_from_config({
+        'contact_frames': [str(f) for f in frames],
+        'contact_types': [str(t) for t in ([types] if isinstance(types, str) else types)],
+        'contact_baumgarte_kp': float(gains[0]), 'contact_baumgarte_kd': float(gains[1]),
+        'contact_source': 'parameter'})
 
 
 def _matrix(value, what: str) -> np.ndarray:
@@ -89,7 +120,7 @@ def load_file(path: str) -> dict:
         except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
             raise InputError(f'cannot read trajectory file {path} (.npz): '
                              f'{" ".join(str(err).split())}') from None
-        for key in ('joint_names', 'twist_representation'):
+        for key in ('joint_names', 'twist_representation', 'contact_frames', 'contact_types'):
             if key in content:
                 v = content[key]
                 content[key] = v.tolist() if v.ndim else str(v)
@@ -143,14 +174,24 @@ def parse_file(model, content: dict, selection=None):
                               f' got {rep!r}')
     base_q, base_v = (7, 6) if model.floating_base else (0, 0)
     cfg = {'velocity_representation': 'body', 'time_model': 'continuous', 'dt': 0.0}
+    catalogue = file_catalogue(content)
+    if catalogue is not None:
+        catalogue.check_on(model)
+    schedule = content.get('contact_schedule')
+    if schedule is not None:
+        schedule = _matrix(schedule, 'contact_schedule')
+        if schedule.shape != (n_points, len(catalogue.frames)):
+            raise TrajectoryError(f'contact_schedule must be (N, nc) = ({n_points}, '
+                                  f'{len(catalogue.frames)}), got {schedule.shape}')
     return check_trajectory(
-        _served(model, selection), cfg, n_points=n_points,
+        _served(model, selection, catalogue), cfg, n_points=n_points,
         joint_names=[str(n) for n in (content.get('joint_names') or ())],
         base_poses=Q[:, 0:base_q], base_twists=V[:, 0:base_v],
         joint_positions=Q[:, base_q:], joint_velocities=V[:, base_v:],
         inputs=np.zeros(0) if U is None else U,
         representation=rep,
-        time_model='discrete' if dt.size else 'continuous', dt=dt, max_points=None)
+        time_model='discrete' if dt.size else 'continuous', dt=dt, max_points=None,
+        contact_schedule=np.zeros(0) if schedule is None else schedule.reshape(-1))
 
 
 # --- recorded messages ----------------------------------------------------------------------

@@ -100,3 +100,48 @@ def test_without_the_fallback_the_old_bag_is_undecodable(tmp_path, monkeypatch):
                                                                                        msgtype))
     got = bag.read_messages(path)
     assert got.undecodable == {'/linearizer/linearization': 3}
+
+
+TRAJ = 'rbd_linearizer/msg/Trajectory'
+#: Trajectory.msg before the contact schedule was appended (commit c3c3be2).
+OLD_TRAJ_COMMIT = 'c3c3be2'
+
+
+def test_a_trajectory_recorded_before_the_schedule_fields_still_decodes(tmp_path):
+    from rbd_linearizer.ros.conversions import trajectory_fields
+
+    text = subprocess.run(['git', 'show', f'{OLD_TRAJ_COMMIT}:msg/Trajectory.msg'], cwd=REPO,
+                          capture_output=True, text=True)
+    if text.returncode != 0:  # pragma: no cover - a source tarball without history
+        pytest.skip(f'no git history: {text.stderr.strip()}')
+    assert 'contact_schedule' not in text.stdout
+    old = get_typestore(Stores.ROS2_JAZZY)
+    old.register(get_types_from_msg(text.stdout, TRAJ))
+    T = old.types[TRAJ]
+    rng = np.random.default_rng(3)
+    Q = np.concatenate([rng.normal(size=(4, 3)), np.tile([0.0, 0.0, 0.0, 1.0], (4, 1)),
+                        rng.normal(size=(4, 2))], axis=1)
+    V = rng.normal(size=(4, 8))
+    new = bag.trajectory_msg(10**9, Q, V)
+    path = tmp_path / 'old_traj'
+    writer = Writer(path, version=9)
+    writer.open()
+    conn = writer.add_connection('/linearizer/trajectory', TRAJ,
+                                 msgdef=bag.ros2_msgdef(TRAJ, old), rihs01=old.hash_rihs01(TRAJ))
+    msg = T(**{f.name: getattr(new, f.name) for f in dataclasses.fields(T)})
+    writer.write(conn, 10**9, old.serialize_cdr(msg, TRAJ))
+    writer.close()
+    got = bag.read_messages(path)
+    assert got.undecodable == {} and got.issues == [] and len(got.messages) == 1
+    decoded = got.messages[0][3]
+    assert not hasattr(decoded, 'contact_schedule')  # the bag's layout
+    fields = trajectory_fields(decoded)  # the node's own decoding: no schedule
+    assert fields['contact_frames'] == [] and fields['contact_schedule'].size == 0
+    np.testing.assert_array_equal(fields['joint_positions'], Q[:, 7:].reshape(-1))
+    # the current layout round-trips the schedule
+    S = np.array([[1, 0], [1, 1], [0, 0], [0, 1]])
+    cur = bag.trajectory_msg(5, Q, V, contact_frames=['a', 'b'], contact_schedule=S)
+    store = bag.typestore()
+    back = store.deserialize_cdr(store.serialize_cdr(cur, TRAJ), TRAJ)
+    assert back.contact_frames == ['a', 'b']
+    np.testing.assert_array_equal(np.asarray(back.contact_schedule).reshape(4, 2), S)

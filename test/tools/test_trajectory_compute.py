@@ -190,3 +190,62 @@ def test_unreadable_files(tmp_path, capsys):
         main(['compute', '--urdf', str(AERIAL), '--state', 's.yaml', '--trajectory', 't.npz',
               '-o', str(tmp_path / 'o.npz')])
     assert exc.value.code == 2 and 'not allowed with argument' in capsys.readouterr().err
+
+
+def test_contact_schedule_equals_linearize_contact_at_every_point(tmp_path, capsys):
+    # go2, the four feet as point contacts with a schedule (.yaml and .npz): every point equals
+    # linearize_contact with its active feet (linearize in flight), lambda and its Jacobians
+    # included; bad schedules exit 2 naming the field
+    from rbd_linearizer.algorithm.contact import PointContact
+    from rbd_linearizer.linearization.contact import linearize_contact
+    from rbd_linearizer.model.robots import example_robot_urdf
+
+    try:
+        urdf = example_robot_urdf('go2')
+    except FileNotFoundError as e:  # pragma: no cover - the test group pins it
+        pytest.skip(str(e))
+    go2 = build_model(urdf.read_text(), floating_base=True, mimic='independent')
+    feet = ['FL_foot', 'FR_foot', 'RL_foot', 'RR_foot']
+    Q, V = _traj(go2, 7)
+    U = np.random.default_rng(7).normal(size=(N, 12))
+    S = np.array([[1, 1, 1, 1], [1, 0, 1, 1], [0, 0, 0, 0], [0, 1, 1, 0], [1, 1, 1, 1]])
+    content = dict(Q=Q.tolist(), V=V.tolist(), U=U.tolist(), dt=0.01, contact_frames=feet,
+                   contact_baumgarte=[20.0, 3.0], contact_schedule=S.tolist())
+    data = create_data(go2)
+    for suffix in ('.yaml', '.npz'):
+        f = tmp_path / f'traj{suffix}'
+        if suffix == '.yaml':
+            f.write_text(yaml.safe_dump(content))
+        else:
+            np.savez(f, **{k: np.asarray(v) for k, v in content.items()})
+        out = tmp_path / 'out.npz'
+        code = main(['compute', '--urdf', str(urdf), '--trajectory', str(f), '-o', str(out),
+                     '--velocity-representation', 'mixed'])
+        assert code == 0, capsys.readouterr().err
+        res = dict(np.load(out))
+        assert res['contact_frames'].tolist() == feet and res['lam'].shape == (N, 12)
+        np.testing.assert_array_equal(res['contact_schedule'], S == 1)
+        for k in range(N):
+            on = tuple(PointContact(fr, (20.0, 3.0)) for fr, a in zip(feet, S[k], strict=True)
+                       if a)
+            kw = dict(representation='mixed', time_model='discrete', dt=0.01)
+            if on:
+                ref = linearize_contact(go2, data, Q[k], V[k], U[k], on, **kw)
+                rows = [r for c in np.flatnonzero(S[k]) for r in range(3 * c, 3 * c + 3)]
+                for name, want in (('lam', ref.lam), ('dlambda_dx', ref.dlambda_dx)):
+                    got = res[name][k][rows]
+                    assert np.abs(got - want).max() <= 1e-12 * np.abs(want).max(), (k, name)
+                ref = ref.linearization
+            else:
+                ref = linearize(go2, data, Q[k], V[k], U[k], **kw)
+                assert not res['lam'][k].any()
+            assert np.abs(res['A'][k] - ref.A).max() <= 1e-12 * np.abs(ref.A).max(), k
+    for change, match in ((dict(contact_schedule=S[:, :3].tolist()), 'contact_schedule must be'),
+                          (dict(contact_frames=['FL_foot', 'hand']), 'unknown contact frame'),
+                          (dict(contact_frames=[]), 'needs contact_frames')):
+        f = tmp_path / 'bad.yaml'
+        f.write_text(yaml.safe_dump(content | change))
+        out = tmp_path / 'bad.npz'
+        code = main(['compute', '--urdf', str(urdf), '--trajectory', str(f), '-o', str(out)])
+        err = capsys.readouterr().err
+        assert code == 2 and match in err and not out.exists(), err
