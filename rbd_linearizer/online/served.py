@@ -282,7 +282,8 @@ class Served:
                 lambda_names=batch.lambda_names, schedule=batch.schedule, lam=batch.lam,
                 dlambda_dx=batch.dlambda_dx, dlambda_du=batch.dlambda_du, model_name=m.name,
                 model_hash=m.urdf_hash, velocity_representation=batch.velocity_representation,
-                time_model=batch.time_model, stamp=int(points.stamp_ns))
+                time_model=batch.time_model, stamp=int(points.stamp_ns),
+                baumgarte=tuple(cat.baumgarte))
         return TrajectoryLinearization(
             A=batch.A, B=batch.B, f=batch.f, dt=points.dt_per_point(),
             joint_names=tuple(m.joint_names), input_names=tuple(batch.input_names),

@@ -78,7 +78,8 @@ class TrajectoryContactForces:
     Rows: the contact catalogue's (``frames``, ``types``, ``lambda_names``), m in all;
     ``schedule`` (N, nc) bool; ``lam`` (N, m), ``dlambda_dx`` (N, m, nx), ``dlambda_du``
     (N, m, nu), zero in the rows of the contacts inactive at a point; representation, time
-    model, model identity and stamp as the ``TrajectoryLinearization`` they belong to.
+    model, model identity and stamp as the ``TrajectoryLinearization`` they belong to;
+    ``baumgarte`` the catalogue's gains (kp, kd).
     """
 
     frames: tuple[str, ...]
@@ -93,6 +94,7 @@ class TrajectoryContactForces:
     velocity_representation: str
     time_model: str
     stamp: int = 0
+    baumgarte: tuple[float, float] = (0.0, 0.0)
 
     def __post_init__(self):
         N = self.schedule.shape[0]

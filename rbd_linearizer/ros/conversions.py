@@ -788,6 +788,7 @@ def trajectory_contact_forces_to_msg(res: TrajectoryLinearization,
     if cf is None:
         return msg
     msg.contact_frames, msg.contact_types = list(cf.frames), list(cf.types)
+    msg.baumgarte_kp, msg.baumgarte_kd = (float(g) for g in cf.baumgarte)
     msg.lambda_names = list(cf.lambda_names)
     msg.n_points, msg.m = cf.n_points, len(cf.lambda_names)
     msg.contact_schedule = cf.schedule.astype(np.uint8).reshape(-1).tobytes()

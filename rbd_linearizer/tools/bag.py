@@ -313,6 +313,27 @@ def trajectory_linearization_msg(batch, model, ns: int, frame_id: str = 'world',
         compute_time=float(compute_time))
 
 
+def trajectory_contact_forces_msg(batch, model, ns: int, types, baumgarte=(0.0, 0.0),
+                                  frame_id: str = 'world'):
+    """rbd_linearizer/msg/TrajectoryContactForces (rosbags object) of a LinearizationBatch.
+
+    ``batch``: ``linearize_batch(..., contacts=, schedule=)``'s result; ``types`` the contacts'
+    types ('point' / 'surface'), ``baumgarte`` their gains (kp, kd); ``ns`` the stamp.
+    """
+    n, m = (int(x) for x in batch.lam.shape)
+    return _types()[f'{PACKAGE}/msg/TrajectoryContactForces'](
+        header=header(ns, frame_id), model_name=model.name, model_hash=model.urdf_hash,
+        contact_frames=list(batch.contact_frames), contact_types=[str(t) for t in types],
+        baumgarte_kp=float(baumgarte[0]), baumgarte_kd=float(baumgarte[1]),
+        lambda_names=list(batch.lambda_names),
+        velocity_representation=batch.velocity_representation, time_model=batch.time_model,
+        n_points=n, m=m, nx=int(batch.A.shape[1]), nu=int(batch.B.shape[2]),
+        contact_schedule=np.ascontiguousarray(batch.schedule, dtype=np.uint8).reshape(-1),
+        lam=np.asarray(batch.lam, dtype=np.float64).reshape(-1).copy(),
+        dlambda_dx=np.asarray(batch.dlambda_dx, dtype=np.float64).reshape(-1).copy(),
+        dlambda_du=np.asarray(batch.dlambda_du, dtype=np.float64).reshape(-1).copy())
+
+
 # --- reading --------------------------------------------------------------------------------
 
 @dataclass

@@ -30,7 +30,11 @@ matched to the ``Trajectory`` that asked for it (the same header stamp; several 
 with one stamp: those on the sibling topic ``.../trajectory`` first, and only identical ones)
 and every point is recomputed with the single-state ``linearize`` (an independent check of the
 node's one-call batch path) at the point's own state, input, representation, time model and
-step. Per point: the max abs and rel error of A_k, B_k, f_k. The messages are decoded and the
+step. With a contact schedule, the ``TrajectoryContactForces`` of the same stamp (the sibling
+topic ``.../trajectory_contact_forces``) gives the node's catalogue (frames, types, gains):
+every point is recomputed with ``linearize_contact`` and its active contacts (``linearize`` in
+flight) and lambda_k, its Jacobians and the schedule are compared too. Per point: the max abs
+and rel error of A_k, B_k, f_k (and lam, dlambda_dx, dlambda_du). The messages are decoded and the
 trajectory checked and converted by the node's own code (``ros.conversions.trajectory_fields``,
 ``trajectory_linearization_arrays``, ``online.trajectory.check_trajectory``), with the
 answer's representation, time model and step standing for the node's configuration.
@@ -50,6 +54,7 @@ from rbd_linearizer.errors import RbdError
 
 TRAJECTORY_TYPE = 'rbd_linearizer/msg/Trajectory'
 TRAJECTORY_LINEARIZATION_TYPE = 'rbd_linearizer/msg/TrajectoryLinearization'
+TRAJECTORY_CONTACT_FORCES_TYPE = 'rbd_linearizer/msg/TrajectoryContactForces'
 #: Keys of a trajectory file.
 FILE_KEYS = ('Q', 'V', 'U', 'dt', 'joint_names', 'twist_representation', 'contact_frames',
              'contact_types', 'contact_baumgarte', 'contact_schedule')
@@ -211,14 +216,38 @@ def _request_mismatch(tl, points, n: int) -> str | None:
     return None
 
 
-def _candidates(tl_topic: str, stamp: int, by_stamp: dict) -> list:
+def _candidates(tl_topic: str, stamp: int, by_stamp: dict, suffix: str = '') -> list:
     found = by_stamp.get(stamp, [])
     if tl_topic.endswith('_linearization'):
-        sibling = tl_topic[: -len('_linearization')]
+        sibling = tl_topic[: -len('_linearization')] + suffix
         same = [c for c in found if c[0] == sibling]
         if same:
             found = same
     return found
+
+
+def _recorded_forces(topic: str, stamp: int, forces_by_stamp: dict):
+    """Return the recorded contact forces of a trajectory answer: (catalogue, arrays) or None.
+
+    ``_Skip`` when several differ or one is malformed.
+    """
+    from rbd_linearizer.online.contacts import catalogue_from_config
+    from rbd_linearizer.ros.conversions import ConversionError, trajectory_contact_forces_arrays
+
+    found = [c for c in _candidates(topic, stamp, forces_by_stamp, '_contact_forces')
+             if int(c[2].n_points) > 0]
+    if not found:
+        return None
+    msg = found[0][2]
+    try:
+        arrays = trajectory_contact_forces_arrays(msg)
+        cat = catalogue_from_config({
+            'contact_frames': list(msg.contact_frames), 'contact_types': list(msg.contact_types),
+            'contact_baumgarte_kp': float(msg.baumgarte_kp),
+            'contact_baumgarte_kd': float(msg.baumgarte_kd), 'contact_source': 'parameter'})
+    except (ConversionError, RbdError):
+        raise _Skip('malformed TrajectoryContactForces') from None
+    return cat, arrays
 
 
 def _same(fields_a: dict, fields_b: dict) -> bool:
@@ -279,8 +308,11 @@ def _segment_for(tl, by_hash: dict):
     return seg
 
 
-def _matched(topic: str, stamp: int, tl, by_hash: dict, served: dict, by_stamp: dict):
-    """Match ``tl`` to its model and checked Trajectory: (seg, served, points, refs, n).
+def _matched(topic: str, stamp: int, tl, by_hash: dict, served: dict, by_stamp: dict,
+             forces_by_stamp: dict | None = None):
+    """Match ``tl`` to its model and checked Trajectory: (seg, served, points, refs, n, forces).
+
+    ``forces``: (catalogue, recorded arrays) of its contact forces, or None.
 
     Raises ``_Skip`` when it cannot be compared and ``_Mismatch`` when it does not answer its
     Trajectory (in this order of checks).
@@ -293,9 +325,17 @@ def _matched(topic: str, stamp: int, tl, by_hash: dict, served: dict, by_stamp: 
 
     seg = _segment_for(tl, by_hash)
     model = seg.model
-    if id(seg) not in served:
-        served[id(seg)] = _served(model, seg.selection)
-    res = served[id(seg)].resolved
+    forces = _recorded_forces(topic, stamp, forces_by_stamp or {})
+    cat = forces[0] if forces else None
+    key = (id(seg), None if cat is None else (cat.frames, cat.types, cat.baumgarte))
+    if key not in served:
+        try:
+            if cat is not None:
+                cat.check_on(model)
+            served[key] = _served(model, seg.selection, cat)
+        except RbdError:
+            raise _Skip('its contact catalogue does not fit the model') from None
+    res = served[key].resolved
     if tuple(tl.input_names) != tuple(res.names):
         raise _Skip('input columns differ (give --inputs)')
     try:
@@ -312,19 +352,31 @@ def _matched(topic: str, stamp: int, tl, by_hash: dict, served: dict, by_stamp: 
     decoded = [trajectory_fields(c[2]) for c in found]
     if any(not _same(decoded[0], d) for d in decoded[1:]):
         raise _Skip('several different Trajectory messages with its stamp')
+    if cat is None and (len(decoded[0]['contact_frames'])
+                        or decoded[0]['contact_schedule'].size):
+        raise _Skip('contact schedule without its TrajectoryContactForces in the bag')
     try:
-        points = _checked(served[id(seg)], tl, decoded[0])
+        points = _checked(served[key], tl, decoded[0])
     except RbdError as e:   # the node refuses it: an answer to it is wrong
         raise _Mismatch('its trajectory is invalid: ' + ' '.join(str(e).split())) from None
     why = _request_mismatch(tl, points, n)
+    if why is None and forces is not None:
+        S = forces[1][0]
+        if S.shape != (n, len(cat.frames)) or not np.array_equal(S, points.schedule):
+            why = "its contact forces' schedule differs from its trajectory's"
     if why is not None:
         raise _Mismatch(why)
-    return seg, served[id(seg)], points, refs, n
+    return seg, served[key], points, refs, n, forces
 
 
-def _recomputed(seg, res, points, refs, n: int, discrete_method: str):
-    """Recompute every point with ``linearize``: (errs, abs_k, rel_k, worst); else ``_Skip``."""
+def _recomputed(seg, res, points, refs, n: int, discrete_method: str, forces=None):
+    """Recompute every point with ``linearize``: (errs, abs_k, rel_k, worst); else ``_Skip``.
+
+    With ``forces`` (catalogue, recorded arrays): ``linearize_contact`` with the point's active
+    contacts, lambda and its Jacobians compared too.
+    """
     from rbd_linearizer.linearization import linearize
+    from rbd_linearizer.linearization.contact import linearize_contact
 
     A_ref, B_ref, f_ref = refs
     rep, tm = points.representation, points.time_model
@@ -334,15 +386,33 @@ def _recomputed(seg, res, points, refs, n: int, discrete_method: str):
     abs_k = np.zeros(n)
     rel_k = np.zeros(n)
     worst = {'point': 0, 'key': 'A', 'abs': 0.0}
-    errs = {k: {'max_abs': 0.0, 'max_rel': 0.0} for k in ('A', 'B', 'f')}
+    keys = ('A', 'B', 'f') + (('lam', 'dlambda_dx', 'dlambda_du') if forces else ())
+    errs = {k: {'max_abs': 0.0, 'max_rel': 0.0} for k in keys}
+    if forces:
+        cat, (S, lam_ref, dlx_ref, dlu_ref) = forces
+        first = np.concatenate([[0], np.cumsum([3 if t == 'point' else 6 for t in cat.types])])
     try:
         for k in range(n):
-            lin = linearize(seg.model, seg.data, Q[k], V[k], U[k], inputs=seg.selection,
-                            representation=rep, time_model=tm,
-                            dt=float(dts[k]) if tm == 'discrete' else None,
-                            discrete_method=discrete_method)
+            kw = dict(representation=rep, time_model=tm,
+                      dt=float(dts[k]) if tm == 'discrete' else None,
+                      discrete_method=discrete_method)
+            pairs = []
+            active = tuple(f for f, a in zip(cat.frames, S[k], strict=True) if a) \
+                if forces else ()
+            if active:
+                out = linearize_contact(seg.model, seg.data, Q[k], V[k], U[k],
+                                        cat.contacts(active), inputs=seg.selection, **kw)
+                lin = out.linearization
+                rows = np.concatenate([np.arange(first[c], first[c + 1])
+                                       for c in np.flatnonzero(S[k])])
+                pairs = [('lam', out.lam, lam_ref[k][rows]),
+                         ('dlambda_dx', out.dlambda_dx, dlx_ref[k][rows]),
+                         ('dlambda_du', out.dlambda_du, dlu_ref[k][rows])]
+            else:
+                lin = linearize(seg.model, seg.data, Q[k], V[k], U[k], inputs=seg.selection,
+                                **kw)
             for key, ours, ref in (('A', lin.A, A_ref[k]), ('B', lin.B, B_ref[k]),
-                                   ('f', lin.f, f_ref[k])):
+                                   ('f', lin.f, f_ref[k]), *pairs):
                 d, r = _errors(ours, ref)
                 errs[key]['max_abs'] = max(errs[key]['max_abs'], d)
                 errs[key]['max_rel'] = max(errs[key]['max_rel'], r)
@@ -357,11 +427,12 @@ def _recomputed(seg, res, points, refs, n: int, discrete_method: str):
 
 
 def agreement(tlins, trajectories, segments, *, discrete_method: str = 'lie_euler',
-              max_error: float | None = None) -> dict:
+              max_error: float | None = None, forces=()) -> dict:
     """Check recorded trajectory linearizations; return the report's ``trajectory_agreement``.
 
     ``tlins`` = [(topic, log_time, TrajectoryLinearization)], ``trajectories`` = [(topic,
-    log_time, Trajectory)], ``segments`` verify's models. Each linearization is matched by
+    log_time, Trajectory)], ``forces`` = [(topic, log_time, TrajectoryContactForces)],
+    ``segments`` verify's models. Each linearization is matched by
     stamp and recomputed per point (``linearize``); ``max_error`` (verify's
     ``--max-agreement-error``) marks the points whose A, B or f differ by more (abs).
     """
@@ -372,6 +443,9 @@ def agreement(tlins, trajectories, segments, *, discrete_method: str = 'lie_eule
     by_stamp: dict[int, list] = {}
     for topic, t, msg in trajectories:
         by_stamp.setdefault(stamp_from_msg(msg.header.stamp), []).append((topic, t, msg))
+    forces_by_stamp: dict[int, list] = {}
+    for topic, t, msg in forces:
+        forces_by_stamp.setdefault(stamp_from_msg(msg.header.stamp), []).append((topic, t, msg))
     err = {k: {'max_abs': 0.0, 'max_rel': 0.0} for k in ('A', 'B', 'f')}
     skipped: dict[str, int] = {}
     mismatched: list[dict] = []
@@ -380,9 +454,10 @@ def agreement(tlins, trajectories, segments, *, discrete_method: str = 'lie_eule
     for topic, _, tl in tlins:
         stamp = stamp_from_msg(tl.header.stamp)
         try:
-            seg, srv, points, refs, n = _matched(topic, stamp, tl, by_hash, served, by_stamp)
+            seg, srv, points, refs, n, cf = _matched(topic, stamp, tl, by_hash, served, by_stamp,
+                                                     forces_by_stamp)
             errs, abs_k, rel_k, worst = _recomputed(seg, srv.resolved, points, refs, n,
-                                                    discrete_method)
+                                                    discrete_method, cf)
         except _Skip as e:
             skipped[e.args[0]] = skipped.get(e.args[0], 0) + 1
             continue
@@ -396,9 +471,10 @@ def agreement(tlins, trajectories, segments, *, discrete_method: str = 'lie_eule
             entry['failed_points'] = fail[:MAX_LISTED_FAILURES]
             entry['n_failed'] = len(fail)
             failed_points += len(fail)
-        for key in err:
-            err[key]['max_abs'] = max(err[key]['max_abs'], errs[key]['max_abs'])
-            err[key]['max_rel'] = max(err[key]['max_rel'], errs[key]['max_rel'])
+        for key in errs:
+            e = err.setdefault(key, {'max_abs': 0.0, 'max_rel': 0.0})
+            e['max_abs'] = max(e['max_abs'], errs[key]['max_abs'])
+            e['max_rel'] = max(e['max_rel'], errs[key]['max_rel'])
         n_compared += n
         messages.append(entry)
     return {'recorded': len(tlins), 'trajectories': len(trajectories),
@@ -437,7 +513,7 @@ def summary_lines(report: dict) -> list[str]:
         lines.append(f'trajectory agreement with {report["compared"]}/{report["recorded"]} '
                      f'recorded trajectory linearizations ({report["points"]} points): '
                      + ', '.join(f'{k} abs {fmt(e[k]["max_abs"])} rel {fmt(e[k]["max_rel"])}'
-                                 for k in ('A', 'B', 'f')))
+                                 for k in e))
         if report['failed_points'] is not None:
             lines.append(f'  points over {report["max_agreement_error"]:g}: '
                          f'{report["failed_points"]} of {report["points"]}')

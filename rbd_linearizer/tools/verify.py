@@ -226,12 +226,16 @@ def _segment_at(segments, t) -> int:
 def _collect(args, contents, report):
     """Split decoded messages by role.
 
-    Returns (descriptions, joint states, odoms, inputs, lins, trajectories, trajectory lins);
-    the last two as [(topic, log time, msg)].
+    Returns (descriptions, joint states, odoms, inputs, lins, trajectories, trajectory lins,
+    trajectory contact forces); the last three as [(topic, log time, msg)].
     """
-    from rbd_linearizer.tools.trajectory import TRAJECTORY_LINEARIZATION_TYPE, TRAJECTORY_TYPE
+    from rbd_linearizer.tools.trajectory import (
+        TRAJECTORY_CONTACT_FORCES_TYPE,
+        TRAJECTORY_LINEARIZATION_TYPE,
+        TRAJECTORY_TYPE,
+    )
 
-    desc, js, odom, inputs, lins, trajs, tlins = [], [], [], [], [], [], []
+    desc, js, odom, inputs, lins, trajs, tlins, tforces = [], [], [], [], [], [], [], []
     issues = report['issues']
     for topic, msgtype, t, msg in contents.messages:
         try:
@@ -254,10 +258,12 @@ def _collect(args, contents, report):
                 trajs.append((topic, t, msg))
             elif msgtype == TRAJECTORY_LINEARIZATION_TYPE:
                 tlins.append((topic, t, msg))
+            elif msgtype == TRAJECTORY_CONTACT_FORCES_TYPE:
+                tforces.append((topic, t, msg))
         except (AttributeError, TypeError, ValueError) as err:
             issues['malformed_messages'] = issues.get('malformed_messages', 0) + 1
             report['notes'].append(f'{topic}: malformed message ({err})')
-    return desc, js, odom, inputs, lins, trajs, tlins
+    return desc, js, odom, inputs, lins, trajs, tlins, tforces
 
 
 class _SkipState(Exception):
@@ -705,7 +711,7 @@ def verify(args) -> dict:
     for t, n in contents.undecodable.items():
         report['issues'][f'undecodable:{t}'] = n
     report['notes'].extend(contents.issues)
-    desc, js, odom, inputs, lins, trajs, tlins = _collect(args, contents, report)
+    desc, js, odom, inputs, lins, trajs, tlins, tforces = _collect(args, contents, report)
     if not js and not tlins:
         raise VerifyError(f'the bag has no decodable {args.joint_states_topic} '
                           '(sensor_msgs/msg/JointState) messages'
@@ -734,7 +740,7 @@ def verify(args) -> dict:
 
         report['trajectory_agreement'] = trajectory.agreement(
             tlins, trajs, segments, discrete_method=args.discrete_method,
-            max_error=args.max_agreement_error)
+            max_error=args.max_agreement_error, forces=tforces)
     # thresholds
     fails = report['failures']
     ag = report['agreement']

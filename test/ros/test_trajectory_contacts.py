@@ -131,6 +131,7 @@ def _check(lin_msg, forces_msg, Q, V, U, active, stamp):
     assert list(forces_msg.contact_frames) == FEET and list(forces_msg.contact_types) == [
         'point'] * 4
     assert forces_msg.velocity_representation == 'mixed' and forces_msg.time_model == 'discrete'
+    assert (forces_msg.baumgarte_kp, forces_msg.baumgarte_kd) == GAINS
     np.testing.assert_array_equal(S, active)
     data = create_data(GO2)
     for k in range(Q.shape[0]):

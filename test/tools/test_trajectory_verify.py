@@ -240,3 +240,69 @@ def test_input_columns_must_match(tmp_path, hexarotor, capsys):
     assert code == 0
     assert rep['trajectory_agreement']['skipped'] == {'input columns differ (give --inputs)': 4}
     assert 'not compared 4: input columns differ (give --inputs)' in out
+
+
+def test_trajectories_with_a_contact_schedule_are_checked_point_by_point(tmp_path, capsys):
+    # go2 with its 4 feet: the Trajectory carries a schedule, the answer's contact forces
+    # (TrajectoryContactForces) give the catalogue; verify recomputes every point with
+    # linearize_contact (linearize in flight) and compares lambda and its Jacobians too. A
+    # corrupted lambda at one point fails naming it; without the forces the answer is skipped.
+    from rbd_linearizer.algorithm.contact import PointContact
+    from rbd_linearizer.model import build_model
+    from rbd_linearizer.model.data import create_data
+    from rbd_linearizer.model.robots import example_robot_urdf
+
+    try:
+        urdf = example_robot_urdf('go2').read_text()
+    except FileNotFoundError as e:  # pragma: no cover - the test group pins it
+        pytest.skip(str(e))
+    model = build_model(urdf)
+    data = create_data(model)
+    feet = ['FL_foot', 'FR_foot', 'RL_foot', 'RR_foot']
+    gains = (20.0, 3.0)
+    contacts = tuple(PointContact(f, gains) for f in feet)
+    S = np.array([[1, 1, 1, 1], [1, 0, 1, 1], [0, 0, 0, 0], [0, 1, 1, 0], [1, 1, 1, 1]])
+    rng = np.random.default_rng(4)
+    Q = np.concatenate([rng.normal(size=(5, 3)), np.tile([0, 0, 0.6, 0.8], (5, 1)),
+                        rng.uniform(-0.4, 0.4, (5, 12))], axis=1)
+    V, U = rng.normal(size=(5, 18)), rng.normal(size=(5, 12))
+
+    def write(path, corrupt=False, forces=True):
+        batch = linearize_batch(model, data, Q, V, U, representation='body',
+                                time_model='discrete', dt=0.01, contacts=contacts, schedule=S)
+        if corrupt:
+            batch.lam[3, 4] += 1e-6   # point 3, FR_foot fy
+        with bagio.BagWriter(path, 'mcap') as w:
+            w.write('/robot_description', bagio.string_msg(urdf), T0 - 10**9)
+            w.write(TRAJ, bagio.trajectory_msg(T0, Q, V, U, time_model='discrete', dt=(0.01,),
+                                               contact_frames=feet, contact_schedule=S),
+                    T0 + 10**6)
+            if forces:
+                w.write('/linearizer/trajectory_contact_forces',
+                        bagio.trajectory_contact_forces_msg(batch, model, T0, ['point'] * 4,
+                                                            gains), T0 + 2 * 10**6)
+            w.write(TLIN, bagio.trajectory_linearization_msg(batch, model, T0), T0 + 3 * 10**6)
+
+    def run(path):
+        out_dir = tmp_path / (path.name + '_report')
+        code = main(['verify', str(path), '--report', str(out_dir), '--max-agreement-error',
+                     '1e-9'])
+        out = capsys.readouterr().out
+        return code, out, json.loads((out_dir / 'report.json').read_text())
+
+    write(tmp_path / 'good')
+    code, out, rep = run(tmp_path / 'good')
+    ta = rep['trajectory_agreement']
+    assert code == 0, out
+    assert (ta['compared'], ta['points'], ta['failed_points']) == (1, 5, 0), ta
+    for key in ('A', 'B', 'f', 'lam', 'dlambda_dx', 'dlambda_du'):
+        assert ta['errors'][key]['max_rel'] <= 1e-12, (key, ta['errors'][key])
+    write(tmp_path / 'bad', corrupt=True)
+    code, out, rep = run(tmp_path / 'bad')
+    m = rep['trajectory_agreement']['messages'][0]
+    assert code == 1 and m['failed_points'] == [3], out
+    assert m['worst']['key'] == 'lam' and m['worst']['abs'] == pytest.approx(1e-6, rel=1e-3)
+    write(tmp_path / 'noforces', forces=False)
+    code, out, rep = run(tmp_path / 'noforces')
+    assert rep['trajectory_agreement']['skipped'] == {
+        'contact schedule without its TrajectoryContactForces in the bag': 1}
