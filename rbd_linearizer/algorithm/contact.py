@@ -232,7 +232,7 @@ def _rot(R, x, o, out, oo):
         out[oo + r] = R[r, 0] * x[o] + R[r, 1] * x[o + 1] + R[r, 2] * x[o + 2]
 
 
-@jit_inline
+@jit
 def _world_kinematics(parents, jtype, idx_v, axis, oR, op, v, qdd, S, V, A, Vp, Ap, root, s,
                       t):
     """Pass 1 (docs/contacts.md §3): the world kinematics about the base origin, root-down.
@@ -290,7 +290,7 @@ def _world_kinematics(parents, jtype, idx_v, axis, oR, op, v, qdd, S, V, A, Vp, 
             A[i, r] = Ap[r, iv] + s[r] * qdd[iv] + t[r] * v[iv]
 
 
-@jit_inline
+@jit
 def _contact_poses(parents, idx_v, nvj, oR, op, c_body, c_R, c_p, Rcs, pcs, mask):
     """Each contact frame's world pose ``(Rc, pc)`` (about the base origin) and its dofs."""
     for ci in range(c_body.shape[0]):
@@ -449,7 +449,7 @@ def _jlog6(xi, J, m3):
             J[r, 3 + k] = -Q[r, k]
 
 
-@jit_inline
+@jit
 def _anchor_errors(c_size, c_anchored, c_anchor, origin, Rcs, pcs, err, jri, m3, x6):
     """Compute the Baumgarte position error of each anchored contact (others: e = 0, Jr^-1 = 1).
 
@@ -484,7 +484,7 @@ def _anchor_errors(c_size, c_anchored, c_anchor, origin, Rcs, pcs, err, jri, m3,
         _jlog6(e, jri[ci], m3)
 
 
-@jit_inline
+@jit
 def _contact_frames(c_body, c_size, c_row, c_gain, c_err, A, V, Rcs, pcs, vcs, pds, drift,
                     target, ac, t, x3):
     """Pass 2 (docs/contacts.md §2): per contact, its drift and Baumgarte target (A at qdd = 0).
@@ -517,7 +517,7 @@ def _contact_frames(c_body, c_size, c_row, c_gain, c_err, A, V, Rcs, pcs, vcs, p
                 target[r0 + r] = -kp * c_err[ci, r] - kd * vc[r]
 
 
-@jit_inline
+@jit
 def _jacobian_rows(c_size, c_row, Rcs, pcs, S, mask, J, jc):
     """Fill the constraint Jacobian ``J`` (m, nv): point rows ``Rc Jc[lin]``, surface ``Jc``."""
     nv = S.shape[1]
@@ -539,7 +539,7 @@ def _jacobian_rows(c_size, c_row, Rcs, pcs, S, mask, J, jc):
                     J[r0 + r, k] = jc[r]
 
 
-@jit_inline
+@jit
 def _point_accelerations(c_body, c_size, A, Rcs, pcs, vcs, aps, ac, t, x3):
     """Each point's classical acceleration (world axes) at the constrained qdd (A at qdd)."""
     for ci in range(c_body.shape[0]):
@@ -586,7 +586,7 @@ def _point_columns(kp, kd, Rc, vc, ap, pd, s, jc, dvq, daq, dav, eq, ev, u, t, x
         ev[r] += kd * t[r]
 
 
-@jit_inline
+@jit
 def _contact_columns(c_body, c_size, c_row, c_gain, c_jri, S, V, Vp, Ap, root, mask, E,
                      Rcs, pcs, vcs, aps, pds, s, t, u, w6, jc, dvq, daq, dav, Vd, eq, ev, x3):
     """Pass 3 (docs/contacts.md §3): per contact and dof k, the columns k and nv + k of E.
@@ -758,7 +758,7 @@ def _chol_solve(L, m, X):
             xi[c] *= d
 
 
-@jit_inline
+@jit
 def _forward_dynamics(nv, m, Minv, h, tau, J, drift, target, JMinv, G, rhs, free, lam, qdd):
     """Solve the constrained forward dynamics; False if ``G`` is not positive definite.
 
@@ -804,7 +804,7 @@ def _forward_dynamics(nv, m, Minv, h, tau, J, drift, target, JMinv, G, rhs, free
     return True
 
 
-@jit_inline
+@jit
 def _contact_wrenches(c_body, c_size, c_row, c_R, c_p, oR, lam, fext, f6):
     """Fill ``fext`` (nb * 6): each body's wrench of the contact forces, body frame.
 
@@ -833,7 +833,7 @@ def _contact_wrenches(c_body, c_size, c_row, c_R, c_p, oR, lam, fext, f6):
         fext[6 * b + 5] += f6[5] + p[0] * f6[1] - p[1] * f6[0]
 
 
-@jit_inline
+@jit
 def _turning_forces(c_size, c_row, S, mask, J, lam, dtau):
     """Subtract from ``dtau/dq`` the turning of the world-axes point forces (D = -M^-1 dtau).
 
@@ -858,7 +858,7 @@ def _turning_forces(c_size, c_row, S, mask, J, lam, dtau):
                     dtau[i, l] -= J[r0, i] * x0 + J[r0 + 1, i] * x1 + J[r0 + 2, i] * x2
 
 
-@jit_inline
+@jit
 def _derivative_products(nv, m, Minv, D, E, J, JMinv, L, dq, dv, dtau_out, lq, lv, ltau):
     """Form the six derivative blocks from D, E and the factor ``L`` of ``G``.
 
