@@ -386,7 +386,7 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
             error and of ``base_twist`` in the result (docs/conventions.md §9).
         time_model: 'continuous' (``z_dot = A z + B w``) or 'discrete'
             (``z[k+1] = A z[k] + B w[k]``, needs ``dt``).
-        discrete_method: 'lie_euler' (the map of discrete.py, exact Jacobians) or 'zoh'.
+        discrete_method: 'lie_euler' (docs/linearization.md §5, exact Jacobians) or 'zoh'.
         scheme: Lie-Euler variant, 'semi_implicit' (default) or 'explicit'.
 
     Error state: ``(z_H, z_s, z_nu, z_r)`` (``state_names``), ``H exp(z_H^)``. ``f`` is the drift
