@@ -27,7 +27,6 @@ import numpy as np
 
 from rbd_linearizer._jit import register_warmup
 from rbd_linearizer.algorithm.contact import _workspace, check_contacts
-from rbd_linearizer.algorithm.kernels import raise_kernel_error
 from rbd_linearizer.conventions import TimeModel
 from rbd_linearizer.errors import ConfigError, StateError
 from rbd_linearizer.linearization.continuous import DISCRETE_METHODS, state_names
@@ -38,9 +37,9 @@ from rbd_linearizer.linearization.horizon import (
 )
 from rbd_linearizer.linearization.inputs import InputSelection, ResolvedInputs, resolve_inputs
 from rbd_linearizer.linearization.point import (
-    BAD_RESULT,
     SCHEMES,
     contact_scratch_size,
+    raise_point_error,
     scratch_size,
 )
 from rbd_linearizer.linearization.representation import check_representation
@@ -253,12 +252,7 @@ def _raise_codes(codes: np.ndarray, contact: bool = False):
         from rbd_linearizer.linearization.contact import raise_contact_error
 
         raise_contact_error(int(codes[k]), f'state {k}: ')
-    if codes[k] == BAD_RESULT:
-        raise StateError(f'state {k}: the linearization is not finite (dt too large?)')
-    try:
-        raise_kernel_error(int(codes[k]))
-    except StateError as err:
-        raise StateError(f'state {k}: {err}') from None
+    raise_point_error(int(codes[k]), f'state {k}: ')
 
 
 def _use_threads(parallel: bool | str, N: int, nv: int) -> bool:

@@ -26,14 +26,11 @@ import time
 import numpy as np
 
 from rbd_linearizer.algorithm.contact import (
-    _SINGULAR_MESSAGE,
-    SINGULAR,
     PointContact,
     SurfaceContact,
     _workspace,
 )
-from rbd_linearizer.algorithm.kernels import raise_kernel_error
-from rbd_linearizer.errors import ConfigError, StateError
+from rbd_linearizer.errors import ConfigError
 from rbd_linearizer.linearization.continuous import (
     _discrete_dt,
     _kernel_vector,
@@ -42,10 +39,9 @@ from rbd_linearizer.linearization.continuous import (
 )
 from rbd_linearizer.linearization.inputs import InputSelection
 from rbd_linearizer.linearization.point import (
-    BAD_RESULT,
-    BAD_U,
     contact_point_kernel,
     contact_scratch_size,
+    raise_point_error,
     scratch_size,
 )
 from rbd_linearizer.model.data import Data, check_data
@@ -128,20 +124,8 @@ def _contact_plan(model, cw, contacts, nu: int) -> _ContactPlan:
 
 def raise_contact_error(code: int, where: str = ''):
     """Raise the StateError of a non-zero code of ``contact_point_kernel`` (prefix ``where``)."""
-    if code == SINGULAR:
-        msg = _SINGULAR_MESSAGE
-    elif code == BAD_U:
-        msg = 'u contains NaN or inf'
-    elif code == BAD_RESULT:
-        msg = 'the contact linearization produced a non-finite result (dt too large?)'
-    else:
-        try:
-            raise_kernel_error(code)
-        except StateError as err:
-            msg = str(err)
-        else:  # pragma: no cover - every non-zero code raises
-            msg = f'error code {code}'
-    raise StateError(where + msg)
+    raise_point_error(code, where,
+                      'the contact linearization produced a non-finite result (dt too large?)')
 
 
 def linearize_contact(model, data, q, v, u=None, contacts=(), inputs: InputSelection | None = None,

@@ -28,21 +28,19 @@ import numpy as np
 from rbd_linearizer._jit import jit, register_warmup
 from rbd_linearizer.algorithm.kernels import (
     as_vector,
-    raise_kernel_error,
 )
 from rbd_linearizer.conventions import TimeModel
-from rbd_linearizer.errors import ConfigError, StateError
+from rbd_linearizer.errors import ConfigError
 from rbd_linearizer.linearization.inputs import (
     InputSelection,
     WrenchInput,
     resolve_inputs,
 )
 from rbd_linearizer.linearization.point import (
-    BAD_RESULT,
-    BAD_U,
     SCHEMES,
     _pose,
     point_kernel,
+    raise_point_error,
     scratch_size,
 )
 from rbd_linearizer.linearization.representation import (
@@ -303,13 +301,7 @@ def _discrete_dt(dt) -> float:
     return step
 
 
-def _raise(code: int):
-    # the error of a non-zero code of _one_state
-    if code == BAD_U:
-        raise StateError('u contains NaN or inf')
-    if code == BAD_RESULT:
-        raise StateError('the linearization is not finite (dt too large?)')
-    raise_kernel_error(code)
+_raise = raise_point_error  # the error of a non-zero code of _one_state
 
 
 def linearize_body(model, data, q, v, u=None, inputs: InputSelection | None = None,

@@ -36,14 +36,21 @@ import math
 import numpy as np
 
 from rbd_linearizer._jit import jit, jit_inline
-from rbd_linearizer.algorithm.contact import MODE_DERIVATIVES, _contact_kernel
+from rbd_linearizer.algorithm.contact import (
+    _SINGULAR_MESSAGE,
+    MODE_DERIVATIVES,
+    SINGULAR,
+    _contact_kernel,
+)
 from rbd_linearizer.algorithm.kernels import (
     BAD_V,
     aba_derivatives_passes,
     check_config,
     check_finite,
     model_views,
+    raise_kernel_error,
 )
+from rbd_linearizer.errors import StateError
 from rbd_linearizer.linearization.expm import expm
 from rbd_linearizer.linearization.inputs import (
     body_jacobian,
@@ -78,6 +85,33 @@ def _series(offset: int, with_k: bool = False) -> np.ndarray:
 _S1, _S2, _S3 = _series(1), _series(2), _series(3)
 # se3._q_coefficients c1, c2, c3
 _Q1, _Q2, _Q3 = _series(3), _series(4), _series(5, True)
+
+
+#: ``raise_point_error``'s message for ``BAD_RESULT`` (contacts say it their way)
+NOT_FINITE = 'the linearization is not finite (dt too large?)'
+
+
+def raise_point_error(code: int, where: str = '', not_finite: str = NOT_FINITE):
+    """Raise the StateError of a non-zero code of the point kernels, prefixed by ``where``.
+
+    ``BAD_U``, ``BAD_RESULT`` (``not_finite``), ``SINGULAR`` (dependent contacts) or the
+    kernel API's codes (``raise_kernel_error``'s message). One home for ``linearize``,
+    ``linearize_contact`` and ``linearize_batch`` (``where = 'state k: '``).
+    """
+    if code == BAD_U:
+        msg = 'u contains NaN or inf'
+    elif code == BAD_RESULT:
+        msg = not_finite
+    elif code == SINGULAR:
+        msg = _SINGULAR_MESSAGE
+    else:
+        try:
+            raise_kernel_error(code)
+        except StateError as err:
+            msg = str(err)
+        else:  # pragma: no cover - every non-zero code raises
+            msg = f'error code {code}'
+    raise StateError(where + msg)
 
 
 def scratch_size(nb: int, nv: int, nu: int) -> int:
@@ -791,7 +825,9 @@ def point_kernel(mi, mf, q, v, u, dt, ws, dW, dtau, Cm, tau_id, sc, pw, iw, A, B
 
 def contact_scratch_size(nv: int, m: int) -> int:
     """Length of the float64 scratch of ``contact_point_kernel`` for m constraint rows."""
-    return 5 * m * nv + 3 * m + 4 * nv * nv + 3 * nv + 2 * m * nv
+    # J, lq, lv, lt (m x nv each), X (m x 2 nv); drift, target, lambda; Minv, dq, dv, dtau
+    # (nv x nv each); free, qdd, tau
+    return 6 * m * nv + 3 * m + 4 * nv * nv + 3 * nv
 
 
 @jit
