@@ -805,14 +805,18 @@ def _forward_dynamics(nv, m, Minv, h, tau, J, drift, target, JMinv, G, rhs, free
 
 
 @jit
-def _contact_wrenches(c_body, c_size, c_row, c_R, c_p, oR, lam, fext, f6):
-    """Fill ``fext`` (nb * 6): each body's wrench of the contact forces, body frame.
+def _contact_wrenches(c_body, c_size, c_row, c_R, c_p, oR, lam, fin, fext, f6):
+    """Fill ``fext`` (nb * 6): each body's wrench of the contact forces, body frame, + ``fin``.
 
     The external forces of the derivative pass; point forces are in world axes, surface ones in
-    the frame's.
+    the frame's; ``fin`` (6 nb or empty): the other external wrenches (body frames).
     """
-    for k in range(fext.shape[0]):
-        fext[k] = 0.0
+    if fin.shape[0] > 0:
+        for k in range(fext.shape[0]):
+            fext[k] = fin[k]
+    else:
+        for k in range(fext.shape[0]):
+            fext[k] = 0.0
     for ci in range(c_body.shape[0]):
         b = c_body[ci]
         r0 = c_row[ci]
@@ -915,12 +919,14 @@ def _derivative_products(nv, m, Minv, D, E, J, JMinv, L, dq, dv, dtau_out, lq, l
 
 
 @jit
-def _contact_kernel(mi, mf, ws, q, v, tau, mode, dW, dtau, Cm, tau_id, sc, D, ci, cf, qdd, lam,
-                    J, drift, target, Minv_out, free, dq, dv, dtau_out, lq, lv, ltau):
+def _contact_kernel(mi, mf, ws, q, v, tau, fin, mode, dW, dtau, Cm, tau_id, sc, D, ci, cf, qdd,
+                    lam, J, drift, target, Minv_out, free, dq, dv, dtau_out, lq, lv, ltau):
     # One evaluation of the constrained dynamics (module docstring): mode MODE_KINEMATICS: J,
     # drift, target; MODE_DYNAMICS: + qdd, lam, M^-1, qdd_free; MODE_DERIVATIVES: + the six
     # derivative blocks. (mi, mf, ws): the Data's buffers; dW, dtau, Cm, tau_id, sc, D: its
     # derivative workspace (D = ddq_dx); (ci, cf): the contact set's ContactWorkspace.
+    # fin: external wrenches on the bodies besides the contacts (6 nb, body frames, held fixed
+    # in the body frames by the derivatives: the linearization's wrench inputs), or empty.
     # Returns 0, a check code (q, v, tau: nothing written), NOT_SPD (M) or SINGULAR
     # (J M^-1 J^T).
     code = check_config(mi, q)
@@ -987,7 +993,7 @@ def _contact_kernel(mi, mf, ws, q, v, tau, mode, dW, dtau, Cm, tau_id, sc, D, ci
         uncentre_pass(mi, ws)
         return code
     Minv = ws_field2(mi, ws, W_MINV, nv, nv)
-    rnea_passes(mi, mf, q, v, v, fext[0:0], ws, MODE_NLE, tau_id)  # h
+    rnea_passes(mi, mf, q, v, v, fin, ws, MODE_NLE, tau_id)  # h (- J^T fin)
     if not _forward_dynamics(nv, m, Minv, tau_id, tau, J, drift, target, JMinv, G, rhs, free,
                              lam, qdd):
         uncentre_pass(mi, ws)
@@ -1000,7 +1006,7 @@ def _contact_kernel(mi, mf, ws, q, v, tau, mode, dW, dtau, Cm, tau_id, sc, D, ci
         return 0
     # D: the ABA derivatives at the constrained qdd with the contact wrenches held fixed,
     # -M^-1 (dtau_ID - [Y, 0]) with the same recursive M^-1
-    _contact_wrenches(c_body, c_size, c_row, c_R, c_p, oR, lam, fext, f6)
+    _contact_wrenches(c_body, c_size, c_row, c_R, c_p, oR, lam, fin, fext, f6)
     rnea_passes(mi, mf, q, v, qdd, fext, ws, MODE_RNEA, tau_id)
     rnea_derivatives_passes(mi, mf, ws, dW, dtau, Cm, sc)
     _turning_forces(c_size, c_row, S, mask, J, lam, dtau)
@@ -1108,9 +1114,9 @@ def _evaluate(model, data, q, v, tau, contacts, mode):
         lq, lv, ltau = np.empty((m, nv)), np.empty((m, nv)), np.empty((m, nv))
     else:
         dq = dv = dtau = lq = lv = ltau = _NONE2
-    code = _contact_kernel(data._mi, data._mf, data._ws, q, v, tau, mode, dws.dW, dws.dtau,
-                           dws.C, dws.tau, dws.scratch, dws.ddq_dx, cw.ints, cw.floats, qdd,
-                           lam, J, drift, target, Minv, free, dq, dv, dtau, lq, lv, ltau)
+    code = _contact_kernel(data._mi, data._mf, data._ws, q, v, tau, _NONE1, mode, dws.dW,
+                           dws.dtau, dws.C, dws.tau, dws.scratch, dws.ddq_dx, cw.ints, cw.floats,
+                           qdd, lam, J, drift, target, Minv, free, dq, dv, dtau, lq, lv, ltau)
     if code:
         if code == SINGULAR:
             raise StateError(_SINGULAR_MESSAGE)

@@ -178,8 +178,6 @@ def _contact_batch(model, data, res: ResolvedInputs, Q, V, U, DT, per_point, rep
     contacts = check_contacts(model, contacts)
     if not contacts:
         raise ConfigError('a schedule needs a catalogue of contacts (contacts=...)')
-    if res.has_wrenches:
-        raise ConfigError('wrench inputs are not supported together with contacts yet')
     N, nv, nu = Q.shape[0], int(model.nv), int(res.nu)
     nx = 2 * nv
     S = _check_schedule(contacts, schedule, N)
@@ -222,7 +220,7 @@ def _contact_batch(model, data, res: ResolvedInputs, Q, V, U, DT, per_point, rep
     offs = np.array([dws.minv_offset, dws.ddq_offset], dtype=np.int64)
     opts = _opts(model, rep, tm, discrete_method, scheme)
     PW, IW = data.horizon_scratch(scratch_size(int(model.nb), nv, nu))
-    cpw = np.zeros(contact_scratch_size(nv, m_max))
+    cpw = np.zeros(contact_scratch_size(nv, m_max, nu))
     contact_horizon_kernel(mi, mf, Q, V, U, DT, ws, dws.dW, dws.dtau, dws.C, dws.tau,
                            dws.scratch, dws.ddq_dx, PW, IW, A, B, f, ddq, LAM, DLX, DLU, pattern,
                            CI, CF, cio, cfo, ROWS, ro, cpw, res.tau_dofs, res.w_body,

@@ -94,12 +94,13 @@ class ContactLinearization:
 class _ContactPlan:
     """What ``linearize_contact`` keeps per contact set and input count (on the workspace)."""
 
-    __slots__ = ('cpw', 'pw', 'rows', 'layout', 'size', 'frames', 'names')
+    __slots__ = ('cpw', 'pw', 'iw', 'rows', 'layout', 'size', 'frames', 'names')
 
     def __init__(self, model, cw, contacts, nu: int):
         nb, nv, m = int(model.nb), int(model.nv), cw.m
         nx = 2 * nv
-        self.cpw = np.zeros(contact_scratch_size(nv, m))
+        self.cpw = np.zeros(contact_scratch_size(nv, m, nu))
+        self.iw = np.zeros(nb + 1, dtype=np.int64)
         self.pw = np.zeros(scratch_size(nb, nv, nu))
         self.rows = np.arange(m, dtype=np.int64)  # one state: contact rows = result rows
         # the result buffer: A, B, f, ddq, lambda, dlambda_dx, dlambda_du, then q, v, u
@@ -139,8 +140,9 @@ def linearize_contact(model, data, q, v, u=None, contacts=(), inputs: InputSelec
             as ``linearization.linearize`` (q, v in the package convention, body twist).
         contacts: ``PointContact`` / ``SurfaceContact`` (``algorithm.contact``), at least one;
             their anchors default to the current placements (zero Baumgarte position error).
-        inputs: an ``InputSelection`` of joint torques (default: every joint). Wrench inputs
-            are not supported together with contacts yet (ConfigError).
+        inputs: an ``InputSelection`` (default: every joint's torque): joint torques and wrench
+            inputs (``WrenchInput``, local or world axes: external forces besides the
+            contacts, e.g. a hand pushing while the feet stand).
 
     Returns a ``ContactLinearization`` (``.A``, ``.B``, ``.f``, ``.lam``, ``.dlambda_dx``,
     ``.dlambda_du``). Bad input raises ConfigError / StateError and changes nothing.
@@ -153,8 +155,6 @@ def linearize_contact(model, data, q, v, u=None, contacts=(), inputs: InputSelec
                                          scheme)]
     except (KeyError, TypeError):
         plan = _plan(model, data, inputs, representation, time_model, discrete_method, scheme)
-    if plan.res.has_wrenches:
-        raise ConfigError('wrench inputs are not supported together with contacts yet')
     step = _discrete_dt(dt) if plan.discrete else 0.0
     cw, contacts = _workspace(model, data, contacts)
     if not contacts:
@@ -172,10 +172,12 @@ def linearize_contact(model, data, q, v, u=None, contacts=(), inputs: InputSelec
         uc[:] = _kernel_vector(u, plan.nu, 'u')
     mi, mf, ws = data.kernel_buffers
     dws = data.derivatives
+    res = plan.res
     code = contact_point_kernel(mi, mf, qc, vc, uc, step, ws, dws.dW, dws.dtau, dws.C, dws.tau,
-                                dws.scratch, dws.ddq_dx, cw.ints, cw.floats, cp.cpw, cp.pw, A, B,
-                                f, ddq, lam, dlx, dlu, cp.rows, plan.res.tau_dofs,
-                                plan.buffers[0][8:12])
+                                dws.scratch, dws.ddq_dx, cw.ints, cw.floats, cp.cpw, cp.pw, cp.iw,
+                                A, B, f, ddq, lam, dlx, dlu, cp.rows, res.tau_dofs, res.w_body,
+                                res.w_rotation, res.w_translation, res.w_world, res.w_size,
+                                res.w_offset, plan.buffers[0][8:12])
     if code:
         raise_contact_error(code)
     out.setflags(write=False)  # and the views made before

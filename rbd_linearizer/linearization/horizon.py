@@ -66,5 +66,6 @@ def contact_horizon_kernel(mi, mf, Q, V, U, DT, ws, dW, dtau, Cm, tau_id, sc, D,
         else:
             codes[k] = contact_point_kernel(
                 mi, mf, Q[k], V[k], U[k], DT[k], ws, dW, dtau, Cm, tau_id, sc, D,
-                CI[cio[p] : cio[p + 1]], CF[cfo[p] : cfo[p + 1]], cpw, pw, A[k], B[k], f[k],
-                ddq[k], LAM[k], DLX[k], DLU[k], ROWS[ro[p] : ro[p + 1]], tau_dofs, opts)
+                CI[cio[p] : cio[p + 1]], CF[cfo[p] : cfo[p + 1]], cpw, pw, iw, A[k], B[k], f[k],
+                ddq[k], LAM[k], DLX[k], DLU[k], ROWS[ro[p] : ro[p + 1]], tau_dofs, w_body,
+                w_rot, w_tr, w_world, w_size, w_off, opts)

@@ -289,23 +289,25 @@ def wrench_fext(R, trans, size, u_seg, fext_b, G, H3):
 
 
 @jit
-def wrench_columns(ws, minv_off, J, G, size, world, trans, u_seg, A_vq, B_cols, MJ, W, tmp):
-    """B columns ``M^-1 J^T G`` of one wrench input and, for 'world' axes, its pose term.
+def wrench_columns(Mx, J, G, size, world, trans, u_seg, A_vq, B_cols, MJ, W, tmp):
+    """B columns ``Mx J^T G`` of one wrench input and, for 'world' axes, its pose term.
 
-    ws, minv_off: the packed workspace holding M^-1 (nv, nv) at ``minv_off``; J (6, nv) the body
-    Jacobian (``body_jacobian``); G from ``wrench_fext``. Writes ``B_cols`` (nv, size) and,
-    when ``world``, adds ``M^-1 J^T Om J_w`` to ``A_vq`` (nv, nv): the body-frame wrench
+    Mx (nr, nv): the map from generalized forces to the rows (``M^-1`` without contacts; with
+    contacts ``dqdd/dtau`` or ``dlambda/dtau``); J (6, nv) the body Jacobian
+    (``body_jacobian``); G from ``wrench_fext``. Writes ``B_cols`` (nr, size) and, when
+    ``world``, adds ``Mx J^T Om J_w`` to ``A_vq`` (nr, nv): the body-frame wrench
     ``F_b = G(R_b) u`` turns with the body, ``dF_b/dq_k = Om w_k`` (w_k the angular column k of
-    J). Scratch: MJ (nv, 6), W (3, 6, 6), tmp (6, >= nv).
+    J). Scratch: MJ (>= nr, 6), W (3, 6, 6), tmp (6, >= nv).
     """
+    nr = Mx.shape[0]
     nv = J.shape[1]
-    for r in range(nv):
+    for r in range(nr):
         for m in range(6):
             s = 0.0
             for j in range(nv):
-                s += ws[minv_off + r * nv + j] * J[m, j]
+                s += Mx[r, j] * J[m, j]
             MJ[r, m] = s
-    for r in range(nv):
+    for r in range(nr):
         for c in range(size):
             s = 0.0
             for m in range(6):
@@ -343,7 +345,7 @@ def wrench_columns(ws, minv_off, J, G, size, world, trans, u_seg, A_vq, B_cols, 
             for m in range(3):
                 s += Om[r, m] * J[3 + m, c]
             tmp[r, c] = s
-    for r in range(nv):
+    for r in range(nr):
         for c in range(nv):
             s = 0.0
             for m in range(6):

@@ -484,7 +484,7 @@ def _integrate_base(q, dq, q1, W):
     q1[6] = nw_ / n
 
 
-@jit_inline
+@jit
 def _generalized_inputs(mi, mf, q, u, tau, fext, iw, W, H3, tau_dofs, w_body, w_rot, w_tr,
                         w_world, w_size, w_off):
     """Pass 1 (docs/linearization.md §4): the joint torques ``tau`` and the body-frame wrenches.
@@ -528,6 +528,22 @@ def _body_rows(mi, mf, q, v, u, ws, sc, iw, A, B, f, ddq, J, MJ, W, H3, row, tmp
         f[r] = v[r]
         f[nv + r] = ws[ddq_off + r]
         ddq[r] = ws[ddq_off + r]
+    if w_body.shape[0] > 0:
+        _wrench_terms(mi, mf, q, u, ws, sc, iw,
+                      ws[minv_off : minv_off + nv * nv].reshape((nv, nv))[:, 0:nv],
+                      A[nv:, 0:nv], B[nv:, 0:nu], J, MJ, W, H3, row, tmp, w_body, w_rot, w_tr,
+                      w_world, w_size, w_off)
+
+
+@jit
+def _wrench_terms(mi, mf, q, u, ws, sc, iw, Mx, A_vq, B_rows, J, MJ, W, H3, row, tmp, w_body,
+                  w_rot, w_tr, w_world, w_size, w_off):
+    """Write the wrench inputs' columns ``Mx J_b^T G`` (``B_rows``), pose terms (``A_vq``).
+
+    ``Mx`` (nr, nv) maps generalized forces to the rows: ``M^-1`` without contacts; with
+    contacts ``dqdd/dtau`` stacked over ``dlambda/dtau`` (``inputs.wrench_columns``). ``ws``
+    holds the kinematics of q (``body_jacobian``); MJ (>= nr, 6).
+    """
     for k in range(w_body.shape[0]):
         b = w_body[k]
         size = w_size[k]
@@ -538,8 +554,8 @@ def _body_rows(mi, mf, q, v, u, ws, sc, iw, A, B, f, ddq, J, MJ, W, H3, row, tmp
         for r in range(6):
             row[r] = 0.0
         wrench_fext(W[10, 0:3, 0:3], w_tr[k], size, u[oc : oc + size], row, G, H3)
-        wrench_columns(ws, minv_off, J, G, size, w_world[k], w_tr[k], u[oc : oc + size],
-                       A[nv:, 0:nv], B[nv:, oc : oc + size], MJ, W[12:15], tmp)
+        wrench_columns(Mx, J, G, size, w_world[k], w_tr[k], u[oc : oc + size], A_vq,
+                       B_rows[:, oc : oc + size], MJ, W[12:15], tmp)
 
 
 @jit_inline
@@ -823,77 +839,90 @@ def point_kernel(mi, mf, q, v, u, dt, ws, dW, dtau, Cm, tau_id, sc, pw, iw, A, B
     return _finish(q, v, dt, A, B, f, ddq, A[0:0], pw, opts)
 
 
-def contact_scratch_size(nv: int, m: int) -> int:
-    """Length of the float64 scratch of ``contact_point_kernel`` for m constraint rows."""
-    # J, lq, lv, lt (m x nv each), X (m x 2 nv); drift, target, lambda; Minv, dq, dv, dtau
-    # (nv x nv each); free, qdd, tau
-    return 6 * m * nv + 3 * m + 4 * nv * nv + 3 * nv
+def contact_scratch_size(nv: int, m: int, nu: int) -> int:
+    """Length of the float64 scratch of ``contact_point_kernel`` (m constraint rows, nu inputs)."""
+    # J, lv (m x nv each), X (m x 2 nv); drift, target, lambda; Minv, dv (nv x nv each); free,
+    # qdd; [dqdd_dq; dlam_dq], [dqdd_dtau; dlam_dtau] ((nv + m) x nv each); the wrench columns
+    # (nv + m) x nu; MJ (nv + m) x 6
+    return 4 * m * nv + 3 * m + 2 * nv * nv + 2 * nv + 2 * (nv + m) * nv + (nv + m) * (nu + 6)
 
 
 @jit
 def contact_point_kernel(mi, mf, q, v, u, dt, ws, dW, dtau, Cm, tau_id, sc, D, ci, cf, cpw, pw,
-                         A, B, f, ddq, lam, dlx, dlu, rows, tau_dofs, opts):
+                         iw, A, B, f, ddq, lam, dlx, dlu, rows, tau_dofs, w_body, w_rot, w_tr,
+                         w_world, w_size, w_off, opts):
     """One state with active rigid contacts: A, B, f, ddq, lambda and its Jacobians.
 
-    ``_contact_kernel`` (algorithm/contact.py, derivative mode) with the contact set packed in
-    ``(ci, cf)`` (its ``ContactWorkspace``, ``m = ci[1]`` rows), then the body rows of
-    ``linearization.contact`` (A = [[K, 1], [dqdd_dq, dqdd_dv]], B = [0; dqdd_dtau S_u],
-    dlambda = [dlam_dq, dlam_dv], dlam_dtau S_u) and ``_finish``. Contact row i goes to row
-    ``rows[i]`` of ``lam`` / ``dlx`` (nx columns) / ``dlu`` (nu columns): a horizon writes
+    The generalized inputs (as ``point_kernel``: torques, and the wrench inputs' body-frame
+    wrenches, external forces besides the contacts), ``_contact_kernel`` (algorithm/contact.py,
+    derivative mode) with the contact set packed in ``(ci, cf)`` (its ``ContactWorkspace``,
+    ``m = ci[1]`` rows), then the body rows of ``linearization.contact``
+    (A = [[K, 1], [dqdd_dq, dqdd_dv]], B = [0; dqdd_dtau S_u], dlambda = [dlam_dq, dlam_dv],
+    dlam_dtau S_u; a world-frame wrench input adds its pose term ``J^T Om J_w`` through
+    ``dqdd_dtau`` and ``dlam_dtau``: ``_wrench_terms``) and ``_finish``. Contact row i goes to
+    row ``rows[i]`` of ``lam`` / ``dlx`` (nx columns) / ``dlu`` (nu columns): a horizon writes
     the point's active contacts into the rows of the whole catalogue. ``cpw``:
-    ``contact_scratch_size(nv, m)`` floats; ``pw``: ``scratch_size`` floats. Returns an
+    ``contact_scratch_size(nv, m, nu)`` floats; ``pw``: ``scratch_size`` floats. Returns an
     error code (0, the kernel API's, ``SINGULAR``, ``BAD_U``, ``BAD_RESULT``).
     """
+    nb = mi[0]
     nv = mi[1]
     nx = 2 * nv
     m = ci[1]
+    nu = B.shape[1]
     if not check_finite(u):
         return BAD_U
     o = 0
     Jc = cpw[o : o + m * nv].reshape((m, nv))
     o += m * nv
+    lv = cpw[o : o + m * nv].reshape((m, nv))
+    o += m * nv
+    X = cpw[o : o + m * nx].reshape((m, nx))
+    o += m * nx
     drift = cpw[o : o + m]
     target = cpw[o + m : o + 2 * m]
     lam_c = cpw[o + 2 * m : o + 3 * m]
     o += 3 * m
     Minv = cpw[o : o + nv * nv].reshape((nv, nv))
     o += nv * nv
-    dq = cpw[o : o + nv * nv].reshape((nv, nv))
-    o += nv * nv
     dv = cpw[o : o + nv * nv].reshape((nv, nv))
-    o += nv * nv
-    dto = cpw[o : o + nv * nv].reshape((nv, nv))
     o += nv * nv
     free = cpw[o : o + nv]
     qdd = cpw[o + nv : o + 2 * nv]
-    tau = cpw[o + 2 * nv : o + 3 * nv]
-    o += 3 * nv
-    lq = cpw[o : o + m * nv].reshape((m, nv))
-    o += m * nv
-    lv = cpw[o : o + m * nv].reshape((m, nv))
-    o += m * nv
-    lt = cpw[o : o + m * nv].reshape((m, nv))
-    o += m * nv
-    X = cpw[o : o + m * nx].reshape((m, nx))
-    for r in range(nv):
-        tau[r] = 0.0
-    for c in range(tau_dofs.shape[0]):
-        tau[tau_dofs[c]] = u[c]
-    code = _contact_kernel(mi, mf, ws, q, v, tau, MODE_DERIVATIVES, dW, dtau, Cm, tau_id, sc, D,
-                           ci, cf, qdd, lam_c, Jc, drift, target, Minv, free, dq, dv, dto, lq,
-                           lv, lt)
+    o += 2 * nv
+    DQ = cpw[o : o + (nv + m) * nv].reshape((nv + m, nv))  # [dqdd_dq; dlam_dq]
+    o += (nv + m) * nv
+    DT = cpw[o : o + (nv + m) * nv].reshape((nv + m, nv))  # [dqdd_dtau; dlam_dtau]
+    o += (nv + m) * nv
+    BW = cpw[o : o + (nv + m) * nu].reshape((nv + m, nu))  # the wrench inputs' columns
+    o += (nv + m) * nu
+    MJ = cpw[o : o + (nv + m) * 6].reshape((nv + m, 6))
+    dq, lq = DQ[0:nv], DQ[nv:]
+    dto, lt = DT[0:nv], DT[nv:]
+    W, tmp, _, _, row, _, _, _, H3, tau, fext_full, J, _ = _scratch_views(pw, nb, nv, nu)
+    fext = fext_full if w_body.shape[0] > 0 else fext_full[0:0]
+    _generalized_inputs(mi, mf, q, u, tau, fext, iw, W, H3, tau_dofs, w_body, w_rot, w_tr,
+                        w_world, w_size, w_off)
+    code = _contact_kernel(mi, mf, ws, q, v, tau, fext, MODE_DERIVATIVES, dW, dtau, Cm, tau_id,
+                           sc, D, ci, cf, qdd, lam_c, Jc, drift, target, Minv, free, dq, dv,
+                           dto, lq, lv, lt)
     if code != 0:
         return code
+    if w_body.shape[0] > 0:
+        _wrench_terms(mi, mf, q, u, ws, sc, iw, DT[:, 0:nv], DQ[:, 0:nv], BW[:, 0:nu], J, MJ,
+                      W, H3, row, tmp, w_body, w_rot, w_tr, w_world, w_size, w_off)
     _kinematic_rows(v, A, opts[0] != 0)
     nt = tau_dofs.shape[0]
     for r in range(nv):
         for c in range(nv):
             A[nv + r, c] = dq[r, c]
             A[nv + r, nv + c] = dv[r, c]
-        for c in range(B.shape[1]):
+        for c in range(nu):
             B[r, c] = 0.0
         for c in range(nt):
             B[nv + r, c] = dto[r, tau_dofs[c]]
+        for c in range(nt, nu):
+            B[nv + r, c] = BW[r, c]
         f[r] = v[r]
         f[nv + r] = qdd[r]
         ddq[r] = qdd[r]
@@ -911,7 +940,10 @@ def contact_point_kernel(mi, mf, q, v, u, dt, ws, dW, dtau, Cm, tau_id, sc, D, c
             dlx[r, c] = X[i, c]
         for c in range(nt):
             dlu[r, c] = lt[i, tau_dofs[c]]
-    if not (check_finite(lam) and check_finite(dlx.reshape(-1))):
+        for c in range(nt, nu):
+            dlu[r, c] = BW[nv + i, c]
+    if not (check_finite(lam) and check_finite(dlx.reshape(-1))
+            and check_finite(dlu.reshape(-1))):
         return BAD_RESULT
     return 0
 

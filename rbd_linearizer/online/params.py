@@ -183,7 +183,7 @@ PARAMETERS: tuple[Param, ...] = (
     Param('contact_frames', [],
           "Rigid contacts (model.frames names): with contact_source 'parameter' all are in "
           "contact at every tick; with 'topic' the catalogue the ~/contacts sets choose from. "
-          '[] = none (free-floating). Not with wrench inputs or higher_order_derivatives.',
+          '[] = none (free-floating). Not with higher_order_derivatives.',
           section=_S_CONTACT),
     Param('contact_types', [],
           "Per contact frame: 'point' (3-D, world axes) or 'surface' (6-D, frame axes); one "
@@ -248,7 +248,7 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
     ``set_parameters_atomically`` call or ``ros2 param load``). ``higher_order_derivatives``
     > 0 needs every wrench input expressed in 'local' frames. Contacts
     (``online.contacts.catalogue_from_config``: ``contact_types`` one per frame or one for all)
-    exclude wrench inputs and ``higher_order_derivatives`` > 0.
+    exclude ``higher_order_derivatives`` > 0 (wrench inputs combine with them).
     """
     n = len(cfg['wrench_input_frames'])
     for key, allowed in (('wrench_input_kinds', WRENCH_KINDS),
@@ -282,9 +282,6 @@ def _check_contacts(cfg: dict[str, Any]) -> None:
     catalogue = catalogue_from_config(cfg)
     if not catalogue:
         return
-    if cfg['wrench_input_frames']:
-        raise ConfigError('wrench inputs (wrench_input_frames) together with contacts '
-                          '(contact_frames) are not supported yet: clear one of them')
     if cfg['higher_order_derivatives'] > 0:
         raise ConfigError('higher_order_derivatives > 0 (free-floating forward dynamics) '
                           'together with contacts (contact_frames) is not supported: clear '

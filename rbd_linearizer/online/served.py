@@ -67,8 +67,6 @@ class Served:
         self.contacts = contacts if contacts is not None else ContactCatalogue()
         if self.contacts:
             self.contacts.check_on(model)  # ConfigError: unknown or world-fixed frame
-            if self.resolved.has_wrenches:
-                raise ConfigError('wrench inputs together with contacts are not supported yet')
         self.data = create_data(model)
         self.coriolis = create_coriolis_workspace(model)
         self.source = BuiltinStateSource(model)

@@ -1,7 +1,7 @@
 """The node's contacts without ROS (rbd_linearizer.online.contacts, Served with contacts).
 
 * parameters: ``contact_types`` one per frame / one for all / [] = point; duplicates, bad
-  types, negative gains, wrench inputs or ``higher_order_derivatives`` together with contacts,
+  types, negative gains, ``higher_order_derivatives`` together with contacts,
   an unknown or world-fixed frame on the model: refused with the reason (``updated_config``);
 * ``ContactSchedule``: the newest set stamped at or before the state, None before any;
 * ``Served.linearize_with`` / ``outputs_with_contacts`` (go2, 4 and 2 feet, point and surface;
@@ -76,7 +76,6 @@ def test_catalogue_types_and_gains_from_the_parameters():
     (dict(contact_frames=FEET, contact_types=['line']), 'line'),
     (dict(contact_frames=['FL_foot', 'FL_foot']), 'twice'),
     (dict(contact_types=['point']), 'contact_frames is empty'),
-    (dict(contact_frames=FEET, wrench_input_frames=['base']), 'wrench inputs'),
     (dict(contact_frames=FEET, higher_order_derivatives=2), 'higher_order_derivatives'),
 ])
 def test_bad_contact_configurations_are_refused_with_the_reason(changes, match):
@@ -92,8 +91,11 @@ def test_a_run_time_change_is_checked_against_the_model_and_changes_nothing():
         FEET[:2]
     with pytest.raises(ConfigError, match="unknown contact frame 'left_hand'"):
         P.updated_config(cfg, {'contact_frames': ['FL_foot', 'left_hand']}, GO2)
-    with pytest.raises(ConfigError, match='wrench inputs'):
-        P.updated_config(cfg, {'wrench_input_frames': ['FL_foot']}, GO2)
+    with pytest.raises(ConfigError, match="unknown frame 'nope'"):
+        P.updated_config(cfg, {'wrench_input_frames': ['nope']}, GO2)
+    # wrench inputs combine with contacts (a push besides the feet)
+    assert P.updated_config(cfg, {'wrench_input_frames': ['base']}, GO2)[
+        'wrench_input_frames'] == ['base']
     with pytest.raises(ConfigError, match=r'contact_baumgarte_kp must be in \[0.0'):
         P.updated_config(cfg, {'contact_baumgarte_kp': -1.0}, GO2)
     assert cfg['contact_frames'] == FEET  # the old configuration is untouched

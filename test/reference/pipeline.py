@@ -261,7 +261,7 @@ def _linearize_body(model, data, q, v, u, res: ResolvedInputs,
             body_jacobian(mi, mf, ws, int(res.w_body[k]), J, dws.scratch)
             # B columns M^-1 J^T G; world axes: + M^-1 J^T Om J_w in ddq_dq
             # (inputs.wrench_columns)
-            wrench_columns(ws, dws.minv_offset, J, G, size, bool(res.w_world[k]),
+            wrench_columns(Minv, J, G, size, bool(res.w_world[k]),
                            res.w_translation[k], u[o : o + size], A[nv:, :nv],
                            B[nv:, o : o + size], MJ, W, tmp)
     f = np.concatenate([v, data.ddq])

@@ -9,15 +9,16 @@ module's own:
   published state (1e-12 of each array's largest entry); the messages list the 4 feet;
   ``~/linearize`` answers the constrained model (and the free-floating one or a 2-foot one
   when the request names its set); a run-time change of ``contact_frames`` applies; an
-  unknown frame, wrench inputs or ``higher_order_derivatives`` with contacts, and a change of
-  the read-only ``contact_source`` are refused with the reason and change nothing; a state
+  unknown frame (contact or wrench input), ``higher_order_derivatives`` with contacts, and a
+  change of the read-only ``contact_source`` are refused with the reason and change nothing; a state
   whose linearization overflows publishes nothing (counted);
 * ``topic``: ``contact_source: topic``: no output before the first ``ContactSet`` (counted,
   WARN), then the set switches per state: 4 feet -> 2 feet -> none (= the free-floating
   ``linearize``, ``ContactForces`` with m = 0); a set naming a frame outside the catalogue is
   refused and counted, the last good set stays.
 
-Also: a node started with wrench inputs and contacts exits with the reason.
+Also: a node with a wrench input (world axes, on the base) besides the 4 feet answers
+``~/linearize`` with ``linearize_contact``'s model for that input, lambda's Jacobians included.
 """
 
 import pathlib
@@ -36,6 +37,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from rbd_linearizer.algorithm.contact import PointContact  # noqa: E402
 from rbd_linearizer.linearization import linearize  # noqa: E402
 from rbd_linearizer.linearization.contact import linearize_contact  # noqa: E402
+from rbd_linearizer.linearization.inputs import InputSelection, WrenchInput  # noqa: E402
 from rbd_linearizer.model import build_model  # noqa: E402
 from rbd_linearizer.model.data import create_data  # noqa: E402
 from rbd_linearizer.model.robots import example_robot_urdf  # noqa: E402
@@ -308,7 +310,7 @@ def test_service_answers_the_constrained_model(probe):
 def test_parameter_changes_are_checked_and_applied(probe):
     for values, reason in [
             (dict(contact_frames=['FL_foot', 'nope']), "unknown contact frame 'nope'"),
-            (dict(wrench_input_frames=['FL_foot']), 'wrench inputs'),
+            (dict(wrench_input_frames=['nope']), "unknown frame 'nope'"),
             (dict(higher_order_derivatives=2), 'higher_order_derivatives'),
             (dict(contact_types=['point', 'surface']), 'one per frame'),
             (dict(contact_source='topic'), 'read-only')]:
@@ -368,15 +370,30 @@ def test_topic_sets_switch_per_state(probe):
     _check('topic', *probe.outputs('topic', stamp), q, v, u, [])
 
 
-def test_wrench_inputs_with_contacts_refused_at_start():
-    proc = Subprocess(['-m', 'rbd_linearizer.ros.node', '--ros-args',
-                       '-p', f'robot_description_file:={URDF_PATH}',
-                       '-p', "contact_frames:=['FL_foot']",
-                       '-p', "wrench_input_frames:=['FR_foot']", '-r',
-                       f'__ns:={NS}/refused'])
+def test_wrench_inputs_with_contacts(probe):
+    # a node with a wrench input (a push on the base, world axes) besides the 4 feet: its
+    # ~/linearize answer (u with the wrench's values) equals linearize_contact with that input
+    node = NodeProcess(f'{NS}/wrench', COMMON + [
+        '-p', "wrench_input_frames:=['base']", '-p', "wrench_input_kinds:=['wrench']",
+        '-p', "wrench_input_expressed_in:=['world']"])
     try:
-        code = proc.proc.wait(timeout=TIMEOUT)
-        assert code != 0
-        assert 'wrench inputs (wrench_input_frames) together with contacts' in proc.text()
+        client = probe.node.create_client(Linearize, f'{node.ns}/linearizer/linearize')
+        rng = np.random.default_rng(7)
+        q, v, tau = _state(rng)
+        u = np.concatenate([tau, 20.0 * rng.normal(size=6)])
+        res = probe.call(client, _request(q, v, u), retry_after=10.0)
+        assert res.success, res.message
+        sel = InputSelection(wrenches=(WrenchInput('base', 'wrench', 'world'),))
+        want = linearize_contact(GO2, create_data(GO2), q, v, u,
+                                 tuple(PointContact(f) for f in FEET), inputs=sel)
+        lin = linearization_from_msg(res.linearization)
+        assert lin.input_names[-6:] == tuple(f'wrench/base/{c}' for c in
+                                             ('fx', 'fy', 'fz', 'tx', 'ty', 'tz'))
+        for what in ('A', 'B', 'f'):
+            _close(getattr(lin, what), getattr(want, what), what)
+        forces = contact_forces_from_msg(res.contact_forces)
+        for what in ('lam', 'dlambda_dx', 'dlambda_du'):
+            _close(getattr(forces, what), getattr(want, what), what)
+        assert np.abs(want.dlambda_du[:, -6:]).max() > 0.1  # the push moves the feet's forces
     finally:
-        proc.close()
+        node.close()
