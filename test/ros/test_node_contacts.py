@@ -10,8 +10,8 @@ module's own:
   ``~/linearize`` answers the constrained model (and the free-floating one or a 2-foot one
   when the request names its set); a run-time change of ``contact_frames`` applies; an
   unknown frame (contact or wrench input), ``higher_order_derivatives`` with contacts, and a
-  change of the read-only ``contact_source`` are refused with the reason and change nothing; a state
-  whose linearization overflows publishes nothing (counted);
+  change of the read-only ``contact_source`` are refused with the reason and change nothing; a
+  state whose linearization overflows publishes nothing (counted);
 * ``topic``: ``contact_source: topic``: no output before the first ``ContactSet`` (counted,
   WARN), then the set switches per state: 4 feet -> 2 feet -> none (= the free-floating
   ``linearize``, ``ContactForces`` with m = 0); a set naming a frame outside the catalogue is
@@ -51,7 +51,7 @@ from rbd_linearizer.ros.qos import result_qos  # noqa: E402
 from rbd_linearizer.srv import Linearize  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _node_process import TIMEOUT, NodeProcess, Probe, Subprocess, unique_ns  # noqa: E402
+from _node_process import TIMEOUT, NodeProcess, Probe, unique_ns  # noqa: E402
 
 try:
     URDF_PATH = example_robot_urdf('go2')
