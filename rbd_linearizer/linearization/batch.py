@@ -26,7 +26,8 @@ import numba
 import numpy as np
 
 from rbd_linearizer._jit import register_warmup
-from rbd_linearizer.algorithm.contact import _workspace, check_contacts
+from rbd_linearizer.algorithm.contact import check_contacts
+from rbd_linearizer.algorithm.contact.workspace import _workspace
 from rbd_linearizer.conventions import TimeModel
 from rbd_linearizer.errors import ConfigError, StateError
 from rbd_linearizer.linearization.continuous import DISCRETE_METHODS, state_names

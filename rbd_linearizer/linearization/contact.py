@@ -25,11 +25,8 @@ import time
 
 import numpy as np
 
-from rbd_linearizer.algorithm.contact import (
-    PointContact,
-    SurfaceContact,
-    _workspace,
-)
+from rbd_linearizer.algorithm.contact import PointContact, SurfaceContact
+from rbd_linearizer.algorithm.contact.workspace import _workspace
 from rbd_linearizer.errors import ConfigError
 from rbd_linearizer.linearization.continuous import (
     _discrete_dt,

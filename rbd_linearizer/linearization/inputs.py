@@ -33,6 +33,7 @@ from rbd_linearizer.algorithm.kernels import (
 )
 from rbd_linearizer.errors import ConfigError
 from rbd_linearizer.spatial.kernels import motion_act_inv
+from rbd_linearizer.spatial.lie import hat3
 from rbd_linearizer.spatial.so3 import hat
 
 __all__ = ['InputSelection', 'ResolvedInputs', 'WrenchInput', 'resolve_inputs', 'wrench_columns',
@@ -248,20 +249,6 @@ def wrench_map(resolved: ResolvedInputs, k: int, oR_body: np.ndarray) -> np.ndar
 
 # --- compiled wrench terms, shared by linearize (continuous.py) and the horizon (horizon.py) so
 # that both give the same bits ------------------------------------------------------------------
-
-
-@jit
-def hat3(w, out):
-    """Write hat(w) into out (3, 3) (compiled; ``spatial.so3.hat`` is the numpy one)."""
-    out[0, 0] = 0.0
-    out[0, 1] = -w[2]
-    out[0, 2] = w[1]
-    out[1, 0] = w[2]
-    out[1, 1] = 0.0
-    out[1, 2] = -w[0]
-    out[2, 0] = -w[1]
-    out[2, 1] = w[0]
-    out[2, 2] = 0.0
 
 
 @jit

@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from rbd_linearizer._jit import jit, jit_inline
-from rbd_linearizer.algorithm.contact import (
+from rbd_linearizer.algorithm.contact.dynamics import (
     _SINGULAR_MESSAGE,
     MODE_DERIVATIVES,
     SINGULAR,
@@ -52,13 +52,9 @@ from rbd_linearizer.algorithm.kernels import (
 )
 from rbd_linearizer.errors import StateError
 from rbd_linearizer.linearization.expm import expm
-from rbd_linearizer.linearization.inputs import (
-    body_jacobian,
-    hat3,
-    wrench_columns,
-    wrench_fext,
-)
+from rbd_linearizer.linearization.inputs import body_jacobian, wrench_columns, wrench_fext
 from rbd_linearizer.spatial.kernels import joint_transform
+from rbd_linearizer.spatial.lie import ad6, adjoint6, hat3, q_matrix, so3_coefficients
 
 __all__ = ['BAD_RESULT', 'BAD_U', 'SCHEMES', 'contact_point_kernel', 'contact_scratch_size',
            'point_kernel', 'scratch_size']
@@ -71,20 +67,6 @@ BAD_RESULT = 101
 #: Error code of a non-finite ``u`` (the kernel API's codes are below 100; 100 is
 #: ``algorithm.contact.SINGULAR``).
 BAD_U = 102
-
-
-def _series(offset: int, with_k: bool = False) -> np.ndarray:
-    # the 12 power-series coefficients of spatial.so3.coefficients / se3._q_coefficients
-    out = np.empty(12)
-    for k in range(12):
-        out[k] = (-1) ** k * (k + 1 if with_k else 1) / math.factorial(2 * k + offset)
-    return out
-
-
-# so3.coefficients: sin t / t, (1 - cos t) / t^2, (t - sin t) / t^3 (below t = 1: series)
-_S1, _S2, _S3 = _series(1), _series(2), _series(3)
-# se3._q_coefficients c1, c2, c3
-_Q1, _Q2, _Q3 = _series(3), _series(4), _series(5, True)
 
 
 #: ``raise_point_error``'s message for ``BAD_RESULT`` (contacts say it their way)
@@ -117,39 +99,6 @@ def raise_point_error(code: int, where: str = '', not_finite: str = NOT_FINITE):
 def scratch_size(nb: int, nv: int, nu: int) -> int:
     """Length of the float64 scratch of ``point_kernel`` (nu inputs; ``_scratch_views``)."""
     return 3 * nv + 6 * nb + 12 * nv + 36 * 16 + 6 * (2 * nv + nu) + 32
-
-
-@jit
-def _horner(c, t2):
-    total = 0.0
-    for k in range(11, -1, -1):
-        total = total * t2 + c[k]
-    return total
-
-
-@jit
-def _so3_coefficients(theta):
-    # (sin t / t, (1 - cos t) / t^2, (t - sin t) / t^3) as spatial.so3.coefficients
-    if theta < 1.0:
-        t2 = theta * theta
-        return _horner(_S1, t2), _horner(_S2, t2), _horner(_S3, t2)
-    s = math.sin(theta)
-    return (s / theta, 2.0 * math.sin(0.5 * theta) ** 2 / theta ** 2,
-            (theta - s) / theta ** 3)
-
-
-@jit
-def _q_coefficients(theta):
-    # se3._q_coefficients
-    if theta < 1.0:
-        t2 = theta * theta
-        return _horner(_Q1, t2), _horner(_Q2, t2), _horner(_Q3, t2)
-    s, c = math.sin(theta), math.cos(theta)
-    return ((theta - s) / theta ** 3, (theta ** 2 + 2.0 * c - 2.0) / (2.0 * theta ** 4),
-            (2.0 * theta - 3.0 * s + theta * c) / (2.0 * theta ** 5))
-
-
-_hat = hat3
 
 
 @jit
@@ -186,33 +135,6 @@ def _pose(q, R):
 
 
 @jit
-def _adjoint(R, p, out, H3):
-    # out = Ad(R, p) = [[R, hat(p) R], [0, R]]
-    _zero(out)
-    _hat(p, H3)
-    for r in range(3):
-        for c in range(3):
-            out[r, c] = R[r, c]
-            out[3 + r, 3 + c] = R[r, c]
-            out[r, 3 + c] = H3[r, 0] * R[0, c] + H3[r, 1] * R[1, c] + H3[r, 2] * R[2, c]
-
-
-@jit
-def _ad(xi, out, H3):
-    # out = ad(xi) = [[hat(w), hat(v)], [0, hat(w)]]
-    _zero(out)
-    _hat(xi[3:6], H3)
-    for r in range(3):
-        for c in range(3):
-            out[r, c] = H3[r, c]
-            out[3 + r, 3 + c] = H3[r, c]
-    _hat(xi[0:3], H3)
-    for r in range(3):
-        for c in range(3):
-            out[r, 3 + c] = H3[r, c]
-
-
-@jit
 def _twist_blocks(q, vb, ab, rep, with_rates, T, N, Td, Nd, Ti, M6, R, p, H3, W):
     # T, N (z_nu = T z_v + N z_H), with_rates: their rates Td, Nd along (vb, ab); Ti = T^-1
     # (closed form); as representation._blocks / _block_rates (same products)
@@ -230,7 +152,7 @@ def _twist_blocks(q, vb, ab, rep, with_rates, T, N, Td, Nd, Ti, M6, R, p, H3, W)
                 Ti[r, c] = R[c, r]
                 Ti[3 + r, 3 + c] = R[c, r]
         for blk in range(2):
-            _hat(vb[3 * blk : 3 * blk + 3], H3)
+            hat3(vb[3 * blk : 3 * blk + 3], H3)
             for r in range(3):
                 for c in range(3):
                     s = 0.0
@@ -239,7 +161,7 @@ def _twist_blocks(q, vb, ab, rep, with_rates, T, N, Td, Nd, Ti, M6, R, p, H3, W)
                     N[3 * blk + r, 3 + c] = s
         if with_rates:
             Rd = W[0, 0:3, 0:3]
-            _hat(vb[3:6], H3)
+            hat3(vb[3:6], H3)
             _mm(R, H3, Rd)
             _zero(Td)
             _zero(Nd)
@@ -249,8 +171,8 @@ def _twist_blocks(q, vb, ab, rep, with_rates, T, N, Td, Nd, Ti, M6, R, p, H3, W)
                     Td[3 + r, 3 + c] = Rd[r, c]
             Ha = W[1, 0:3, 0:3]
             for blk in range(2):
-                _hat(vb[3 * blk : 3 * blk + 3], H3)
-                _hat(ab[3 * blk : 3 * blk + 3], Ha)
+                hat3(vb[3 * blk : 3 * blk + 3], H3)
+                hat3(ab[3 * blk : 3 * blk + 3], Ha)
                 for r in range(3):
                     for c in range(3):
                         s1 = 0.0
@@ -261,16 +183,16 @@ def _twist_blocks(q, vb, ab, rep, with_rates, T, N, Td, Nd, Ti, M6, R, p, H3, W)
                         Nd[3 * blk + r, 3 + c] = s1 - s2
         return
     # inertial: T = Ad(H), N = -Ad ad(vb); Td = Ad ad(vb), Nd = -Ad (ad(vb) ad(vb)) - Ad ad(ab)
-    _adjoint(R, p, T, H3)
+    adjoint6(R, p, T, H3)
     adv = W[0]
-    _ad(vb, adv, H3)
+    ad6(vb, adv, H3)
     _mm(T, adv, M6)
     for r in range(6):
         for c in range(6):
             N[r, c] = -M6[r, c]
     # Ti = Ad(H^-1) = [[R^T, -R^T hat(p)], [0, R^T]]
     _zero(Ti)
-    _hat(p, H3)
+    hat3(p, H3)
     for r in range(3):
         for c in range(3):
             Ti[r, c] = R[c, r]
@@ -285,7 +207,7 @@ def _twist_blocks(q, vb, ab, rep, with_rates, T, N, Td, Nd, Ti, M6, R, p, H3, W)
         Nd1 = W[2]
         _mm(T, adv2, Nd1)
         ada = W[3]
-        _ad(ab, ada, H3)
+        ad6(ab, ada, H3)
         _mm(T, ada, M6)
         for r in range(6):
             for c in range(6):
@@ -391,13 +313,13 @@ def _lie_euler_frames(dt, vstep, Phi, Jr, W, H3):
         phi[r] = -xi[3 + r]
         rho[r] = -xi[r]
     theta = math.sqrt(phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2])
-    a, b, c3 = _so3_coefficients(theta)
+    a, b, c3 = so3_coefficients(theta)
     P = W[0, 0:3, 0:3]
     P2 = W[1, 0:3, 0:3]
     R = W[2, 0:3, 0:3]
     Jl = W[3, 0:3, 0:3]
     p = W[6, 3, 0:3]
-    _hat(phi, P)
+    hat3(phi, P)
     _mm(P, P, P2)
     for r in range(3):
         for c in range(3):
@@ -406,35 +328,19 @@ def _lie_euler_frames(dt, vstep, Phi, Jr, W, H3):
             Jl[r, c] = e + b * P[r, c] + c3 * P2[r, c]
     for r in range(3):
         p[r] = Jl[r, 0] * rho[0] + Jl[r, 1] * rho[1] + Jl[r, 2] * rho[2]
-    _adjoint(R, p, Phi, H3)
+    adjoint6(R, p, Phi, H3)
     # Jr(xi) = Jl(-xi) = [[Jl(phi), Q(rho, phi)], [0, Jl(phi)]] with (rho, phi) = -xi
     _zero(Jr)
     for r in range(3):
         for c in range(3):
             Jr[r, c] = Jl[r, c]
             Jr[3 + r, 3 + c] = Jl[r, c]
-    c1, c2, c3q = _q_coefficients(theta)
-    Rh = W[4, 0:3, 0:3]
-    _hat(rho, Rh)
-    PR = W[4, 3:6, 0:3]
-    RP = W[4, 0:3, 3:6]
-    PRP = W[4, 3:6, 3:6]
-    _mm(P, Rh, PR)
-    _mm(Rh, P, RP)
-    _mm(PR, P, PRP)
-    PPR = W[5, 0:3, 0:3]
-    RPP = W[5, 3:6, 0:3]
-    PRPP = W[5, 0:3, 3:6]
-    PPRP = W[5, 3:6, 3:6]
-    _mm(P, PR, PPR)
-    _mm(RP, P, RPP)
-    _mm(PRP, P, PRPP)
-    _mm(P, PRP, PPRP)
+    # the Q block: Q(rho, phi) of (rho, phi) = -xi (spatial.lie.q_matrix; W[4:6] scratch)
+    m3 = W[4:6].reshape((8, 3, 3))
+    q_matrix(rho, phi, m3[6], m3)
     for r in range(3):
         for c in range(3):
-            Jr[r, 3 + c] = (0.5 * Rh[r, c] + c1 * (PR[r, c] + RP[r, c] + PRP[r, c])
-                            + c2 * (PPR[r, c] + RPP[r, c] - 3.0 * PRP[r, c])
-                            + c3q * (PRPP[r, c] + PPRP[r, c]))
+            Jr[r, 3 + c] = m3[6, r, c]
 
 
 @jit
@@ -454,10 +360,10 @@ def _integrate_base(q, dq, q1, W):
     R[2, 2] = 1.0 - s * (x * x + y * y)
     phi = dq[3:6]
     theta = math.sqrt(phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2])
-    _, a, b = _so3_coefficients(theta)
+    _, a, b = so3_coefficients(theta)
     P = W[1, 0:3, 0:3]
     P2 = W[2, 0:3, 0:3]
-    _hat(phi, P)
+    hat3(phi, P)
     _mm(P, P, P2)
     t = W[3, 0, 0:3]
     for r in range(3):

@@ -25,7 +25,7 @@ import numpy as np
 
 from rbd_linearizer.conventions import VelocityRepresentation
 from rbd_linearizer.errors import ConfigError
-from rbd_linearizer.spatial.so3 import hat
+from rbd_linearizer.spatial import se3
 
 __all__ = [
     'base_twist_from_body',
@@ -46,16 +46,6 @@ def check_representation(representation) -> str:
     return rep
 
 
-def _ad(xi) -> np.ndarray:
-    # motion cross-product matrix, linear first: [[w^, v^], [0, w^]]
-    out = np.zeros((6, 6))
-    W = hat(xi[3:6])
-    out[0:3, 0:3] = W
-    out[0:3, 3:6] = hat(xi[0:3])
-    out[3:6, 3:6] = W
-    return out
-
-
 def _pose(q) -> tuple[np.ndarray, np.ndarray]:
     x, y, z, w = q[3], q[4], q[5], q[6]
     R = np.array([
@@ -64,14 +54,6 @@ def _pose(q) -> tuple[np.ndarray, np.ndarray]:
         [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
     ])
     return R, np.asarray(q[0:3], dtype=np.float64)
-
-
-def _Ad(R, p) -> np.ndarray:
-    out = np.zeros((6, 6))
-    out[0:3, 0:3] = R
-    out[0:3, 3:6] = hat(p) @ R
-    out[3:6, 3:6] = R
-    return out
 
 
 def twist_transform(q, representation) -> np.ndarray:
@@ -85,7 +67,7 @@ def twist_transform(q, representation) -> np.ndarray:
         out[0:3, 0:3] = R
         out[3:6, 3:6] = R
         return out
-    return _Ad(R, p)
+    return se3.Ad(se3.make(R, p))
 
 
 def base_twist_from_body(q, v_body, representation) -> np.ndarray:

@@ -28,13 +28,10 @@ from rbd_linearizer.errors import ConfigError
 from rbd_linearizer.linearization.inputs import wrench_map
 from rbd_linearizer.linearization.representation import check_representation, twist_transform
 from rbd_linearizer.results import MultibodyState
+from rbd_linearizer.spatial import se3, so3
 
 __all__ = ['DynamicsDerivatives', 'dynamics_derivatives', 'dynamics_in_representation',
            'input_forces', 'twist_derivatives_in_representation', 'twist_transform_rate']
-
-
-def _hat(a) -> np.ndarray:
-    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
 
 
 def twist_transform_rate(q, v_body, representation) -> np.ndarray:
@@ -45,23 +42,20 @@ def twist_transform_rate(q, v_body, representation) -> np.ndarray:
     T = twist_transform(q, rep)
     vb = np.asarray(v_body, dtype=np.float64)
     if rep == 'mixed':
-        W = _hat(vb[3:6])
+        W = so3.hat(vb[3:6])
         out = np.zeros((6, 6))
         out[0:3, 0:3] = T[0:3, 0:3] @ W
         out[3:6, 3:6] = T[3:6, 3:6] @ W
         return out
-    ad = np.zeros((6, 6))  # motion cross-product matrix, linear first
-    ad[0:3, 0:3] = ad[3:6, 3:6] = _hat(vb[3:6])
-    ad[0:3, 3:6] = _hat(vb[0:3])
-    return T @ ad
+    return T @ se3.ad(vb)
 
 
 def _twist_rate_factor(vb, rep) -> np.ndarray:
     # Y(v_body) with dT/dt = T Y: mixed blockdiag(w^, w^), inertial ad(v_body); linear in v.
     out = np.zeros((6, 6))
-    out[0:3, 0:3] = out[3:6, 3:6] = _hat(vb[3:6])
+    out[0:3, 0:3] = out[3:6, 3:6] = so3.hat(vb[3:6])
     if rep == 'inertial':
-        out[0:3, 3:6] = _hat(vb[0:3])
+        out[0:3, 3:6] = so3.hat(vb[0:3])
     return out
 
 

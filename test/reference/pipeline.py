@@ -31,8 +31,6 @@ from rbd_linearizer.linearization.inputs import (
 )
 from rbd_linearizer.linearization.point import SCHEMES
 from rbd_linearizer.linearization.representation import (
-    _Ad,
-    _ad,
     _pose,
     base_twist_from_body,
     check_representation,
@@ -53,8 +51,8 @@ def _blocks(q, vb, rep):
         N[0:3, 3:6] = -R @ hat(vb[0:3])
         N[3:6, 3:6] = -R @ hat(vb[3:6])
         return T, N
-    Ad = _Ad(R, p)
-    return Ad, -Ad @ _ad(vb)
+    Ad = se3.Ad(se3.make(R, p))
+    return Ad, -Ad @ se3.ad(vb)
 
 
 def _block_rates(q, vb, ab, rep):
@@ -69,9 +67,9 @@ def _block_rates(q, vb, ab, rep):
         Nd[0:3, 3:6] = -Rd @ hat(vb[0:3]) - R @ hat(ab[0:3])
         Nd[3:6, 3:6] = -Rd @ hat(vb[3:6]) - R @ hat(ab[3:6])
         return Td, Nd
-    Ad = _Ad(R, p)
-    adv = _ad(vb)
-    return Ad @ adv, -Ad @ (adv @ adv) - Ad @ _ad(ab)
+    Ad = se3.Ad(se3.make(R, p))
+    adv = se3.ad(vb)
+    return Ad @ adv, -Ad @ (adv @ adv) - Ad @ se3.ad(ab)
 
 
 def state_map(q, v, representation, nv: int) -> np.ndarray:
