@@ -68,22 +68,24 @@ class StatePairer:
             self.callback(got.state.stamp_ns, q, v)
 
 
-def command_msg(stamp, u) -> JointState:
-    """Return the demo command: JointState, name = command_names(), effort = u.
+def command_msg(stamp, u, names=None) -> JointState:
+    """Return the demo command: JointState, name = ``names`` (default ``command_names()``).
 
-    ``header.stamp`` is the stamp of the state the command answers (lock-step driver).
+    ``effort`` = u; ``header.stamp`` is the stamp of the state the command answers (lock-step
+    driver). The legged demo's names are its joint torques (``go2.nodes.command_names``).
     """
     msg = JointState()
     msg.header.stamp = stamp
-    msg.name = list(command_names())
+    msg.name = list(command_names() if names is None else names)
     msg.effort = [float(x) for x in u]
     return msg
 
 
-def command_from_msg(msg) -> tuple[int, np.ndarray]:
-    """Return (stamp ns, u in command_names() order) of a command message."""
+def command_from_msg(msg, names=None) -> tuple[int, np.ndarray]:
+    """Return (stamp ns, u in ``names`` order) of a command message (default command_names())."""
     index = {n: k for k, n in enumerate(msg.name)}
-    u = np.array([msg.effort[index[n]] for n in command_names()], dtype=float)
+    u = np.array([msg.effort[index[n]] for n in (command_names() if names is None else names)],
+                 dtype=float)
     return stamp_ns(msg.header.stamp), u
 
 

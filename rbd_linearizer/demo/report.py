@@ -46,8 +46,8 @@ def oplus(q0, v0, z, nv):
 _oplus = oplus
 
 
-def prediction_errors(states: dict, applied: dict, lins: list, layout: RotorLayout,
-                      perturb_a=None, origin_ns: int | None = None):
+def prediction_errors(states: dict, applied: dict, lins: list, layout: RotorLayout | None,
+                      perturb_a=None, origin_ns: int | None = None, input_matrix=None):
     """Return the one-step prediction errors, one row per predicted state.
 
     For the state x_k (stamp t) with the input u_k applied over [t, t + dt], the previous
@@ -80,7 +80,8 @@ def prediction_errors(states: dict, applied: dict, lins: list, layout: RotorLayo
         q1, v1 = states[nxt]
         nv = v0.shape[0]
         A = lin['A'] if perturb_a is None else perturb_a(lin['A'])
-        P = input_map(lin['input_names'], layout)
+        P = (input_map(lin['input_names'], layout) if input_matrix is None
+             else input_matrix(lin['input_names']))
         z = error_state(q0, v0, qa, va)
         w = P @ applied[ns] - lin['u0']
         qn, vn = _oplus(qa, va, lin['f'], nv)

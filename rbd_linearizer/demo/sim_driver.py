@@ -228,9 +228,19 @@ class MujocoSim(FreeBaseSim):
         mujoco.mj_step(self.model, self.data, nstep=n)
 
 
-def make_node(urdf: str, layout: RotorLayout, initial_q=None, **kw):
-    """Create the ``sim_driver`` node (rclpy imported lazily: MujocoSim works without ROS)."""
-    return _node_class()(urdf, layout, initial_q, **kw)
+def make_node(urdf: str, layout: RotorLayout | None, initial_q=None, plant=None, **kw):
+    """Create the ``sim_driver`` node (rclpy imported lazily: MujocoSim works without ROS).
+
+    ``plant`` None: the hexarotor (``MujocoSim`` of ``urdf`` and ``layout``, the demo command
+    of ``hexarotor.command_names``). Otherwise another robot (the legged demo's
+    ``go2.nodes.Go2Plant``): ``plant.sim`` (``MujocoSim``'s interface: ``to_qv``,
+    ``set_command``, ``applied_command``, ``set_push``, ``step``, ``joint_names``, ``nu``,
+    ``model.opt.timestep``), ``plant.command_names`` (the command's names, in ``u`` order),
+    ``plant.input_names`` and ``plant.P`` (the linearizer's input columns, ``w = P u``) and
+    ``plant.before_state(node, stamp)``, called before each state is published (the legged
+    demo publishes its ``ContactSet`` there, so that it is in the linearizer before the state).
+    """
+    return _node_class()(urdf, layout, initial_q, plant, **kw)
 
 
 def _node_class():
@@ -246,7 +256,8 @@ def _node_class():
     class SimDriverNode(Node):
         """MuJoCo simulation of the demo robot, in lock-step with the active controller."""
 
-        def __init__(self, urdf: str, layout: RotorLayout, initial_q=None, **kw):
+        def __init__(self, urdf: str, layout: RotorLayout | None, initial_q=None, plant=None,
+                     **kw):
             """Create the sim, publishers, command subscriptions and the watchdog timer."""
             super().__init__('sim_driver', **kw)
             p = self.declare_parameter
@@ -277,7 +288,13 @@ def _node_class():
             self.max_rtf = g('max_real_time_factor').value
             self.world = g('world_frame').value
             self.base_link = g('base_link').value
-            self.sim = MujocoSim(urdf, layout, self.base_link, g('timestep').value)
+            self.plant = plant
+            if plant is None:
+                self.sim = MujocoSim(urdf, layout, self.base_link, g('timestep').value)
+                self.command_names = None  # _ros.command_msg's default: the hexarotor's
+            else:
+                self.sim = plant.sim
+                self.command_names = tuple(plant.command_names)
             ts = self.sim.model.opt.timestep
             self.steps_per_pub = max(1, round(1.0 / (self.rate * ts)))
             self.dt_ns = round(self.steps_per_pub * ts * 1e9)
@@ -332,8 +349,11 @@ def _node_class():
             self.cmd_pub = self.create_publisher(JointState, '~/applied_command',
                                                  result_qos(50))
             # the same input in the linearizer's columns (its inputs_topic: u0 of the point)
-            self.lin_names = list(linearizer_input_names())
-            self.P = input_map(self.lin_names, layout)
+            if plant is None:
+                self.lin_names = list(linearizer_input_names())
+                self.P = input_map(self.lin_names, layout)
+            else:
+                self.lin_names, self.P = list(plant.input_names), np.asarray(plant.P)
             self.inputs_pub = self.create_publisher(JointState, '~/applied_inputs',
                                                     result_qos(10))
             self.clock_pub = self.create_publisher(Clock, '/clock', result_qos(10))
@@ -372,7 +392,7 @@ def _node_class():
 
         def _on_command(self, topic: str, msg) -> None:
             try:
-                ns, u = self._command_from_msg(msg)
+                ns, u = self._command_from_msg(msg, self.command_names)
             except (KeyError, IndexError, ValueError):
                 self.get_logger().error(f'ignored malformed command on {topic}',
                                         throttle_duration_sec=1.0)
@@ -456,7 +476,7 @@ def _node_class():
                 self.get_logger().info(f't = {t:.3f} s: push {self.push_f.tolist()} N for '
                                        f'{self.push_d:g} s')
             stamp, u = self._stamp(self.stamp_ns), sim.applied_command()
-            self.cmd_pub.publish(self._command_msg(stamp, u))
+            self.cmd_pub.publish(self._command_msg(stamp, u, self.command_names))
             inputs = self._JointState(name=self.lin_names, effort=(self.P @ u).tolist())
             inputs.header.stamp = stamp
             self.inputs_pub.publish(inputs)
@@ -480,6 +500,8 @@ def _node_class():
             sim = self.sim
             q, v = sim.to_qv()
             stamp = self._stamp(self.stamp_ns)
+            if self.plant is not None:
+                self.plant.before_state(self, stamp)
             self.clock_pub.publish(self._Clock(clock=stamp))
             od = self._Odometry()
             od.header.stamp = stamp

@@ -31,8 +31,8 @@ from mujoco_go2 import (  # noqa: E402
     Go2Sim,
     closed_loop,
     holding_torques,
-    keep_feet,
     nominal_stance,
+    place_feet,
     settle,
     urdf_efforts,
 )
@@ -103,7 +103,7 @@ def _lqr(A, B):
 
 def _displaced(st: Stance, dbase) -> np.ndarray:
     q = integrate(st.model, st.q0, np.concatenate([dbase, np.zeros(12)]))
-    return keep_feet(st.model, st.data, q, st.anchors)
+    return place_feet(st.model, st.data, q, st.anchors)
 
 
 def _run(st: Stance, K, q, push=None, stop_on_fall=False):
@@ -142,7 +142,8 @@ def _one_step(st: Stance, q, u):
     """Return (z before, z after) one control period of MuJoCo from (q, 0) under u."""
     st.sim.set_qv(q, np.zeros(st.model.nv))
     z0 = np.concatenate([difference(st.model, st.q0, q), np.zeros(st.model.nv)])
-    st.sim.step(u, round(PERIOD / TIMESTEP))
+    st.sim.set_command(u)
+    st.sim.step(round(PERIOD / TIMESTEP))
     q1, v1 = st.sim.to_qv()
     return z0, np.concatenate([difference(st.model, st.q0, q1), v1])
 
@@ -163,7 +164,8 @@ def test_standing_equilibrium():
         # MuJoCo's normal forces at the settled state carry the same shares of the weight
         sim = st.sim
         sim.set_qv(st.q0, np.zeros(st.model.nv))
-        sim.step(st.u0)
+        sim.set_command(st.u0)
+        sim.step()
         normal = np.zeros(4)
         f6 = np.zeros(6)
         for i in range(sim.data.ncon):
