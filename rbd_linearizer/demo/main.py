@@ -40,6 +40,8 @@ from rbd_linearizer.demo import INTERRUPTED, stop_code  # noqa: E402
 from rbd_linearizer.ros._interrupt import deliver_again, safe_to_raise  # noqa: E402
 
 DEFAULT_OUT = 'demo_report'
+#: the robots of ``--robot`` (the first is the default)
+ROBOTS = ('hexarotor', 'go2')
 
 
 def find_config() -> Path | None:
@@ -517,7 +519,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(full: list[str]) -> int:
     ap = argparse.ArgumentParser(prog='rbd-demo', description=__doc__.split('\n')[0])
-    ap.add_argument('--config', help='demo YAML (default: config/demo.yaml)')
+    ap.add_argument('--robot', choices=ROBOTS, default=ROBOTS[0],
+                    help='hexarotor: the embedded aerial manipulator (config/demo.yaml); go2: '
+                         'the quadruped standing, pushed, lifting a foot on the MPC '
+                         '(config/demo_go2.yaml; docs/demo.md, "The quadruped")')
+    ap.add_argument('--config', help='demo YAML (default: config/demo.yaml, '
+                                     'config/demo_go2.yaml with --robot go2)')
     ap.add_argument('--duration', type=float, help='simulated seconds (default: config)')
     ap.add_argument('--out', default=DEFAULT_OUT,
                     help='report path without suffix (.png and .json are written)')
@@ -547,6 +554,8 @@ def _main(full: list[str]) -> int:
                     help='run only this node (one process per node: launch/demo.launch.py)')
     from rclpy.utilities import remove_ros_args
     args = ap.parse_args(remove_ros_args(['rbd-demo', *full])[1:])
+    if args.robot == 'go2':
+        return _main_go2(ap, args)
     from rbd_linearizer.demo import report
     from rbd_linearizer.demo.report import format_summary
     cfg = load_config(args.config)
@@ -583,6 +592,29 @@ def _main(full: list[str]) -> int:
           f"{summary['lock_step']['mismatched']} not (states sent again: "
           f"{summary['driver_resends']}), "
           f"MPC median solve {summary.get('mpc_solve_ms_median', float('nan')):.2f} ms")
+    return 0
+
+
+def _main_go2(ap, args) -> int:
+    # rbd-demo --robot go2 (demo/go2): one process, no MPC variants
+    if args.processes or args.node or args.compare_mpc or args.mpc_variant:
+        ap.error('--robot go2 runs in one process (no --processes, --node, --compare-mpc, '
+                 '--mpc-variant)')
+    from rbd_linearizer.demo.go2 import main as go2
+    from rbd_linearizer.demo.go2.report import format_summary as go2_summary
+    cfg = go2.load_config(args.config)
+    if args.push_time is not None:
+        cfg['sim']['push_time_s'] = args.push_time
+    if args.mpc_start is not None:
+        cfg['mpc']['start_time_s'] = args.mpc_start
+    out = go2.DEFAULT_OUT if args.out == DEFAULT_OUT else args.out
+    summary = go2.run(cfg, args.duration, out, args.max_rtf, stop=lambda: _Sigint.stop,
+                      spinning=lambda: setattr(_Sigint, 'raising', False))
+    if summary is None:
+        return INTERRUPTED
+    print(go2_summary(summary))
+    print(f"wall time {summary['wall_time_s']:.1f} s (start-up {summary['startup_wait_s']:.1f} "
+          f"s); report {Path(out).with_suffix('.json')}, {summary['png']}")
     return 0
 
 
