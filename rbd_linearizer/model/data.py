@@ -471,7 +471,8 @@ class ContactWorkspace:
     Attributes:
         key: the contact set's key. ints (int64), floats (float64): the packed frames (body,
             placement in it, rows, gains) and the kernel's working memory (layout in
-            ``algorithm.contact.workspace._FLOAT_FIELDS`` / ``_INT_FIELDS``, offsets in the ints' header).
+            ``algorithm.contact.workspace._FLOAT_FIELDS`` / ``_INT_FIELDS``, offsets in the
+            ints' header).
         m: number of constraint rows. rows: each contact's rows (slices).
         anchored: indices of the contacts with an anchor; anchor (nc, 4, 4): their anchors
             (a view of floats, written per call).
