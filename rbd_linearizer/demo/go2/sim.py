@@ -36,7 +36,8 @@ import re
 import mujoco
 import numpy as np
 
-from rbd_linearizer.algorithm import compute_generalized_gravity, integrate, neutral
+from rbd_linearizer.algorithm import integrate, neutral
+from rbd_linearizer.algorithm.compute_all_terms import compute_all_terms
 from rbd_linearizer.algorithm.contact import PointContact, contact_kinematics
 from rbd_linearizer.demo.sim_driver import MJ_COMPILER, FreeBaseSim
 
@@ -252,7 +253,9 @@ def holding_torques(model, data, q, feet=GO2_FEET):
     """
     contacts = tuple(PointContact(f) for f in feet)
     ck = contact_kinematics(model, data, q, np.zeros(model.nv), contacts)
-    g = compute_generalized_gravity(model, data, q).copy()
+    # g from the dynamics family's kernel (cached by the set-up's pre-compile: the demo's
+    # start compiles nothing)
+    g = compute_all_terms(model, data, q, np.zeros(model.nv))[2].copy()
     lam = np.linalg.lstsq(ck.J[:, :6].T, g[:6], rcond=None)[0]
     u0 = (g - ck.J.T @ lam)[6:]
     return u0, lam, np.array([H[:3, 3] for H in ck.placements])
