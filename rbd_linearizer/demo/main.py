@@ -12,6 +12,8 @@ Usage: ``rbd-demo [--duration 8] [--out demo_report] [--config config/demo.yaml]
 [--save-recording FILE.npz] [--mpc-variant single|rti] [--compare-mpc] [--processes]
 [--node NAME [--ros-args ...]]``.
 ``--processes`` runs each node in its own process instead (faster: no shared GIL).
+``--robot go2``: the legged demo instead (``demo/go2/main.py``, config/demo_go2.yaml): a go2
+stands, is pushed, lifts a foot on the MPC (docs/demo.md, "The quadruped").
 ``--mpc-variant rti``: the MPC linearizes along its predicted trajectory (the linearizer's
 ``~/trajectory``); ``--compare-mpc``: the ``compare_mpc`` scenario once per variant and a
 comparison report (``compare_mpc``, docs/demo.md).
