@@ -6,7 +6,27 @@ handles stop signals from its first line and runs ``rbd_linearizer.demo.main:mai
 ``stop_code`` before anything heavy is loaded).
 """
 
+from pathlib import Path
+
 from rbd_linearizer.ros._entry import INTERRUPTED  # 130: a run cut short (os, signal, sys only)
+
+
+def find_config(name: str = 'demo.yaml') -> Path | None:
+    """Return config/``name``: the source tree's (editable installs), else share/'s copy.
+
+    ``demo.yaml``: the aerial demo's (``demo.main``); ``demo_go2.yaml``: the legged demo's
+    (``demo.go2.main``). None if neither has it.
+    """
+    candidates = [Path(__file__).resolve().parents[2] / 'config']
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        candidates.append(Path(get_package_share_directory('rbd_linearizer')) / 'config')
+    except Exception:  # noqa: BLE001 - not registered as a ROS package: source tree only
+        pass
+    for c in candidates:
+        if (c / name).is_file():
+            return c / name
+    return None
 
 
 def stop_code(argv: list[str]) -> int:

@@ -39,6 +39,7 @@ import yaml  # noqa: E402
 
 from rbd_linearizer.conventions import configuration  # noqa: E402
 from rbd_linearizer.demo import INTERRUPTED, stop_code  # noqa: E402
+from rbd_linearizer.demo import find_config as _find_config  # noqa: E402
 from rbd_linearizer.ros._interrupt import deliver_again, safe_to_raise  # noqa: E402
 
 DEFAULT_OUT = 'demo_report'
@@ -48,16 +49,7 @@ ROBOTS = ('hexarotor', 'go2')
 
 def find_config() -> Path | None:
     """Return config/demo.yaml: the source tree's (editable installs), else share/'s copy."""
-    candidates = [Path(__file__).resolve().parents[2] / 'config']
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        candidates.append(Path(get_package_share_directory('rbd_linearizer')) / 'config')
-    except Exception:  # noqa: BLE001 - not registered as a ROS package: source tree only
-        pass
-    for c in candidates:
-        if (c / 'demo.yaml').is_file():
-            return c / 'demo.yaml'
-    return None
+    return _find_config('demo.yaml')
 
 
 def load_config(path: str | Path | None = None) -> dict:

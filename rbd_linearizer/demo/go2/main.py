@@ -23,13 +23,10 @@ NODE_NAMES = ('sim_driver', 'linearizer', 'lqr', 'mpc', 'demo_recorder')
 
 
 def find_config() -> Path | None:
-    """Return config/demo_go2.yaml next to config/demo.yaml (``demo.main.find_config``)."""
-    from rbd_linearizer.demo.main import find_config as aerial
+    """Return config/demo_go2.yaml (``demo.find_config``: source tree, else share/)."""
+    from rbd_linearizer.demo import find_config as find
 
-    path = aerial()
-    if path is not None and (path.parent / 'demo_go2.yaml').is_file():
-        return path.parent / 'demo_go2.yaml'
-    return None
+    return find('demo_go2.yaml')
 
 
 def load_config(path=None) -> dict:
