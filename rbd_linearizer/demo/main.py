@@ -29,7 +29,6 @@ os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
 from pathlib import Path  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -270,6 +269,7 @@ def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
         SingleThreadedExecutor,
     )
 
+    from rbd_linearizer.demo.sim_driver import spin_until_finished
     scen = scenario_from_config(cfg)
     if duration is not None:
         scen['duration_s'] = float(duration)
@@ -289,17 +289,7 @@ def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
             f"{cfg['sim']['publish_rate_hz']:g} Hz)...")
         _Sigint.raising = False  # spinning: a stop signal sets _Sigint.stop
         wall0 = time.monotonic()
-        last, last_k, last_step = -1.0, driver.k, time.monotonic()
-        while not driver.finished and not _Sigint.stop:
-            exe.spin_once(timeout_sec=0.05)
-            if driver.k != last_k:
-                last_k, last_step = driver.k, time.monotonic()
-            elif driver.got_first and time.monotonic() - last_step > wall_timeout:
-                raise RuntimeError(f'the loop stalled at t = {driver.t:.3f} s')
-            if driver.t - last >= 1.0:
-                last = math.floor(driver.t)
-                q, _ = driver.sim.to_qv()
-                log(f'  t = {driver.t:5.2f} s  base = {np.round(q[:3], 3).tolist()}')
+        spin_until_finished(exe, driver, lambda: _Sigint.stop, wall_timeout, log)
         if _Sigint.stop:
             return None
         if driver.failed:

@@ -124,7 +124,7 @@ def _parts(e, nv):
             np.linalg.norm(e[nv + 6:]))
 
 
-def _settling_time(t, err, t_from, t_to, tol):
+def settling_time(t, err, t_from, t_to, tol):
     """First time in [t_from, t_to) after which err stays below tol (NaN if never)."""
     sel = (t >= t_from) & (t < t_to)
     ts, es = t[sel], err[sel]
@@ -223,9 +223,9 @@ def build_report(states: dict, applied: dict, lins: list, scenario: dict, out: s
     lqr_after = (t >= t_push) & (t < t_mpc)
     summary['push_peak_error_m'] = (float(pos_err[lqr_after].max()) if lqr_after.any()
                                     else float('nan'))
-    settle = _settling_time(t, comb, t_push, t_mpc, tol)
+    settle = settling_time(t, comb, t_push, t_mpc, tol)
     summary['settling_time_after_push_s'] = settle - t_push
-    reach = _settling_time(t, comb, t_mpc, np.inf, tol)
+    reach = settling_time(t, comb, t_mpc, np.inf, tol)
     summary['mpc_reach_time_s'] = reach - t_mpc
     summary['mpc_final_error_m'] = float(pos_err[-1]) if in_mpc.any() else float('nan')
     summary['mpc_final_attitude_error_rad'] = float(att_err[-1]) if in_mpc.any() else float('nan')
@@ -530,9 +530,8 @@ def make_node(model, **kw):
     from rclpy.node import Node
     from sensor_msgs.msg import JointState
 
-    from rbd_linearizer.demo._ros import StatePairer, command_from_msg, stamp_ns
+    from rbd_linearizer.demo._ros import StatePairer, command_from_msg
     from rbd_linearizer.msg import Linearization as LinearizationMsg
-    from rbd_linearizer.ros.conversions import matrix_from_msg
     from rbd_linearizer.ros.qos import result_qos
 
     class RecorderNode(Node):
@@ -570,19 +569,31 @@ def make_node(model, **kw):
             self.commands[topic].setdefault(ns, []).append(u)
 
         def _on_lin(self, msg) -> None:
-            if msg.time_model != 'discrete' or msg.velocity_representation != 'body':
-                return
-            self.lins.append({
-                'stamp': stamp_ns(msg.header.stamp), 'dt': msg.dt,
-                'input_names': tuple(msg.input_names), 'u0': np.array(msg.input),
-                'f': np.array(msg.f), 'A': matrix_from_msg(msg.a),
-                'B': matrix_from_msg(msg.b)})
+            rec = linearization_record(msg)
+            if rec is not None:
+                self.lins.append(rec)
 
         def save(self, path) -> None:
             """Write what was recorded to ``path`` (.npz; ``load_recording`` reads it)."""
             save_recording(path, self.states, self.applied, self.lins)
 
     return RecorderNode()
+
+
+def linearization_record(msg) -> dict | None:
+    """Return what the reports keep of a ``Linearization`` message (None: not body/discrete).
+
+    ``stamp``, ``dt``, ``input_names``, ``u0``, ``f``, ``A``, ``B``: what
+    ``prediction_errors`` reads (the aerial and the legged demo's recorders).
+    """
+    from rbd_linearizer.demo._ros import stamp_ns
+    from rbd_linearizer.ros.conversions import matrix_from_msg
+
+    if msg.time_model != 'discrete' or msg.velocity_representation != 'body':
+        return None
+    return {'stamp': stamp_ns(msg.header.stamp), 'dt': msg.dt,
+            'input_names': tuple(msg.input_names), 'u0': np.array(msg.input),
+            'f': np.array(msg.f), 'A': matrix_from_msg(msg.a), 'B': matrix_from_msg(msg.b)}
 
 
 def save_recording(path, states: dict, applied: dict, lins: list) -> None:

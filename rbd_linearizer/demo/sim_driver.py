@@ -68,6 +68,7 @@ keep running, their commands are ignored).
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -226,6 +227,28 @@ class MujocoSim(FreeBaseSim):
     def step(self, n: int = 1) -> None:
         """Advance n physics steps."""
         mujoco.mj_step(self.model, self.data, nstep=n)
+
+
+def spin_until_finished(exe, driver, stop, wall_timeout: float, log, status=None) -> None:
+    """Spin ``exe`` until ``driver`` (the ``sim_driver`` node) finished or ``stop()`` is true.
+
+    Logs the base position once per simulated second (``status(driver)``: a string to add);
+    RuntimeError when no step was taken for ``wall_timeout`` s of wall time once stepping
+    (a hang guard; start-up waits however long it takes). Used by the aerial and the legged
+    demo's runs.
+    """
+    last, last_k, last_step = -1.0, driver.k, time.monotonic()
+    while not driver.finished and not stop():
+        exe.spin_once(timeout_sec=0.05)
+        if driver.k != last_k:
+            last_k, last_step = driver.k, time.monotonic()
+        elif driver.got_first and time.monotonic() - last_step > wall_timeout:
+            raise RuntimeError(f'the loop stalled at t = {driver.t:.3f} s')
+        if driver.t - last >= 1.0:
+            last = math.floor(driver.t)
+            q, _ = driver.sim.to_qv()
+            extra = f'  {status(driver)}' if status is not None else ''
+            log(f'  t = {driver.t:5.2f} s  base = {np.round(q[:3], 3).tolist()}{extra}')
 
 
 def make_node(urdf: str, layout: RotorLayout | None, initial_q=None, plant=None, **kw):

@@ -33,10 +33,9 @@ import time
 
 import numpy as np
 import osqp
-import scipy.linalg
 import scipy.sparse as sp
 
-from rbd_linearizer.demo.lqr_node import error_state
+from rbd_linearizer.demo.lqr_node import error_state, lqr_gain
 from rbd_linearizer.demo.mpc_node import ltv_predict_matrices, rti_stage_models
 
 #: rows of the friction pyramid on (f_x, f_y, f_z): C f <= d (d: 0, 0, 0, 0, -f_min)
@@ -74,8 +73,7 @@ class StanceLqr:
 
     def tune(self, A, B) -> None:
         """Compute K from the DARE of (A, B) (scipy: LinAlgError / ValueError if none)."""
-        P = scipy.linalg.solve_discrete_are(A, B, self.Q, self.R)
-        self.K = np.linalg.solve(self.R + B.T @ P @ B, B.T @ P @ A)
+        self.K = lqr_gain(A, B, self.Q, self.R)
         self.rho = float(np.abs(np.linalg.eigvals(A - B @ self.K)).max())
 
     def command(self, q, v, q_ref, u_ref) -> np.ndarray:

@@ -11,11 +11,9 @@ report (``report.build_report``) is written at the end.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 import time
 
-import numpy as np
 import yaml
 
 DEFAULT_OUT = 'demo_go2_report'
@@ -139,6 +137,7 @@ def run(cfg: dict, duration: float | None = None, out=DEFAULT_OUT, max_rtf: floa
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
     from rbd_linearizer.demo.go2.report import build_report
+    from rbd_linearizer.demo.sim_driver import spin_until_finished
 
     if duration is not None:
         cfg = {**cfg, 'sim': {**cfg['sim'], 'duration_s': float(duration)}}
@@ -158,19 +157,8 @@ def run(cfg: dict, duration: float | None = None, out=DEFAULT_OUT, max_rtf: floa
             f"{cfg['mpc']['start_time_s']:g} s)...")
         spinning()
         wall0 = time.monotonic()
-        last, last_k, last_step = -1.0, driver.k, time.monotonic()
-        while not driver.finished and not stop():
-            exe.spin_once(timeout_sec=0.05)
-            if driver.k != last_k:
-                last_k, last_step = driver.k, time.monotonic()
-            elif driver.got_first and time.monotonic() - last_step > wall_timeout:
-                raise RuntimeError(f'the loop stalled at t = {driver.t:.3f} s')
-            if driver.t - last >= 1.0:
-                last = math.floor(driver.t)
-                q, _ = driver.sim.to_qv()
-                feet = driver.sim.feet_in_contact().astype(int).tolist()
-                log(f'  t = {driver.t:5.2f} s  base = {np.round(q[:3], 3).tolist()}  '
-                    f'feet in contact {feet}')
+        spin_until_finished(exe, driver, stop, wall_timeout, log, lambda d: 'feet in contact '
+                            f'{d.sim.feet_in_contact().astype(int).tolist()}')
         if stop():
             return None
         if driver.failed:

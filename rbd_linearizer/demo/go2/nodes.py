@@ -45,25 +45,27 @@ class Go2Plant:
         self.P = np.eye(len(self.command_names))
         self.topic = contacts_topic
         self._pub = None
+        from rbd_linearizer.demo._ros import stamp_ns
+        from rbd_linearizer.msg import ContactSet
+
+        self._stamp_ns, self._ContactSet = stamp_ns, ContactSet
         #: per published state: stamp ns, feet positions (4, 3), in contact (4,), MuJoCo's
         #: contact forces on the feet (4, 3), slip velocities (4, 3), base tilt [rad]
         self.log: list[tuple] = []
 
     def before_state(self, node, stamp) -> None:
         """Publish the feet in contact (stamp = the state's) and log MuJoCo's contacts."""
-        from rbd_linearizer.demo._ros import stamp_ns
-        from rbd_linearizer.msg import ContactSet
-        from rbd_linearizer.ros.qos import result_qos
-
         if self._pub is None:
-            self._pub = node.create_publisher(ContactSet, self.topic, result_qos(10))
+            from rbd_linearizer.ros.qos import result_qos
+
+            self._pub = node.create_publisher(self._ContactSet, self.topic, result_qos(10))
         sim = self.sim
         on = sim.feet_in_contact()
-        msg = ContactSet()
+        msg = self._ContactSet()
         msg.header.stamp = stamp
         msg.frames = [f for f, a in zip(sim.feet, on, strict=True) if a]
         self._pub.publish(msg)
-        ns = stamp_ns(stamp)
+        ns = self._stamp_ns(stamp)
         if self.log and self.log[-1][0] == ns:
             return  # the same state published again (lock-step re-send)
         self.log.append((ns, sim.foot_positions(), on, sim.contact_forces(),
@@ -112,6 +114,7 @@ def _node_classes():
 
     from rbd_linearizer.demo._ros import StatePairer, command_from_msg, command_msg, stamp_ns
     from rbd_linearizer.demo.go2.control import weights
+    from rbd_linearizer.demo.report import linearization_record
     from rbd_linearizer.msg import ContactForces as ContactForcesMsg
     from rbd_linearizer.msg import Linearization as LinearizationMsg
     from rbd_linearizer.msg import Trajectory as TrajectoryMsg
@@ -120,7 +123,6 @@ def _node_classes():
     from rbd_linearizer.ros.conversions import (
         contact_forces_from_msg,
         linearization_from_msg,
-        matrix_from_msg,
         trajectory_contact_forces_arrays,
         trajectory_linearization_arrays,
         trajectory_to_msg,
@@ -307,13 +309,9 @@ def _node_classes():
             self.applied[ns] = u
 
         def _on_lin(self, msg) -> None:
-            if msg.time_model != 'discrete' or msg.velocity_representation != 'body':
-                return
-            self.lins.append({
-                'stamp': stamp_ns(msg.header.stamp), 'dt': msg.dt,
-                'input_names': tuple(msg.input_names), 'u0': np.array(msg.input),
-                'f': np.array(msg.f), 'A': matrix_from_msg(msg.a),
-                'B': matrix_from_msg(msg.b), 'feet': tuple(msg.contact_frames)})
+            rec = linearization_record(msg)
+            if rec is not None:
+                self.lins.append(rec)
 
         def _on_forces(self, msg) -> None:
             cf = contact_forces_from_msg(msg)

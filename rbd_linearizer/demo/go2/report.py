@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rbd_linearizer.demo.report import prediction_errors, prediction_summary
+from rbd_linearizer.demo.report import prediction_errors, prediction_summary, settling_time
 
 FALLEN_HEIGHT, FALLEN_TILT = 0.15, np.radians(60.0)
 
@@ -61,20 +61,6 @@ def stance_slip(v_xy: np.ndarray, on: np.ndarray, dt: float) -> np.ndarray:
         acc[on[k]] += v_xy[k, on[k]] * dt
         best = np.maximum(best, np.linalg.norm(acc, axis=1))
     return best
-
-
-def settling_time(t, err, t_from: float, t_to: float, tol: float) -> float:
-    """Return the time after ``t_from`` from which err stays below tol until t_to (NaN: never)."""
-    sel = (t >= t_from) & (t < t_to)
-    ts, es = t[sel], err[sel]
-    if ts.size == 0:
-        return float('nan')
-    above = np.flatnonzero(es >= tol)
-    if above.size == 0:
-        return 0.0
-    if above[-1] + 1 >= ts.size:
-        return float('nan')
-    return float(ts[above[-1] + 1] - t_from)
 
 
 def build_report(plant_log: list, rec, plan, cfg: dict, out, mpc_node=None,
@@ -115,7 +101,7 @@ def build_report(plant_log: list, rec, plan, cfg: dict, out, mpc_node=None,
     s['foot_sliding_path_m'] = {f: float(x) for f, x in zip(plan.feet, path, strict=True)}
     after = (ts >= t_push) & (ts < t_mpc)
     s['push_peak_error_m'] = float(base_err[after].max()) if after.any() else float('nan')
-    s['settling_time_after_push_s'] = settling_time(ts, base_err, t_push, t_mpc, tol)
+    s['settling_time_after_push_s'] = settling_time(ts, base_err, t_push, t_mpc, tol) - t_push
     s['base_error_final_m'] = float(base_err[-1]) if ts.size else float('nan')
     s['fell'] = bool(Q[:, 2].min() < FALLEN_HEIGHT or tilt.max() > FALLEN_TILT) \
         if ts.size else True
