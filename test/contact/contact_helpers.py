@@ -69,3 +69,23 @@ def robot(name):
 def dynamics(model, data, q, v, tau, contacts):
     d = contact_dynamics(model, data, q, v, tau, contacts)
     return d.qdd.copy(), d.lam.copy()
+
+
+def fd_with_lambda(fun, nx, nu, eps=1e-6):
+    """Central differences of ``fun(z, du) -> (z_dot, lambda)`` in z and u: (A, B, L, Lu)."""
+    cols_x, cols_u = [], []
+    for k in range(nx):
+        e = np.zeros(nx)
+        e[k] = eps
+        p, m = fun(e, None), fun(-e, None)
+        cols_x.append([(p[i] - m[i]) / (2 * eps) for i in range(2)])
+    for k in range(nu):
+        e = np.zeros(nu)
+        e[k] = eps
+        p, m = fun(np.zeros(nx), e), fun(np.zeros(nx), -e)
+        cols_u.append([(p[i] - m[i]) / (2 * eps) for i in range(2)])
+    A = np.array([c[0] for c in cols_x]).T
+    L = np.array([c[1] for c in cols_x]).T
+    B = np.array([c[0] for c in cols_u]).T
+    Lu = np.array([c[1] for c in cols_u]).T
+    return A, B, L, Lu

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from rbd_linearizer.algorithm import difference
+
+# the robot has fallen when its base is this low [m] (it stands at 0.33 m) or this tilted
+from rbd_linearizer.demo.go2.report import FALLEN_HEIGHT, FALLEN_TILT
 from rbd_linearizer.demo.go2.sim import (  # noqa: F401 - the tests' imports
     CONTACT_SETTINGS,
     FOOT_RADIUS,
@@ -27,9 +30,6 @@ from rbd_linearizer.demo.go2.sim import (  # noqa: F401 - the tests' imports
     strip_geometry,
     urdf_efforts,
 )
-
-#: the robot has fallen when its base is this low [m] (it stands at 0.33 m) or this tilted
-FALLEN_HEIGHT, FALLEN_TILT = 0.15, np.radians(60.0)
 
 
 @dataclass

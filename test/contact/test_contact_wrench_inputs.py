@@ -18,8 +18,16 @@ J^T lambda``. Evidence:
   torque-only call, and the world wrench's pose term is what tells 'world' from 'local'.
 """
 
-from contact_helpers import GO2_FEET, TALOS_SOLES, anchored, make_contacts, robot, state
-from lin_helpers import decode, encode, generalized_inputs, nu_dot
+from contact_helpers import (
+    GO2_FEET,
+    TALOS_SOLES,
+    anchored,
+    fd_with_lambda,
+    make_contacts,
+    robot,
+    state,
+)
+from lin_helpers import decode, encode, field_from, generalized_inputs
 import numpy as np
 import pytest
 from test_contact_pinocchio import pin_constrained
@@ -30,7 +38,6 @@ from rbd_linearizer.linearization import linearize
 from rbd_linearizer.linearization.batch import linearize_batch
 from rbd_linearizer.linearization.contact import linearize_contact
 from rbd_linearizer.linearization.inputs import InputSelection, WrenchInput
-from rbd_linearizer.spatial import se3
 
 pin = pytest.importorskip('pinocchio')
 
@@ -86,39 +93,17 @@ def _dynamics(model, data, q, v, u, sel, contacts):
 
 
 def _fd(fun, nx, nu):
-    # central differences of fun(z, du) -> (vector, lambda) in z and u
-    cols = []
-    for n, which in ((nx, 0), (nu, 1)):
-        for k in range(n):
-            e = np.zeros(n)
-            e[k] = EPS
-            args = ((e, None), (-e, None)) if which == 0 else ((np.zeros(nx), e),
-                                                               (np.zeros(nx), -e))
-            p, m = fun(*args[0]), fun(*args[1])
-            cols.append(((p[0] - m[0]) / (2 * EPS), (p[1] - m[1]) / (2 * EPS)))
-    A = np.array([c[0] for c in cols[:nx]]).T
-    L = np.array([c[1] for c in cols[:nx]]).T
-    B = np.array([c[0] for c in cols[nx:]]).T
-    Lu = np.array([c[1] for c in cols[nx:]]).T
-    return A, B, L, Lu
+    return fd_with_lambda(fun, nx, nu, EPS)
 
 
 def _field(model, data, q, v, u, sel, contacts, rep):
     # the exact constrained error vector field at z (rep coordinates) and lambda there
-    nv = model.nv
     a0, _ = _dynamics(model, data, q, v, u, sel, contacts)
 
     def fun(z, du):
         qp, vp = decode(model, q, v, z, rep)
         ap, lp = _dynamics(model, data, qp, vp, u if du is None else u + du, sel, contacts)
-        out = np.empty(2 * nv)
-        out[:nv] = vp - v
-        out[nv:] = ap - a0
-        if model.floating_base:
-            zH = z[:6]
-            out[:6] = se3.right_jacobian_inv(zH) @ (vp[:6] - se3.Ad(se3.exp(-zH)) @ v[:6])
-            out[nv : nv + 6] = nu_dot(qp, vp, ap, rep) - nu_dot(q, v, a0, rep)
-        return out, lp
+        return field_from(model, q, v, a0, qp, vp, ap, z, rep), lp
 
     return fun
 

@@ -8,8 +8,17 @@ decoded perturbed states; the zero-order hold is the matrix exponential of the c
 pair; bad input gets clear errors.
 """
 
-from contact_helpers import GO2_FEET, TALOS_SOLES, anchored, dynamics, make_contacts, robot, state
-from lin_helpers import decode, encode, nu_dot
+from contact_helpers import (
+    GO2_FEET,
+    TALOS_SOLES,
+    anchored,
+    dynamics,
+    fd_with_lambda,
+    make_contacts,
+    robot,
+    state,
+)
+from lin_helpers import decode, encode, field_from
 import numpy as np
 import pytest
 import scipy.linalg
@@ -19,7 +28,6 @@ from rbd_linearizer.algorithm.contact import PointContact, contact_dynamics
 from rbd_linearizer.errors import ConfigError, StateError
 from rbd_linearizer.linearization.contact import linearize_contact
 from rbd_linearizer.linearization.inputs import InputSelection, WrenchInput
-from rbd_linearizer.spatial import se3
 
 FD_REL = 1e-6
 EPS = 1e-6
@@ -37,38 +45,15 @@ def _generalized(model, sel_joints, u):
 
 def _field(model, data, q, v, u, z, rep, contacts, joints, du=None):
     # z_dot of the error state at z (exact nonlinear map), in rep coordinates; and lambda there
-    nv = model.nv
     qp, vp = decode(model, q, v, z, rep)
     up = u if du is None else u + du
     ap, lp = dynamics(model, data, qp, vp, _generalized(model, joints, up), contacts)
     a0, _ = dynamics(model, data, q, v, _generalized(model, joints, u), contacts)
-    out = np.empty(2 * nv)
-    out[:nv] = vp - v
-    out[nv:] = ap - a0
-    if model.floating_base:
-        zH = z[:6]
-        out[:6] = se3.right_jacobian_inv(zH) @ (vp[:6] - se3.Ad(se3.exp(-zH)) @ v[:6])
-        out[nv : nv + 6] = nu_dot(qp, vp, ap, rep) - nu_dot(q, v, a0, rep)
-    return out, lp
+    return field_from(model, q, v, a0, qp, vp, ap, z, rep), lp
 
 
 def _fd(fun, nx, nu):
-    cols_x, cols_u = [], []
-    for k in range(nx):
-        e = np.zeros(nx)
-        e[k] = EPS
-        p, m = fun(e, None), fun(-e, None)
-        cols_x.append([(p[i] - m[i]) / (2 * EPS) for i in range(2)])
-    for k in range(nu):
-        e = np.zeros(nu)
-        e[k] = EPS
-        p, m = fun(np.zeros(nx), e), fun(np.zeros(nx), -e)
-        cols_u.append([(p[i] - m[i]) / (2 * EPS) for i in range(2)])
-    A = np.array([c[0] for c in cols_x]).T
-    L = np.array([c[1] for c in cols_x]).T
-    B = np.array([c[0] for c in cols_u]).T
-    Lu = np.array([c[1] for c in cols_u]).T
-    return A, B, L, Lu
+    return fd_with_lambda(fun, nx, nu, EPS)
 
 
 def _rel(x, ref):

@@ -91,11 +91,19 @@ def encode(model, q, v, qp, vp, rep):
 
 def error_field(model, data, q, v, u, z, rep='body', joints=None, wrenches=(), du=None):
     """z_dot of the error state at z, input u + du (exact, nonlinear; no linearization)."""
-    nv = model.nv
     qp, vp = decode(model, q, v, z, rep)
     up = u if du is None else u + du
     ap = forward_dynamics(model, data, qp, vp, up, joints, wrenches)
     a0 = forward_dynamics(model, data, q, v, u, joints, wrenches)
+    return field_from(model, q, v, a0, qp, vp, ap, z, rep)
+
+
+def field_from(model, q, v, a0, qp, vp, ap, z, rep):
+    """z_dot at z of the error state, from the accelerations a0 at (q, v) and ap at (qp, vp).
+
+    (qp, vp) = ``decode(model, q, v, z, rep)``; any dynamics (free-floating, constrained).
+    """
+    nv = model.nv
     out = np.empty(2 * nv)
     out[:nv] = vp - v
     out[nv:] = ap - a0
