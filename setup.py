@@ -51,7 +51,7 @@ setup(
     # install may have left them in the source tree.
     packages=find_packages(exclude=['test', 'test.*', 'scripts', 'benchmarks',
                                     f'{PACKAGE}.msg', f'{PACKAGE}.srv']),
-    package_data={PACKAGE: ['resources/*.urdf', 'py.typed']},
+    package_data={PACKAGE: ['resources/*.urdf', 'resources/*.xml', 'py.typed']},
     data_files=[
         ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE}']),
         (f'share/{PACKAGE}', ['package.xml']),

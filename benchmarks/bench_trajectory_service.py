@@ -2,10 +2,12 @@
 
 Usage: python benchmarks/bench_trajectory_service.py [--robots g1 go2] [--points 20]
            [--calls 500] [--representation mixed] [--dt 0.01] [--rt-priority N]
-           [--ticking HZ]
+           [--ticking HZ] [--dds-profile package none]
 
-Per robot: starts ``python -m rbd_linearizer.ros.node`` (its own ROS domain, localhost
-discovery, the robot's URDF; no state topics needed) and, in this process, a client. Then
+Per robot and node DDS profile (``--dds-profile``: the node's option, ros/dds.py; both by
+default, the package's large-data profile first, then Fast DDS's built-in transports):
+starts ``python -m rbd_linearizer.ros.node`` (its own ROS domain, localhost discovery, the
+robot's URDF; no state topics needed) and, in this process, a client. Then
 ``--calls`` times, one after the other:
 
 * service: a ``~/linearize_trajectory`` request of ``--points`` random states (around the
@@ -87,7 +89,7 @@ def _tick_figures(stamps: list[int], windows: list[tuple[int, int]], hz: float,
 
 
 def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
-        rt_priority: int, ticking: float = 0.0) -> dict:
+        rt_priority: int, ticking: float = 0.0, dds_profile: str = 'package') -> dict:
     """Start the node for ``robot``, time ``calls`` service and topic round trips."""
     import rclpy
 
@@ -107,7 +109,8 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
     model = build_model(urdf, check_triangle_inequality=False)
     ns = f'/bench_traj_{robot}'
     log_path = f'/tmp/bench_trajectory_{robot}.log'
-    cmd = [sys.executable, '-m', 'rbd_linearizer.ros.node', '--ros-args',
+    cmd = [sys.executable, '-m', 'rbd_linearizer.ros.node', '--dds-profile', dds_profile,
+           '--ros-args',
            '-p', f'robot_description_file:={urdf}', '-p', 'check_triangle_inequality:=false',
            '-p', 'status_period_s:=0.0', '-p', f'max_trajectory_points:={max(n_points, 1000)}',
            '-r', f'__ns:={ns}']
@@ -187,7 +190,8 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
             while time.monotonic() < end:  # the ticks of the last window still in flight
                 executor.spin_once(timeout_sec=0.01)
             s = np.array(service_ms)
-            return {'robot': robot, 'nv': model.nv, 'points': n_points, 'calls': calls,
+            return {'robot': robot, 'dds_profile': dds_profile, 'nv': model.nv,
+                    'points': n_points, 'calls': calls,
                     'service_ms_p50': round(float(np.percentile(s, 50)), 3),
                     'service_ms_max': round(float(s.max()), 3),
                     'node_compute_ms_p50': round(float(np.median(compute_ms)), 3),
@@ -215,7 +219,8 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
             topic_ms.append((received[-1][1] - t0) * 1e3)
         s, t = np.array(service_ms), np.array(topic_ms)
         return {
-            'robot': robot, 'nv': model.nv, 'points': n_points, 'calls': calls,
+            'robot': robot, 'dds_profile': dds_profile, 'nv': model.nv, 'points': n_points,
+            'calls': calls,
             'representation': representation, 'time_model': kw['time_model'],
             'service_ms_p50': round(float(np.percentile(s, 50)), 3),
             'service_ms_p99': round(float(np.percentile(s, 99)), 3),
@@ -255,14 +260,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--ticking', type=float, default=0.0,
                         help='the node also ticks at this rate [Hz]; measure the tick during '
                              'the requests (module docstring)')
+    parser.add_argument('--dds-profile', nargs='+', default=['package', 'none'],
+                        choices=('package', 'none'),
+                        help="the node's --dds-profile, each in turn per robot (ros/dds.py); "
+                             "the client keeps Fast DDS's defaults")
     args = parser.parse_args(argv)
     if args.rt_priority > 0:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
     isolate_ros_domain()
     for robot in args.robots:
-        figures = run(robot, args.points, args.calls, args.representation, args.dt,
-                      args.rt_priority, args.ticking)
-        print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
+        for profile in args.dds_profile:
+            figures = run(robot, args.points, args.calls, args.representation, args.dt,
+                          args.rt_priority, args.ticking, profile)
+            print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
     return 0
 
 

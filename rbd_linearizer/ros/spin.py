@@ -14,6 +14,7 @@ import sys
 import rclpy
 
 from rbd_linearizer.ros._interrupt import deliver_again, safe_to_raise
+from rbd_linearizer.ros.dds import use_package_profile
 from rbd_linearizer.ros.executor import DirectExecutor, DirectExecutorUnsupported
 
 
@@ -134,10 +135,14 @@ def run(make_node, args: list[str] | None, make_lifecycle_node=None) -> None:
     ``[--lifecycle] [--executor direct|rclpy] [--ros-args ...]``: ``--lifecycle`` (taken only
     when ``make_lifecycle_node`` is given) starts that variant instead of ``make_node``;
     ``--executor rclpy`` spins with rclpy's SingleThreadedExecutor instead of
-    ``DirectExecutor`` (ros/executor.py).
+    ``DirectExecutor`` (ros/executor.py); ``--dds-profile none`` keeps Fast DDS's built-in
+    transports instead of the package's large-data profile (ros/dds.py).
     """
     argv = list(sys.argv if args is None else args)
     lifecycle = _pop_option(argv, 'lifecycle', None) if make_lifecycle_node else None
     executor = _check_executor(_pop_option(argv, 'executor', 'direct'))
+    dds_line = use_package_profile(argv)  # before rclpy.init: Fast DDS reads it then
     _init(argv)
+    if dds_line:
+        rclpy.logging.get_logger('linearizer_node').info(dds_line)
     _spin(make_lifecycle_node if lifecycle else make_node, executor)
