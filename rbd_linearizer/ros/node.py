@@ -5,8 +5,11 @@ Subscribes to ``robot_description``, ``joint_states``, ``odom``; publishes ``~/l
 ``/diagnostics``. ``LinearizerNode`` starts active; ``LinearizerLifecycleNode`` is managed.
 The callbacks decode (``cdr``, ``conversions``) and call ``rbd_linearizer.online``, where all
 that needs no ROS lives (docs/architecture.md, "The path of a state"); ROS-side helpers:
-``diagnostics``, ``params``, ``spin``, ``trajectory`` (``~/linearize_trajectory``, topic mode),
-``contacts`` (``~/contacts``, ``~/contact_forces``: rigid contacts).
+``params``, ``spin``. The node holds three objects, each with its own state and an explicit
+interface (what it reads is passed in, nothing of the node's private state is shared):
+``diagnostics.NodeDiagnostics`` (errors and refusals logged and counted, ``/diagnostics``, the
+status line), ``trajectory.TrajectoryServer`` (``~/linearize_trajectory``, topic mode) and
+``contacts.NodeContacts`` (``~/contacts``, ``~/contact_forces``: rigid contacts).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticStatus
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -39,8 +42,8 @@ from rbd_linearizer.online.stats import Stats, late_tick
 from rbd_linearizer.ros import conversions as conv
 from rbd_linearizer.ros import params as RP
 from rbd_linearizer.ros.cdr import LinearizationEncoder
-from rbd_linearizer.ros.contacts import ContactsMixin, contact_labels
-from rbd_linearizer.ros.diagnostics import DiagnosticsMixin
+from rbd_linearizer.ros.contacts import NodeContacts, contact_labels, fill_linearize_response
+from rbd_linearizer.ros.diagnostics import NodeDiagnostics
 from rbd_linearizer.ros.qos import latched_qos, qos_from_name, result_qos
 from rbd_linearizer.ros.requests import queued_service
 from rbd_linearizer.ros.spin import run
@@ -51,36 +54,42 @@ __all__ = ['LinearizerLifecycleNode', 'LinearizerNode', 'main', 'main_lifecycle'
 
 #: Robot description: reliable + transient local, depth 1 (as robot_state_publisher).
 ROBOT_DESCRIPTION_QOS = latched_qos()
-#: Outputs and diagnostics (as diagnostic_updater): reliable, keep last 10; a slow subscriber
-#: loses old messages, never blocks us.
-OUTPUT_QOS = DIAGNOSTICS_QOS = result_qos(10)
+#: Outputs: reliable, keep last 10; a slow subscriber loses old messages, never blocks us.
+OUTPUT_QOS = result_qos(10)
 
 _NS = 1_000_000_000
 #: A backward jump of the node clock larger than this resets the state buffers (rewind).
 CLOCK_JUMP_BACK_NS = 1_000_000
 
 
-class _LinearizerMixin(DiagnosticsMixin, ContactsMixin):
+class _LinearizerMixin:
     """Shared implementation of the plain and the lifecycle node (see the module docstring)."""
 
     def _setup(self) -> None:
         self._cfg = RP.declare(self)  # every row of the parameter table, with its descriptor
         self._served: Served | None = None
         self._stats = Stats()
-        self._feed = online_state.StateFeed(  # stamp rules, pairing, applied inputs, u0
-            self._stats, self._error, self._reject, int(self._cfg['max_state_skew_s'] * _NS),
-            int(self._cfg['max_state_age_s'] * _NS))
-        self._descriptions = online_served.DescriptionQueue(  # built off the executor thread
-            lambda urdf: self._install(urdf, 'topic'))
         # ~/linearize and ~/linearize_trajectory: answered in one worker, in order, never in
         # the executor thread (online/requests.py); a full queue refuses at once
         # (a group of their own: with rclpy's executor a request awaiting the worker must not
         # hold the default group, which the tick's timer and subscriptions are in)
         self._requests = RequestQueue(self._cfg['request_queue_depth'], 'requests')
         self._request_group = ReentrantCallbackGroup()
-        self._trajectory = TrajectoryServer(self, self._stats, self._reject,
+        # errors and refusals (logged, counted), /diagnostics, the status line (ros/diagnostics.py)
+        self._diagnostics = NodeDiagnostics(self, self._stats,
+                                            lambda: (self._served, self._cfg, self._feed),
+                                            self._requests)
+        error, reject = self._diagnostics.error, self._diagnostics.reject
+        self._feed = online_state.StateFeed(  # stamp rules, pairing, applied inputs, u0
+            self._stats, error, reject, int(self._cfg['max_state_skew_s'] * _NS),
+            int(self._cfg['max_state_age_s'] * _NS))
+        self._descriptions = online_served.DescriptionQueue(  # built off the executor thread
+            lambda urdf: self._install(urdf, 'topic'))
+        self._trajectory = TrajectoryServer(self, self._stats, reject,  # ros/trajectory.py
                                             lambda: (self._served, self._cfg, self._active),
                                             self._requests, self._request_group)
+        self._contacts = NodeContacts(self, self._stats, reject,  # ros/contacts.py
+                                      lambda: (self._served, self._cfg))
         self._handles: list = []
         self._timer = self._lin_pub = self._dyn_pub = self._der_pub = None
         self._lin_cdr = LinearizationEncoder()  # ~/linearization's bytes, one layout per model
@@ -98,7 +107,7 @@ class _LinearizerMixin(DiagnosticsMixin, ContactsMixin):
         try:
             urdf = online_served.initial_description(self._cfg)
         except ConfigError as e:
-            self._error(str(e))
+            self._diagnostics.error(str(e))
             return True
         if urdf is None:
             self.get_logger().info('waiting for a robot_description message')
@@ -111,8 +120,7 @@ class _LinearizerMixin(DiagnosticsMixin, ContactsMixin):
         self._dyn_pub = self.create_publisher(DynamicsTermsMsg, '~/dynamics', OUTPUT_QOS)
         self._der_pub = self.create_publisher(DynamicsDerivativesMsg, '~/dynamics_derivatives',
                                               OUTPUT_QOS)
-        self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', DIAGNOSTICS_QOS)
-        h += [('pub', p) for p in (self._lin_pub, self._dyn_pub, self._der_pub, self._diag_pub)]
+        h += [('pub', p) for p in (self._lin_pub, self._dyn_pub, self._der_pub)]
         subs = []
         if cfg['robot_description_topic']:
             subs.append((String, 'robot_description_topic',
@@ -136,17 +144,14 @@ class _LinearizerMixin(DiagnosticsMixin, ContactsMixin):
             queued_service(self, self._requests, self._on_linearize, self._linearize_refused),
             callback_group=self._request_group)))
         h += self._trajectory.activate()  # ~/linearize_trajectory, ~/trajectory
-        self._activate_contacts()  # ~/contact_forces, ~/contacts (ros/contacts.py)
-        for period, cb in ((cfg['diagnostics_period_s'], self._publish_diagnostics),
-                           (cfg['status_period_s'], self._status)):
-            if period > 0:
-                h.append(('timer', self.create_timer(period, cb)))
+        h += self._contacts.activate()  # ~/contact_forces, ~/contacts
+        h += self._diagnostics.activate()  # /diagnostics, the timers of it and the status line
         self._start_timer()
         self._active = True
 
     def _deactivate(self) -> None:
         self._active = False
-        self._stats.take_errors_base = self._poll_take_failures()  # subscriptions go away
+        self._diagnostics.keep_take_failures()  # the subscriptions go away
         if self._timer is not None:
             self.destroy_timer(self._timer)
             self._timer = None
@@ -173,8 +178,8 @@ class _LinearizerMixin(DiagnosticsMixin, ContactsMixin):
                                                          self.get_logger().info)
         if served is None:  # the last good model stays
             self._stats.model_errors += 1
-            self._error(f'rejected robot description from {origin}{problem}'
-                        + (' (keeping the last good model)' if self._served else ''))
+            self._diagnostics.error(f'rejected robot description from {origin}{problem}'
+                                    + (' (keeping the last good model)' if self._served else ''))
             return False
         self._served = served  # one assignment: a tick sees the old or the new model
         self._feed.sync.reset(served.model.floating_base)
@@ -196,7 +201,7 @@ class _LinearizerMixin(DiagnosticsMixin, ContactsMixin):
                 served.model, names, pos, vel, eff, allow_extra=allow_extra,
                 index=served.joint_index(names, allow_extra))
         except StateError as e:
-            self._reject('joint_state', str(e))
+            self._diagnostics.reject('joint_state', str(e))
             return
         self._buffered(JointSample(stamp, s, sdot, tau, served.model.urdf_hash))
 
@@ -210,7 +215,7 @@ class _LinearizerMixin(DiagnosticsMixin, ContactsMixin):
             stamp, position, quaternion, twist = conv.base_state_input(
                 msg, cfg['world_frame'], cfg['base_twist_frame'])
         except StateError as e:
-            self._reject('odometry', str(e))
+            self._diagnostics.reject('odometry', str(e))
             return
         self._buffered(BaseSample(stamp, position, quaternion, twist))
 
@@ -226,10 +231,10 @@ class _LinearizerMixin(DiagnosticsMixin, ContactsMixin):
         try:
             back = -jump.delta.nanoseconds
             self._feed.jumped_back(self.get_clock().now().nanoseconds, back)
-            self._contacts_changed()  # the contact sets of the old time too
+            self._contacts.forget_sets()  # the contact sets of the old time too
             self._stats.clock_jumps_back += 1
-            self._error(f'clock jumped back by {back * 1e-9:.3f} s: state buffers and applied '
-                        'inputs cleared, outputs restart at the new time')
+            self._diagnostics.error(f'clock jumped back by {back * 1e-9:.3f} s: state buffers '
+                                    'and applied inputs cleared, outputs restart at the new time')
         except Exception as e:  # noqa: BLE001 - never raise into rcl's jump callback
             self.get_logger().error(f'clock jump handling failed: {type(e).__name__}: {e}')
 
@@ -243,7 +248,7 @@ class _LinearizerMixin(DiagnosticsMixin, ContactsMixin):
             applied = online_state.applied_input(served, served.input_columns, stamp, msg.name,
                                                  msg.effort)
         except StateError as e:
-            self._reject('inputs', str(e))
+            self._diagnostics.reject('inputs', str(e))
             return
         self._feed.add_applied(applied, self.get_clock().now().nanoseconds,
                                self._use_sim_time())
@@ -257,7 +262,7 @@ class _LinearizerMixin(DiagnosticsMixin, ContactsMixin):
                              int(cfg['max_state_age_s'] * _NS))
         if self._served is not None:
             self._served = self._served.reconfigured(cfg, self.get_logger().info)
-        self._contacts_changed(old, cfg)
+        self._contacts.reconfigured(old, cfg)
         self._requests.depth = cfg['request_queue_depth']
         if cfg['rate_hz'] != old['rate_hz'] and self._active:
             self._start_timer()
@@ -283,24 +288,24 @@ class _LinearizerMixin(DiagnosticsMixin, ContactsMixin):
             if got is None:
                 return
             q, v, u, stamp = got
-        contacts = self._contact_set(served, stamp)  # ros/contacts.py (None: no set yet)
+        contacts = self._contacts.tick_set(served, stamp)  # None: no set yet (skipped)
         if contacts is None:
             return
         start = time.perf_counter()
         try:
             lin, dyn, der, forces = served.outputs_with_contacts(q, v, u, cfg, stamp, contacts)
         except Exception as e:  # noqa: BLE001 - a bad point skips this tick, never the node
-            self._reject('state', f'linearization failed: {type(e).__name__}: {e}')
+            self._diagnostics.reject('state', f'linearization failed: {type(e).__name__}: {e}')
             return
         bad = conv.non_finite_fields(lin, dyn, der, forces)
         if bad:  # e.g. overflow at absurd velocities: never publish NaN or inf
-            self._reject('output', f'non-finite {", ".join(bad)} at the state stamped {stamp} '
-                                   'ns (not published)')
+            self._diagnostics.reject('output', f'non-finite {", ".join(bad)} at the state '
+                                               f'stamped {stamp} ns (not published)')
             return
         frame = cfg['world_frame']
         if lin is not None:  # serialized here (ros/cdr.py): 0.1 ms less than rclpy's way
             self._lin_pub.publish(self._lin_cdr.encode(lin, frame, *contact_labels(forces)))
-            self._publish_contact_forces(forces, frame)  # ~/contact_forces, same stamp
+            self._contacts.publish_forces(forces, frame)  # ~/contact_forces, same stamp
         if dyn is not None:
             self._dyn_pub.publish(conv.dynamics_terms_to_msg(dyn, frame))
         if der is not None:
@@ -335,13 +340,13 @@ class _LinearizerMixin(DiagnosticsMixin, ContactsMixin):
             fields = conv.linearize_request_fields(request)
             q, v, u, rep, tm, dt = online_state.request_point(served, cfg, **fields)
             lin, forces = served.linearize_with(
-                q, v, u, cfg, self._request_contact_set(served, request),
+                q, v, u, cfg, self._contacts.request_set(served, request),
                 self.get_clock().now().nanoseconds, representation=rep, time_model=tm, dt=dt,
                 data=served.request_data)
             bad = conv.non_finite_fields(lin, forces)
             if bad:
                 raise StateError(f'non-finite {", ".join(bad)} at this state (overflow)')
-            self._answer(response, lin, forces, cfg['world_frame'])  # ros/contacts.py
+            fill_linearize_response(response, lin, forces, cfg['world_frame'])
             response.success, response.message = True, ''
             bad = conv.non_finite_fields(response)  # every number sent, whatever its origin
             if bad:
@@ -353,9 +358,13 @@ class _LinearizerMixin(DiagnosticsMixin, ContactsMixin):
 
     def _linearize_refused(self, response, reason: str):
         response.success, response.message = False, reason
-        self._answer(response)  # nothing of a refused answer is sent
+        fill_linearize_response(response)  # nothing of a refused answer is sent
         self.get_logger().warning(f'~/linearize request rejected: {reason}')
         return response
+
+    def diagnostics_status(self) -> DiagnosticStatus:
+        """Return the node's ``diagnostic_msgs/DiagnosticStatus`` (as on ``/diagnostics``)."""
+        return self._diagnostics.status()
 
     def _on_set_parameters(self, parameters) -> SetParametersResult:
         served = self._served

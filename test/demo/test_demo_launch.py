@@ -38,7 +38,7 @@ def test_single_node_mode_parses_ros_args():
 
 def test_linearizer_parameters_are_valid_node_parameters():
     from rbd_linearizer.demo.main import linearizer_parameters, load_config
-    from rbd_linearizer.ros import params as P
+    from rbd_linearizer.online import params as P
     for name, value in linearizer_parameters(load_config()).items():
         if name != 'use_sim_time':
             P.validate(name, value)

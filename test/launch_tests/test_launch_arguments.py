@@ -52,7 +52,7 @@ def test_a_badly_typed_argument_is_a_clear_error(name, text):
 
 
 def test_every_parameter_argument_is_declared_without_a_default_and_typed_as_the_node():
-    from rbd_linearizer.ros import params as P
+    from rbd_linearizer.online import params as P
     declared = {name: default for name, default, _ in LAUNCH.ARGUMENTS}
     table = P.by_name()
     assert 'state_source' in LAUNCH.PARAMETER_TYPES

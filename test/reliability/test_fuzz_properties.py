@@ -36,8 +36,8 @@ pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is needed for the mess
 
 from rbd_linearizer.model import build_model  # noqa: E402
 from rbd_linearizer.model.robots import default_robot_urdf  # noqa: E402
+from rbd_linearizer.online import params as P  # noqa: E402
 from rbd_linearizer.online.served import Served  # noqa: E402
-from rbd_linearizer.ros import params as P  # noqa: E402
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 FUZZ = settings(derandomize=True, deadline=None, database=None,

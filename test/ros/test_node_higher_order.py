@@ -57,7 +57,7 @@ SCRIPT = textwrap.dedent("""
     from rbd_linearizer.algorithm.joint_configuration import neutral
     from rbd_linearizer.model.robots import default_robot_urdf
     from rbd_linearizer.online.served import build_served
-    from rbd_linearizer.ros import params as P
+    from rbd_linearizer.online import params as P
 
     cfg = P.defaults()
     cfg.update(higher_order_derivatives=4, wrench_input_frames=['B7', 'B2'],
@@ -242,8 +242,8 @@ def test_dynamics_derivatives_in_a_representation(model, rep):
 def test_fixed_base_served_derivatives():
     from rbd_linearizer.algorithm.higher_order import forward_dynamics_derivatives
     from rbd_linearizer.model.robots import example_robot_urdf
+    from rbd_linearizer.online import params as P
     from rbd_linearizer.online.served import build_served
-    from rbd_linearizer.ros import params as P
 
     try:
         urdf = example_robot_urdf('panda').read_text()

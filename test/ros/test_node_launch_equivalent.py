@@ -46,7 +46,7 @@ from rbd_linearizer.linearization import linearize  # noqa: E402
 from rbd_linearizer.model import build_model  # noqa: E402
 from rbd_linearizer.model.data import create_data  # noqa: E402
 from rbd_linearizer.msg import Linearization  # noqa: E402
-from rbd_linearizer.ros import params as P  # noqa: E402
+from rbd_linearizer.online import params as P  # noqa: E402
 from rbd_linearizer.ros.conversions import linearization_from_msg, stamp_to_msg  # noqa: E402
 from rbd_linearizer.ros.qos import latched_qos, result_qos  # noqa: E402
 

@@ -40,7 +40,7 @@ SCRIPT = textwrap.dedent("""
     from rbd_linearizer.algorithm.joint_configuration import neutral
     from rbd_linearizer.model.robots import default_robot_urdf
     from rbd_linearizer.online.served import build_served
-    from rbd_linearizer.ros import params as P
+    from rbd_linearizer.online import params as P
 
     def signatures():
         # every numba kernel of every loaded rbd_linearizer module

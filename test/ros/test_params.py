@@ -1,4 +1,4 @@
-"""config/linearizer.yaml mirrors rbd_linearizer/ros/params.py.
+"""config/linearizer.yaml mirrors the parameter table (rbd_linearizer/online/params.py).
 
 Also: validation of single values and of the parallel wrench-input arrays; the node declares
 every row with its descriptor and range.
@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from rbd_linearizer.errors import ConfigError
-from rbd_linearizer.ros import params as P
+from rbd_linearizer.online import params as P
 
 CONFIG = pathlib.Path(__file__).resolve().parents[2] / 'config' / 'linearizer.yaml'
 
