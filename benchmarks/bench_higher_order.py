@@ -378,7 +378,7 @@ _FIRST_CALL = textwrap.dedent("""
     from rbd_linearizer.algorithm.joint_configuration import neutral
     from rbd_linearizer.model.robots import default_robot_urdf
     from rbd_linearizer.online.served import build_served
-    from rbd_linearizer.ros import params as P
+    from rbd_linearizer.online import params as P
 
     cfg = P.defaults()
     cfg.update(higher_order_derivatives=4, wrench_input_frames=['B7', 'B2'],

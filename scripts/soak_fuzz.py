@@ -57,8 +57,8 @@ class Soak:
     def __init__(self, seed: int):
         from rbd_linearizer.model import build_model
         from rbd_linearizer.model.robots import default_robot_urdf
+        from rbd_linearizer.online import params as P
         from rbd_linearizer.online.served import Served
-        from rbd_linearizer.ros import params as P
 
         self.seed = seed
         self.bases = h.base_urdfs()

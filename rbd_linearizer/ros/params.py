@@ -1,14 +1,13 @@
 """The ROS side of the parameter table: descriptors, declaration and reading of the rows.
 
 The table itself (names, types, defaults, ranges, checks) is ``rbd_linearizer.online.params``,
-shared with the command-line tools and re-exported here under its old path.
+shared with the command-line tools (import it from there: nothing is re-exported here).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rbd_linearizer.online.params import *  # noqa: F401,F403
 from rbd_linearizer.online.params import PARAMETERS, Param, validate, validate_config
 
 
