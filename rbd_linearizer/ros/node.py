@@ -35,6 +35,7 @@ from rbd_linearizer.msg import Linearization as LinearizationMsg
 from rbd_linearizer.online import params as P
 from rbd_linearizer.online import served as online_served
 from rbd_linearizer.online import state as online_state
+from rbd_linearizer.online.finite import non_finite_fields
 from rbd_linearizer.online.requests import RequestQueue
 from rbd_linearizer.online.served import Served
 from rbd_linearizer.online.state import BaseSample, JointSample, joints_in_model_order
@@ -297,7 +298,7 @@ class _LinearizerMixin:
         except Exception as e:  # noqa: BLE001 - a bad point skips this tick, never the node
             self._diagnostics.reject('state', f'linearization failed: {type(e).__name__}: {e}')
             return
-        bad = conv.non_finite_fields(lin, dyn, der, forces)
+        bad = non_finite_fields(lin, dyn, der, forces)
         if bad:  # e.g. overflow at absurd velocities: never publish NaN or inf
             self._diagnostics.reject('output', f'non-finite {", ".join(bad)} at the state '
                                                f'stamped {stamp} ns (not published)')
@@ -343,12 +344,12 @@ class _LinearizerMixin:
                 q, v, u, cfg, self._contacts.request_set(served, request),
                 self.get_clock().now().nanoseconds, representation=rep, time_model=tm, dt=dt,
                 data=served.request_data)
-            bad = conv.non_finite_fields(lin, forces)
+            bad = non_finite_fields(lin, forces)
             if bad:
                 raise StateError(f'non-finite {", ".join(bad)} at this state (overflow)')
             fill_linearize_response(response, lin, forces, cfg['world_frame'])
             response.success, response.message = True, ''
-            bad = conv.non_finite_fields(response)  # every number sent, whatever its origin
+            bad = non_finite_fields(response)  # every number sent, whatever its origin
             if bad:
                 raise StateError(f'non-finite {", ".join(bad)} in the response')
         except Exception as e:  # noqa: BLE001 - any bad request gets success=false

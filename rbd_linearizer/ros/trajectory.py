@@ -25,7 +25,7 @@ node's request queue. Nothing of the node's private state is shared.
 A trajectory's contact schedule (``Trajectory.contact_frames`` / ``contact_schedule``, over the
 node's catalogue; docs/contacts.md §5) is checked with the rest (``check_schedule``).
 
-Nothing non-finite is published or answered (``conversions.non_finite_fields``, the point
+Nothing non-finite is published or answered (``online.finite.non_finite_fields``, the point
 named); a rejected trajectory is counted (``rejected_trajectory``) and logged.
 """
 
@@ -42,6 +42,7 @@ from rbd_linearizer.errors import ConfigError, RbdError, StateError
 from rbd_linearizer.msg import Trajectory as TrajectoryMsg
 from rbd_linearizer.msg import TrajectoryContactForces as TrajectoryContactForcesMsg
 from rbd_linearizer.msg import TrajectoryLinearization as TrajectoryLinearizationMsg
+from rbd_linearizer.online.finite import non_finite_fields
 from rbd_linearizer.online.requests import RequestQueue
 from rbd_linearizer.online.trajectory import NewestOnly, TrajectoryLinearization, check_trajectory
 from rbd_linearizer.ros import conversions as conv
@@ -107,7 +108,7 @@ class TrajectoryServer:
         """Check ``fields`` (errors name the point), linearize every point, guard the output."""
         points = check_trajectory(served, cfg, **fields)
         res = served.linearize_trajectory(points, cfg, data)
-        bad = conv.non_finite_fields(res)
+        bad = non_finite_fields(res)
         if bad:  # e.g. overflow at absurd velocities: never publish or answer NaN or inf
             raise StateError(f'point {_first_non_finite_point(res)}: non-finite '
                              f'{", ".join(bad)} (overflow)')
@@ -176,7 +177,7 @@ class TrajectoryServer:
             response.contact_forces = conv.trajectory_contact_forces_to_msg(res,
                                                                             cfg['world_frame'])
             response.success, response.message = True, ''
-            bad = conv.non_finite_fields(response)  # every number sent, whatever its origin
+            bad = non_finite_fields(response)  # every number sent, whatever its origin
             if bad:
                 raise StateError(f'non-finite {", ".join(bad)} in the response')
             self._stats.trajectory_requests += 1

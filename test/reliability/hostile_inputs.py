@@ -590,7 +590,7 @@ def check_outputs_guarded(served, cfg, q, v) -> str:
     refused with an RbdError). A non-finite output the guard misses is a PropertyViolation.
     """
     from rbd_linearizer.errors import RbdError
-    from rbd_linearizer.ros.conversions import non_finite_fields
+    from rbd_linearizer.online.finite import non_finite_fields
 
     try:
         with np.errstate(all='ignore'):

@@ -14,7 +14,7 @@ raise ``PropertyViolation`` on anything but the documented outcome:
 * Odometry: ``base_state_from_odometry`` either raises StateError or yields a finite pose, a
   unit quaternion and a finite body twist; each kind of defect has its expected outcome;
 * outputs: at accepted but extreme states (1e300 velocities...) the node's guard
-  ``conversions.non_finite_fields`` flags every NaN/inf before anything would be published.
+  ``online.finite.non_finite_fields`` flags every NaN/inf before anything would be published.
 
 About 20 s in total on a loaded 2-core machine (max_examples below: 1500 URDFs, 2000 JointStates,
 2000 Odometry messages).

@@ -185,7 +185,7 @@ def test_high_joint_rates_finite_and_a_matches_manifold_differences(joint_rate):
 
 def test_absurd_velocities_give_non_finite_numbers_that_the_node_refuses():
     """The core does not clip: 1e200 rad/s overflows; the node's guard refuses that tick."""
-    from rbd_linearizer.ros.conversions import non_finite_fields
+    from rbd_linearizer.online.finite import non_finite_fields
 
     model, data = DEFAULT, create_data(DEFAULT)
     q, v = state(model, np.random.default_rng(2), joint_rate=1e200)

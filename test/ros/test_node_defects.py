@@ -48,6 +48,7 @@ from rbd_linearizer.msg import DynamicsDerivatives as DynamicsDerivativesMsg  # 
 from rbd_linearizer.msg import DynamicsTerms as DynamicsTermsMsg  # noqa: E402
 from rbd_linearizer.msg import Linearization as LinearizationMsg  # noqa: E402
 from rbd_linearizer.online.contacts import ContactForces  # noqa: E402
+from rbd_linearizer.online.finite import non_finite_fields  # noqa: E402
 from rbd_linearizer.results import MultibodyState  # noqa: E402
 from rbd_linearizer.ros import node as node_module  # noqa: E402
 from rbd_linearizer.ros.cdr import LinearizationEncoder, linearization_from_cdr  # noqa: E402
@@ -56,7 +57,6 @@ from rbd_linearizer.ros.conversions import (  # noqa: E402
     dynamics_derivatives_to_msg,
     dynamics_terms_to_msg,
     linearization_to_msg,
-    non_finite_fields,
     stamp_to_msg,
 )
 from rbd_linearizer.ros.executor import DirectExecutor  # noqa: E402

@@ -1,4 +1,4 @@
-"""The node tick's fast paths in ``ros/conversions.py`` give the full paths' answers.
+"""The node tick's fast paths (``ros/conversions``, ``online/finite``) give the full answers.
 
 * ``check_base_state`` (every odometry): with float64 arrays of the right sizes, finite values
   and a quaternion within the norm tolerance it normalizes the quaternion itself; the result
@@ -22,6 +22,8 @@ from rbd_linearizer.model import build_model
 from rbd_linearizer.model.data import create_data
 from rbd_linearizer.model.robots import default_robot_urdf
 from rbd_linearizer.model.state import QUATERNION_NORM_TOLERANCE
+from rbd_linearizer.online import finite
+from rbd_linearizer.online.finite import non_finite_fields
 from rbd_linearizer.online.terms import dynamics_derivatives
 from rbd_linearizer.ros import conversions as cv
 
@@ -152,15 +154,15 @@ def _walked(*objects):
     with np.errstate(over='ignore', invalid='ignore'):
         for obj in objects:
             if obj is not None:
-                cv._walk(obj, '', bad)
+                finite._walk(obj, '', bad)
     return bad
 
 
 def test_finite_results_are_answered_by_the_fast_path(results, monkeypatch):
     lin, der = results
-    assert cv._all_finite_results((lin, None, der, None))
-    monkeypatch.setattr(cv, '_walk', None)  # the walk is not needed
-    assert cv.non_finite_fields(lin, None, der, None) == []
+    assert finite._all_finite_results((lin, None, der, None))
+    monkeypatch.setattr(finite, '_walk', None)  # the walk is not needed
+    assert non_finite_fields(lin, None, der, None) == []
 
 
 def _floats_of(obj, prefix=''):
@@ -203,8 +205,8 @@ def test_every_non_finite_field_is_named_as_by_the_walk(results):
             bad = (np.nan, np.inf, -np.inf)[k % 3]
             poisoned = _replaced(obj, path, lambda v, b=bad: _poisoned(v, b))
             objects = (poisoned, None, der, None) if which == 'lin' else (lin, None, poisoned)
-            assert not cv._all_finite_results(objects)
-            got = cv.non_finite_fields(*objects)
+            assert not finite._all_finite_results(objects)
+            got = non_finite_fields(*objects)
             assert got == [path] == _walked(*objects), (which, path, got)
 
 
@@ -212,8 +214,8 @@ def test_finite_values_whose_sum_overflows_are_finite(results):
     lin, der = results
     huge = _replaced(lin, 'A', lambda a: np.full_like(a, 1e308))
     with np.errstate(over='ignore'):
-        assert not cv._all_finite_results((huge,))  # the sum overflows: the walk decides
-    assert cv.non_finite_fields(huge, der) == [] == _walked(huge, der)
+        assert not finite._all_finite_results((huge,))  # the sum overflows: the walk decides
+    assert non_finite_fields(huge, der) == [] == _walked(huge, der)
 
 
 @dataclasses.dataclass
@@ -244,9 +246,9 @@ def test_other_field_types_get_the_walks_answer(value, finite):
     for obj in (_Other(a=value), _Other(inner=_Inner(x=value))):
         want = _walked(obj)
         assert bool(want) != finite
-        assert cv.non_finite_fields(obj) == want
+        assert non_finite_fields(obj) == want
 
 
 def test_unknown_types_still_raise():
     with pytest.raises(TypeError, match='cannot check'):
-        cv.non_finite_fields(_Other(a={'x': 1.0}))
+        non_finite_fields(_Other(a={'x': 1.0}))
