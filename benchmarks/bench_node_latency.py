@@ -3,6 +3,7 @@
 Usage: python benchmarks/bench_node_latency.py [--robots go2 g1] [--rate 1000] [--duration 60]
            [--tick-mode on_state|timer] [--dynamics] [--rt-priority N] [--max-skew S]
            [--floor-share 0.5] [--chunk 10] [--typed-driver] [--no-floor]
+           [--hammer-points N]
 
 Per robot: starts ``python -m rbd_linearizer.ros.node`` as a subprocess (its own ROS domain,
 localhost discovery) with the robot's URDF file, on_state ticks (default) and no output rate
@@ -35,12 +36,21 @@ run its control processes (needs CAP_SYS_NICE / root, or an rtprio limit in
 /etc/security/limits.conf). The figures then show the latency the node achieves when the
 scheduler does not preempt it for other jobs. ``--typed-driver``: the driver publishes
 messages (rclpy serializes them after the stamp: ~0.1 ms more per state, as before 2026-11-26).
+
+``--hammer-points N``: while the tick is measured (node and floor windows alike, so both see
+the same load), a client process (``_hammer.py``) calls the node's ``~/linearize_trajectory``
+with N-point trajectories back to back (issue 24: the tick must not wait for requests).
+Reported: its answered and refused calls and round trips (``hammer_*``) beside the tick's
+latency and ``lost`` outputs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+from pathlib import Path
+import subprocess
 import sys
 
 from _node_driver import NodeDriver, isolate_ros_domain, proc_status_mb
@@ -58,7 +68,7 @@ def _p(x: np.ndarray, q: float) -> float:
 
 def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool,
         rt_priority: int = 0, max_skew: float | None = None, floor_share: float = 0.5,
-        chunk: float = 10.0, typed_driver: bool = False) -> dict:
+        chunk: float = 10.0, typed_driver: bool = False, hammer_points: int = 0) -> dict:
     """Run one robot (node and floor alternately); return the figures (module docstring)."""
     rate_param = 5000.0 if tick_mode == 'on_state' else rate
     skew = min(0.001, 0.5 / rate) if max_skew is None else max_skew
@@ -71,7 +81,7 @@ def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool
          '-p', 'diagnostics_period_s:=1.0', '-p', f'max_state_skew_s:={skew}'],
         f'/tmp/bench_node_{robot}.log', rate, base_height=0.4, child_frame='base',
         max_lag_s=0.0, prefix=prefix, typed_publish=typed_driver)
-    fdrv = None
+    fdrv = hammer = None
     model, diags = drv.model, drv.diags
     try:
         if floor_share > 0:
@@ -83,6 +93,13 @@ def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool
         drv.start_stream()  # settle 2 s
         drv.spin_for(2.0)
         drv.stop_stream()
+        if hammer_points > 0:  # its own process; stopped by closing its stdin
+            hammer = subprocess.Popen(
+                [sys.executable, str(Path(__file__).with_name('_hammer.py')), drv.ns, robot,
+                 str(hammer_points), *(('--rt-priority', str(rt_priority)) if rt_priority
+                                       else ())],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            drv.spin_for(3.0)  # its first requests answered (the node's batch kernel warm)
         n_diag0 = len(diags)
         rss0 = proc_status_mb(drv.proc.pid)
         node_windows, floor_windows = [], []
@@ -93,6 +110,11 @@ def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool
             left -= span
             if fdrv is not None:
                 floor_windows.append(measure(fdrv, span * floor_share))
+        hammered = {}
+        if hammer is not None:
+            out, _ = hammer.communicate('', timeout=60)
+            hammered = json.loads(out.strip().splitlines()[-1])
+            hammer = None
         drv.spin_for(1.1)  # a diagnostics message after the last window
         rss1 = proc_status_mb(drv.proc.pid)
         lat, got, n_pub, lost = _windows(drv, node_windows)
@@ -136,11 +158,14 @@ def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool
                 'floor_ratio_p99': round(_p(lat, 99) / _p(flat, 99), 2),
                 'above_floor_ms_p50': round(_p(lat, 50) - _p(flat, 50), 3),
             })
+        figures.update(hammered)
         figures.update({'load_avg_1min_start': load0,
                         'load_avg_1min_end': round(os.getloadavg()[0], 2),
                         'rt_priority': rt_priority, 'typed_driver': typed_driver})
         return figures
     finally:
+        if hammer is not None:
+            hammer.kill()
         drv.close()
         if fdrv is not None:
             fdrv.close()
@@ -174,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
                         help='node time per alternation [s]')
     parser.add_argument('--typed-driver', action='store_true',
                         help='publish messages, not serialized bytes (the driver before)')
+    parser.add_argument('--hammer-points', type=int, default=0,
+                        help='a client calls ~/linearize_trajectory with this many points back '
+                             'to back while the tick is measured (0: none)')
     args = parser.parse_args(argv)
     if args.rt_priority > 0:
         # before rclpy starts: the DDS threads created later inherit the policy
@@ -183,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         figures = run(robot, args.rate, args.duration, args.tick_mode, args.dynamics,
                       args.rt_priority, args.max_skew,
                       0.0 if args.no_floor else args.floor_share, args.chunk,
-                      args.typed_driver)
+                      args.typed_driver, args.hammer_points)
         print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
     return 0
 
