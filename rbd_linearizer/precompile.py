@@ -271,8 +271,109 @@ def _bar(done: int, total: int, width: int = 24) -> str:
     return '[' + '#' * n + '.' * (width - n) + f'] {done}/{total}'
 
 
-def precompile(everything: bool = False, out=sys.stdout) -> float:
-    """Compile (or load) the node's kernels, or with ``everything`` all of them; seconds taken."""
+def default_jobs() -> int:
+    """Return how many processes the set-up's pre-compile uses: 2 on an idle multi-core machine.
+
+    numba compiles under one lock per process, so one process uses one core. Two processes
+    (the linearization in one, the other families in the other) finish sooner when two cores
+    are free; on a machine whose cores are busy they are slower than one (a third runnable
+    process; measured: docs/performance.md, "Start-up"): 1 when fewer than 2 cores are ours or
+    the 1-minute load average leaves less than one core idle.
+    """
+    import os
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = 0.0
+    return 2 if cores >= 2 and load < cores - 1 else 1
+
+
+def _groups(families: list[str], cold: set[str], jobs: int, forced: bool) -> list | None:
+    # The families of each worker process, or None: compile in this process. The linearization
+    # (the largest) in one, the others in the other in FAMILIES order (the contact family
+    # last: by then the first worker has cached the point kernel it calls, which is loaded,
+    # not compiled again). Only when there is something to share (two cold families), or
+    # forced (--jobs given).
+    if jobs < 2 or len(families) < 2 or not (forced or len(cold & set(families)) >= 2):
+        return None
+    first = [f for f in families if f == 'linearization'] or families[:1]
+    rest = [f for f in families if f not in first]
+    return [first, rest]
+
+
+def _worker(families: list[str]) -> int:
+    # python -m rbd_linearizer.precompile --worker a,b: compile the families in order, one
+    # JSON line per family when done (the parent prints the progress)
+    import json
+
+    from rbd_linearizer.model import build_model
+    from rbd_linearizer.model.robots import default_robot_urdf
+
+    calls = dict(_node_paths(build_model(default_robot_urdf())))
+    unknown = [f for f in families if f not in calls]
+    if unknown:
+        print(f'rbd_linearizer.precompile: unknown kernel families {unknown}', file=sys.stderr)
+        return 2
+    for fam in families:
+        t = time.perf_counter()
+        calls[fam]()
+        print(json.dumps({'family': fam, 'seconds': time.perf_counter() - t}), flush=True)
+    return 0
+
+
+def _run_workers(groups: list[list[str]], report: Callable[[str, float], None]) -> None:
+    # One process per group; report(family, seconds) as each family finishes (any order).
+    # A worker that fails: the others are stopped, RuntimeError with its error output.
+    import json
+    import queue
+    import subprocess
+
+    events: queue.Queue = queue.Queue()
+    procs = [subprocess.Popen([sys.executable, '-m', 'rbd_linearizer.precompile', '--worker',
+                               ','.join(group)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for group in groups]
+
+    def read(proc) -> None:
+        for line in proc.stdout:
+            if line.startswith('{'):
+                events.put(json.loads(line))
+        events.put(None)  # this worker's output ended
+
+    readers = [threading.Thread(target=read, args=(p,), daemon=True) for p in procs]
+    for r in readers:
+        r.start()
+    try:
+        open_workers = len(procs)
+        while open_workers:
+            ev = events.get()
+            if ev is None:
+                open_workers -= 1
+            else:
+                report(ev['family'], ev['seconds'])
+        for proc, group in zip(procs, groups, strict=True):
+            if proc.wait() != 0:
+                raise RuntimeError(f'pre-compiling {", ".join(group)} failed (exit code '
+                                   f'{proc.returncode}):\n{proc.stderr.read()[-3000:]}')
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def precompile(everything: bool = False, out=sys.stdout, jobs: int | None = None) -> float:
+    """Compile (or load) the node's kernels, or with ``everything`` all of them; seconds taken.
+
+    ``jobs``: processes for the node's families (``default_jobs()`` when None: 2 on an idle
+    multi-core machine, when at least two families are not cached); a given ``jobs`` >= 2 uses
+    worker processes even when everything is cached. The library's kernels (``everything``)
+    follow in this process.
+    """
     from rbd_linearizer import _jit
     from rbd_linearizer.model import build_model
     from rbd_linearizer.model.robots import default_robot_urdf
@@ -280,6 +381,7 @@ def precompile(everything: bool = False, out=sys.stdout) -> float:
     t0 = time.perf_counter()
     model = build_model(default_robot_urdf())
     steps = _node_paths(model)
+    node_families = [f for f, _ in steps]
     if everything:
         data = None
 
@@ -295,18 +397,34 @@ def precompile(everything: bool = False, out=sys.stdout) -> float:
         import rbd_linearizer.algorithm  # noqa: F401 - registers every algorithm's warm-up
         import rbd_linearizer.linearization.batch  # noqa: F401 - and the batch's
         steps += [(f'library: {name}', library(fn)) for name, fn in _jit._WARMUPS.items()]
-    todo = set(missing(f for f, _ in steps if f in FAMILIES))
+    todo = set(missing(f for f in node_families if f in FAMILIES))
+    groups = _groups(node_families, todo, default_jobs() if jobs is None else jobs,
+                     forced=jobs is not None)
+    where = f'{len(groups)} processes' if groups else 'one process'
     print(f'rbd_linearizer: pre-compiling {len(steps)} kernel families into {_jit.CACHE.path}'
-          f" ({len(todo)} of the node's {sum(f in FAMILIES for f, _ in steps)} not cached; "
-          f'about {estimate_s(todo):.0f} s on one core)', file=out, flush=True)
+          f" ({len(todo)} of the node's {len(node_families)} not cached; about "
+          f'{estimate_s(todo):.0f} s on one core; {where})', file=out, flush=True)
     tty = getattr(out, 'isatty', lambda: False)()
-    for k, (name, call) in enumerate(steps):
+    done, n_steps = 0, len(steps)
+
+    def finished(name: str, seconds: float) -> None:
+        nonlocal done
+        done += 1
+        line = f'{_bar(done, n_steps)} {name} {seconds:.1f} s'
+        print(f'\r{line.ljust(79)}' if tty else line, file=out, flush=True)
+
+    if groups:
+        if tty:
+            print(f'\r{_bar(0, n_steps)} ' + ' | '.join(', '.join(g) for g in groups)
+                  + ' ...', end='', file=out, flush=True)
+        _run_workers(groups, finished)
+        steps = steps[len(node_families):]
+    for name, call in steps:
         t = time.perf_counter()
         if tty:  # the bar with the step under way; a log file gets one line per step
-            print(f'\r{_bar(k, len(steps))} {name} ...'.ljust(79), end='', file=out, flush=True)
+            print(f'\r{_bar(done, n_steps)} {name} ...'.ljust(79), end='', file=out, flush=True)
         call()
-        line = f'{_bar(k + 1, len(steps))} {name} {time.perf_counter() - t:.1f} s'
-        print(f'\r{line.ljust(79)}' if tty else line, file=out, flush=True)
+        finished(name, time.perf_counter() - t)
     total = time.perf_counter() - t0
     print(f'rbd_linearizer: kernels ready in {total:.1f} s ({_jit.CACHE.origin} cache '
           f'{_jit.CACHE.path})', file=out, flush=True)
@@ -323,14 +441,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="first check (fast, without numba) whether the node's kernels are "
                          'all cached already; compile only if not')
     ap.add_argument('--quiet', action='store_true', help='print nothing')
+    ap.add_argument('--jobs', type=int, default=None,
+                    help="processes for the node's kernel families (default: 2 on an idle "
+                         'multi-core machine when two families are not cached, else 1)')
+    ap.add_argument('--worker', default=None, help=argparse.SUPPRESS)  # a,b: one worker's
     args = ap.parse_args(argv)
+    if args.worker is not None:
+        return _worker(args.worker.split(','))
     import io
 
     out = io.StringIO() if args.quiet else sys.stdout
     if args.if_needed and not args.all and not missing(FAMILIES):
         print(f"rbd_linearizer: the node's kernels are cached ({_cache_dir()})", file=out)
         return 0
-    precompile(args.all, out=out)
+    precompile(args.all, out=out, jobs=args.jobs)
     return 0
 
 

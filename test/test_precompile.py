@@ -89,3 +89,49 @@ def test_describe_and_estimate():
     assert precompile.estimate_s([]) == 0
     assert precompile.estimate_s(['linearization', 'dynamics']) == (
         precompile.FAMILIES['linearization'].seconds + precompile.FAMILIES['dynamics'].seconds)
+
+
+def test_two_worker_processes_report_every_family_once():
+    # the set-up's parallel path (here on the session's cache, already filled by the test
+    # above or the set-up: the workers load, the orchestration is what is checked)
+    env = dict(os.environ)
+    env.pop('NUMBA_DISABLE_JIT', None)
+    res = subprocess.run([sys.executable, '-m', 'rbd_linearizer.precompile', '--jobs', '2'],
+                         env=env, capture_output=True, text=True, timeout=1800)
+    assert res.returncode == 0, res.stderr[-3000:]
+    lines = res.stdout.splitlines()
+    n = len(precompile.FAMILIES)
+    assert lines[0].endswith('; 2 processes)'), lines[0]
+    progress = lines[1:-1]
+    assert len(progress) == n, lines
+    for k, line in enumerate(progress, 1):  # in the order they finished, each family once
+        assert f'] {k}/{n} ' in line, lines
+    assert sorted(line.split(f'/{n} ')[1].split()[0] for line in progress) == sorted(
+        precompile.FAMILIES)
+    assert lines[-1].startswith('rbd_linearizer: kernels ready in'), lines
+
+
+def test_a_failing_worker_fails_the_precompile_with_its_error():
+    seen = []
+    with pytest.raises(RuntimeError, match="unknown kernel families \\['no_such_family'\\]"):
+        precompile._run_workers([['no_such_family']], lambda fam, s: seen.append(fam))
+    assert seen == []
+
+
+@pytest.mark.parametrize('cores, load, jobs', [(2, 0.0, 2), (2, 0.9, 2), (2, 1.0, 1),
+                                               (2, 3.5, 1), (1, 0.0, 1), (8, 6.5, 2),
+                                               (8, 7.0, 1)])
+def test_two_processes_only_with_a_core_to_spare(monkeypatch, cores, load, jobs):
+    monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: set(range(cores)))
+    monkeypatch.setattr(os, 'getloadavg', lambda: (load, load, load))
+    assert precompile.default_jobs() == jobs
+
+
+def test_the_linearization_and_the_rest_in_two_groups():
+    fams = list(precompile.FAMILIES)
+    every = set(fams)
+    assert precompile._groups(fams, every, 2, forced=False) == [
+        ['linearization'], ['dynamics', 'derivatives', 'contact']]
+    assert precompile._groups(fams, every, 1, forced=False) is None
+    assert precompile._groups(fams, {'contact'}, 2, forced=False) is None  # one to compile
+    assert precompile._groups(fams, set(), 2, forced=True) is not None
