@@ -1,7 +1,7 @@
 """Start-up of ``linearizer_node``: time to its first output, warm and cold, and the pre-compile.
 
 Usage: python benchmarks/bench_startup.py [--python VENV/bin/python] [--runs 3] [--cold-runs 1]
-       [--no-cold] [--no-precompile] [--timeout 600]
+       [--no-cold] [--no-precompile] [--precompile-jobs auto|N ...] [--timeout 600]
 
 For the Python (venv) given by ``--python`` (default: this one), so one run measures one ROS
 distribution:
@@ -11,8 +11,9 @@ distribution:
   ``--no-precompile`` or without that step, after a first, unmeasured start);
 - **cold**: the same with an empty ``NUMBA_CACHE_DIR`` (a new temporary directory), i.e. the
   first start after an upgrade with nothing pre-compiled;
-- **precompile**: ``python -m rbd_linearizer.precompile`` (what the set-up runs) into an empty
-  cache, then ``--if-needed`` on the filled one (the set-up's check that nothing is missing).
+- **precompile**: ``python -m rbd_linearizer.precompile`` (what the set-up runs; with
+  ``--precompile-jobs 1 2`` once per given ``--jobs``) into an empty cache, then
+  ``--if-needed`` on the filled one (the set-up's check that nothing is missing).
 
 Time to first output = from ``Popen`` of the node to the first ``/linearizer/linearization``
 message received by a probe node (its own process, started and subscribed before the node);
@@ -178,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--cold-runs', type=int, default=1, help='cold starts (minutes each)')
     ap.add_argument('--no-cold', action='store_true', help='warm starts only')
     ap.add_argument('--no-precompile', action='store_true', help='skip the pre-compile step')
+    ap.add_argument('--precompile-jobs', nargs='+', default=['auto'],
+                    help="the pre-compile's --jobs, each measured cold in turn ('auto': what "
+                         'the set-up runs, its own choice; e.g. 1 2)')
     ap.add_argument('--cache-dir', default=None,
                     help='persistent cache for the warm runs (default: a temporary one)')
     ap.add_argument('--timeout', type=float, default=600.0)
@@ -193,16 +197,19 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix='rbd-startup-') as tmp:
         set_up = None  # the cache after the set-up step (precompile)
-        if not args.no_precompile:
-            pc = str(Path(tmp) / 'pc')
-            cold_pc = precompile(python, pc, args.timeout)
+        for jobs in ([] if args.no_precompile else args.precompile_jobs):
+            pc = str(Path(tmp) / f'pc-{jobs}')
+            load = os.getloadavg()[0]
+            cold_pc = precompile(python, pc, args.timeout,
+                                 *(() if jobs == 'auto' else ('--jobs', jobs)))
             if cold_pc is not None:
                 set_up = pc
                 warm_pc = precompile(python, pc, args.timeout, '--if-needed')
-                print(f'precompile: cold {_fmt(cold_pc)} s, then --if-needed (nothing to do) '
-                      f'{_fmt(warm_pc)} s', flush=True)
+                print(f'precompile (--jobs {jobs}): cold {_fmt(cold_pc)} s (load {load:.2f}), '
+                      f'then --if-needed (nothing to do) {_fmt(warm_pc)} s', flush=True)
             else:
                 print('precompile: not available (rbd_linearizer.precompile missing)')
+                break
         if not args.no_cold:
             for k in range(args.cold_runs):
                 r = first_output(python, str(Path(tmp) / f'cold{k}'), args.timeout,
