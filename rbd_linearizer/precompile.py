@@ -271,14 +271,36 @@ def _bar(done: int, total: int, width: int = 24) -> str:
     return '[' + '#' * n + '.' * (width - n) + f'] {done}/{total}'
 
 
+def _idle_cores(sample_s: float = 0.5) -> float | None:
+    # Cores idle now: the idle share of the CPU time over sample_s (/proc/stat, Linux) times
+    # the cores; None where there is no /proc/stat. (Not the load average: it lags a minute,
+    # and the set-up's pip installs just before would count as busy.)
+    def times() -> tuple[int, int, int]:
+        with open('/proc/stat', encoding='ascii') as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        return sum(fields[:8]), fields[3] + fields[4], len(fields)  # total, idle + iowait
+
+    try:
+        total0, idle0, _ = times()
+        time.sleep(sample_s)
+        total1, idle1, _ = times()
+    except (OSError, ValueError, IndexError):
+        return None
+    import os
+
+    cores = os.cpu_count() or 1
+    return cores * (idle1 - idle0) / max(total1 - total0, 1)
+
+
 def default_jobs() -> int:
-    """Return how many processes the set-up's pre-compile uses: 2 on an idle multi-core machine.
+    """Return how many processes the set-up's pre-compile uses: 2 when two cores are free.
 
     numba compiles under one lock per process, so one process uses one core. Two processes
     (the linearization in one, the other families in the other) finish sooner when two cores
-    are free; on a machine whose cores are busy they are slower than one (a third runnable
-    process; measured: docs/performance.md, "Start-up"): 1 when fewer than 2 cores are ours or
-    the 1-minute load average leaves less than one core idle.
+    are free; when the cores are busy they are slower than one (a third runnable process;
+    measured: docs/performance.md, "Start-up"). So 2 when at least 2 cores are ours and about
+    1.5 of them are idle now (sampled for 0.5 s; the 1-minute load average where that cannot
+    be read), else 1.
     """
     import os
 
@@ -286,11 +308,15 @@ def default_jobs() -> int:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cores = os.cpu_count() or 1
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = 0.0
-    return 2 if cores >= 2 and load < cores - 1 else 1
+    if cores < 2:
+        return 1
+    idle = _idle_cores()
+    if idle is None:
+        try:
+            idle = cores - os.getloadavg()[0]
+        except OSError:
+            idle = float(cores)
+    return 2 if idle >= 1.5 else 1
 
 
 def _groups(families: list[str], cold: set[str], jobs: int, forced: bool) -> list | None:
@@ -369,8 +395,8 @@ def _run_workers(groups: list[list[str]], report: Callable[[str, float], None]) 
 def precompile(everything: bool = False, out=sys.stdout, jobs: int | None = None) -> float:
     """Compile (or load) the node's kernels, or with ``everything`` all of them; seconds taken.
 
-    ``jobs``: processes for the node's families (``default_jobs()`` when None: 2 on an idle
-    multi-core machine, when at least two families are not cached); a given ``jobs`` >= 2 uses
+    ``jobs``: processes for the node's families (``default_jobs()`` when None: 2 when two
+    cores are idle, if at least two families are not cached); a given ``jobs`` >= 2 uses
     worker processes even when everything is cached. The library's kernels (``everything``)
     follow in this process.
     """
@@ -398,8 +424,11 @@ def precompile(everything: bool = False, out=sys.stdout, jobs: int | None = None
         import rbd_linearizer.linearization.batch  # noqa: F401 - and the batch's
         steps += [(f'library: {name}', library(fn)) for name, fn in _jit._WARMUPS.items()]
     todo = set(missing(f for f in node_families if f in FAMILIES))
-    groups = _groups(node_families, todo, default_jobs() if jobs is None else jobs,
-                     forced=jobs is not None)
+    if jobs is None:  # sample the idle cores only when there are two families to share
+        n_jobs = default_jobs() if len(todo) >= 2 else 1
+    else:
+        n_jobs = jobs
+    groups = _groups(node_families, todo, n_jobs, forced=jobs is not None)
     where = f'{len(groups)} processes' if groups else 'one process'
     print(f'rbd_linearizer: pre-compiling {len(steps)} kernel families into {_jit.CACHE.path}'
           f" ({len(todo)} of the node's {len(node_families)} not cached; about "
@@ -442,8 +471,8 @@ def main(argv: list[str] | None = None) -> int:
                          'all cached already; compile only if not')
     ap.add_argument('--quiet', action='store_true', help='print nothing')
     ap.add_argument('--jobs', type=int, default=None,
-                    help="processes for the node's kernel families (default: 2 on an idle "
-                         'multi-core machine when two families are not cached, else 1)')
+                    help="processes for the node's kernel families (default: 2 when two cores "
+                         'are idle and two families are not cached, else 1)')
     ap.add_argument('--worker', default=None, help=argparse.SUPPRESS)  # a,b: one worker's
     args = ap.parse_args(argv)
     if args.worker is not None:

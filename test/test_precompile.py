@@ -118,13 +118,20 @@ def test_a_failing_worker_fails_the_precompile_with_its_error():
     assert seen == []
 
 
-@pytest.mark.parametrize('cores, load, jobs', [(2, 0.0, 2), (2, 0.9, 2), (2, 1.0, 1),
-                                               (2, 3.5, 1), (1, 0.0, 1), (8, 6.5, 2),
-                                               (8, 7.0, 1)])
-def test_two_processes_only_with_a_core_to_spare(monkeypatch, cores, load, jobs):
+@pytest.mark.parametrize('cores, idle, load, jobs', [
+    (2, 2.0, 9.0, 2), (2, 1.6, 9.0, 2), (2, 1.4, 0.0, 1), (1, 1.0, 0.0, 1), (8, 1.5, 9.0, 2),
+    (8, 0.5, 0.0, 1),
+    (2, None, 0.3, 2), (2, None, 1.0, 1)])  # no /proc/stat: the load average decides
+def test_two_processes_only_with_two_cores_idle(monkeypatch, cores, idle, load, jobs):
     monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: set(range(cores)))
+    monkeypatch.setattr(precompile, '_idle_cores', lambda sample_s=0.5: idle)
     monkeypatch.setattr(os, 'getloadavg', lambda: (load, load, load))
     assert precompile.default_jobs() == jobs
+
+
+def test_idle_cores_is_a_share_of_the_cores():
+    idle = precompile._idle_cores(0.05)
+    assert idle is not None and 0.0 <= idle <= os.cpu_count()
 
 
 def test_the_linearization_and_the_rest_in_two_groups():
