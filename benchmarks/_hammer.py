@@ -1,11 +1,13 @@
 """A trajectory client hammering a node's ``~/linearize_trajectory``, in a process of its own.
 
 Usage (from bench_node_latency.py ``--hammer-points N``): python benchmarks/_hammer.py NS ROBOT
-N [--rt-priority P]. Sends requests of N random points (mixed representation, discrete time,
-dt = 0.01 s) back to back, each as soon as the previous answer came, until SIGINT / SIGTERM or
-stdin closes; then prints one JSON line: calls answered, refused (``success: false``: the
-node's request queue was full, or the request failed), round trip p50 / p99 / max [ms] and the
-answer size. Its own process, so that its Python (building requests, reading 1-56 MB answers)
+N [--rt-priority P] [--topic]. Sends requests of N random points (mixed representation,
+discrete time, dt = 0.01 s) back to back, each as soon as the previous answer came, until
+SIGINT / SIGTERM or stdin closes; then prints one JSON line: calls answered, refused
+(``success: false``: the node's request queue was full, or the request failed), round trip
+p50 / p99 / max [ms] and the answer size. ``--topic``: the same trajectories published on
+``~/trajectory`` and their ``~/trajectory_linearization`` awaited (raw), instead of the
+service. Its own process, so that its Python (building requests, reading 1-56 MB answers)
 competes with the node for the 2 cores as a real MPC client beside it would, not with the
 driver's measurement.
 """
@@ -38,8 +40,10 @@ def main() -> int:
 
     from rbd_linearizer.model import build_model
     from rbd_linearizer.model.robots import example_robot_urdf
+    from rbd_linearizer.msg import Trajectory, TrajectoryLinearization
     from rbd_linearizer.ros.conversions import trajectory_to_msg
     from rbd_linearizer.ros.executor import DirectExecutor
+    from rbd_linearizer.ros.qos import result_qos
     from rbd_linearizer.srv import LinearizeTrajectory
 
     model = build_model(example_robot_urdf(robot).read_text(), check_triangle_inequality=False)
@@ -47,7 +51,13 @@ def main() -> int:
     node = rclpy.create_node(f'hammer_{robot}')
     executor = DirectExecutor()
     executor.add_node(node)
-    client = node.create_client(LinearizeTrajectory, f'{ns}/linearizer/linearize_trajectory')
+    topic = '--topic' in sys.argv
+    base = f'{ns}/linearizer'
+    client = node.create_client(LinearizeTrajectory, f'{base}/linearize_trajectory')
+    got: list[bytes] = []
+    pub = node.create_publisher(Trajectory, f'{base}/trajectory', result_qos(1))
+    node.create_subscription(TrajectoryLinearization, f'{base}/trajectory_linearization',
+                             got.append, result_qos(10), raw=True)
     Q, V, U = _trajectory(model, n_points, np.random.default_rng(1))
     ms, refused, size = [], 0, 0
     try:
@@ -57,11 +67,22 @@ def main() -> int:
         k = 0
         while not stop.is_set():
             k += 1
-            request = LinearizeTrajectory.Request(trajectory=trajectory_to_msg(
-                Q, V, U, stamp_ns=k, velocity_representation='mixed', time_model='discrete',
-                dt=0.01))
+            msg = trajectory_to_msg(Q, V, U, stamp_ns=k, velocity_representation='mixed',
+                                    time_model='discrete', dt=0.01)
             t0 = time.perf_counter()
-            future = client.call_async(request)
+            if topic:  # published; the answer with this stamp (or a lost one: 1 s, again)
+                got.clear()
+                pub.publish(msg)
+                end = time.monotonic() + 1.0
+                while not got and not stop.is_set() and time.monotonic() < end:
+                    executor.spin_once(timeout_sec=0.01)
+                if not got:
+                    refused += 1
+                    continue
+                ms.append((time.perf_counter() - t0) * 1e3)
+                size = len(got[-1])
+                continue
+            future = client.call_async(LinearizeTrajectory.Request(trajectory=msg))
             while not future.done() and not stop.is_set():
                 executor.spin_once(timeout_sec=0.01)
             if not future.done():
@@ -77,7 +98,8 @@ def main() -> int:
         node.destroy_node()
         rclpy.try_shutdown()
     lat = np.array(ms) if ms else np.full(1, np.nan)
-    print(json.dumps({'hammer_points': n_points, 'hammer_calls': len(ms) - refused,
+    print(json.dumps({'hammer_mode': 'topic' if topic else 'service',
+                      'hammer_points': n_points, 'hammer_calls': len(ms) - refused,
                       'hammer_refused': refused, 'hammer_answer_mb': round(size / 1e6, 2),
                       'hammer_ms_p50': round(float(np.percentile(lat, 50)), 2),
                       'hammer_ms_p99': round(float(np.percentile(lat, 99)), 2),

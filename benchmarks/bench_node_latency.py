@@ -39,7 +39,8 @@ messages (rclpy serializes them after the stamp: ~0.1 ms more per state, as befo
 
 ``--hammer-points N``: while the tick is measured (node and floor windows alike, so both see
 the same load), a client process (``_hammer.py``) calls the node's ``~/linearize_trajectory``
-with N-point trajectories back to back (issue 24: the tick must not wait for requests).
+(``--hammer-topic``: publishes on ``~/trajectory`` and awaits the answer) with N-point
+trajectories back to back (issue 24: the tick must not wait for requests).
 Reported: its answered and refused calls and round trips (``hammer_*``) beside the tick's
 latency and ``lost`` outputs.
 """
@@ -68,7 +69,8 @@ def _p(x: np.ndarray, q: float) -> float:
 
 def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool,
         rt_priority: int = 0, max_skew: float | None = None, floor_share: float = 0.5,
-        chunk: float = 10.0, typed_driver: bool = False, hammer_points: int = 0) -> dict:
+        chunk: float = 10.0, typed_driver: bool = False, hammer_points: int = 0,
+        hammer_topic: bool = False) -> dict:
     """Run one robot (node and floor alternately); return the figures (module docstring)."""
     rate_param = 5000.0 if tick_mode == 'on_state' else rate
     skew = min(0.001, 0.5 / rate) if max_skew is None else max_skew
@@ -97,7 +99,7 @@ def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool
             hammer = subprocess.Popen(
                 [sys.executable, str(Path(__file__).with_name('_hammer.py')), drv.ns, robot,
                  str(hammer_points), *(('--rt-priority', str(rt_priority)) if rt_priority
-                                       else ())],
+                                       else ()), *(('--topic',) if hammer_topic else ())],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             drv.spin_for(3.0)  # its first requests answered (the node's batch kernel warm)
         n_diag0 = len(diags)
@@ -202,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--hammer-points', type=int, default=0,
                         help='a client calls ~/linearize_trajectory with this many points back '
                              'to back while the tick is measured (0: none)')
+    parser.add_argument('--hammer-topic', action='store_true',
+                        help='the hammering client uses ~/trajectory (topic mode), not the '
+                             'service')
     args = parser.parse_args(argv)
     if args.rt_priority > 0:
         # before rclpy starts: the DDS threads created later inherit the policy
@@ -211,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         figures = run(robot, args.rate, args.duration, args.tick_mode, args.dynamics,
                       args.rt_priority, args.max_skew,
                       0.0 if args.no_floor else args.floor_share, args.chunk,
-                      args.typed_driver, args.hammer_points)
+                      args.typed_driver, args.hammer_points, args.hammer_topic)
         print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
     return 0
 
