@@ -62,7 +62,9 @@ def _pop_profile_option(argv: list[str]) -> str:
     # --dds-profile package|none (or =...), before --ros-args; removed from argv
     end = argv.index('--ros-args') if '--ros-args' in argv else len(argv)
     for k in range(end):
-        if argv[k] == '--dds-profile' and k + 1 < end:
+        if argv[k] == '--dds-profile':
+            if k + 1 >= end:
+                raise SystemExit("--dds-profile needs a value: 'package' or 'none'")
             value = argv[k + 1]
             del argv[k:k + 2]
             break

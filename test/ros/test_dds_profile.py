@@ -110,10 +110,12 @@ def test_opt_out_keeps_the_built_in_transports(option):
     assert 'built-in transports' in line
 
 
-def test_a_bad_choice_is_refused_and_changes_nothing():
+@pytest.mark.parametrize('argv', [['n', '--dds-profile', 'fast'], ['n', '--dds-profile'],
+                                  ['n', '--dds-profile', '--ros-args', '-p', 'a:=1']])
+def test_a_bad_choice_is_refused_and_changes_nothing(argv):
     env = _env(ROS_DISTRO='jazzy')
     with pytest.raises(SystemExit, match="'package' or 'none'"):
-        dds.use_package_profile(['n', '--dds-profile', 'fast'], env)
+        dds.use_package_profile(argv, env)
     assert env == _env(ROS_DISTRO='jazzy')
 
 
