@@ -29,6 +29,8 @@ from importlib import metadata
 import os
 from pathlib import Path
 
+from rbd_linearizer.ros._argv import pop_option
+
 __all__ = ['PROFILE', 'PROFILE_VARIABLES', 'fastdds_major', 'use_package_profile']
 
 #: The package's Fast DDS profile (shared memory, 32 MB segment; UDPv4).
@@ -58,26 +60,6 @@ def fastdds_major(environ: MutableMapping[str, str] | None = None) -> int | None
     return 2 if distro in _FASTDDS_2_DISTROS else 3
 
 
-def _pop_profile_option(argv: list[str]) -> str:
-    # --dds-profile package|none (or =...), before --ros-args; removed from argv
-    end = argv.index('--ros-args') if '--ros-args' in argv else len(argv)
-    for k in range(end):
-        if argv[k] == '--dds-profile':
-            if k + 1 >= end:
-                raise SystemExit("--dds-profile needs a value: 'package' or 'none'")
-            value = argv[k + 1]
-            del argv[k:k + 2]
-            break
-        if argv[k].startswith('--dds-profile='):
-            value = argv.pop(k).split('=', 1)[1]
-            break
-    else:
-        return 'package'
-    if value not in ('package', 'none'):
-        raise SystemExit(f"--dds-profile must be 'package' or 'none', not {value!r}")
-    return value
-
-
 def use_package_profile(argv: list[str],
                         environ: MutableMapping[str, str] | None = None) -> str | None:
     """Point Fast DDS at ``PROFILE`` unless told otherwise (module docstring); before rclpy.init.
@@ -87,7 +69,7 @@ def use_package_profile(argv: list[str],
     another RMW).
     """
     env = os.environ if environ is None else environ
-    choice = _pop_profile_option(argv)
+    choice = pop_option(argv, 'dds-profile', 'package', ('package', 'none'))
     if env.get('RMW_IMPLEMENTATION', '') not in _FASTDDS_RMWS:
         return None
     theirs = [v for v in PROFILE_VARIABLES if env.get(v)]

@@ -13,25 +13,10 @@ import sys
 
 import rclpy
 
+from rbd_linearizer.ros._argv import pop_option
 from rbd_linearizer.ros._interrupt import deliver_again, safe_to_raise
 from rbd_linearizer.ros.dds import use_package_profile
 from rbd_linearizer.ros.executor import DirectExecutor, DirectExecutorUnsupported
-
-
-def _pop_option(argv: list[str], name: str, default: str | None) -> str | None:
-    # Options of ours come before --ros-args: '--name value', '--name=value' or a bare flag.
-    end = argv.index('--ros-args') if '--ros-args' in argv else len(argv)
-    for k in range(end):
-        if argv[k] == f'--{name}':
-            if default is None:
-                del argv[k]
-                return 'true'
-            value = argv[k + 1]
-            del argv[k:k + 2]
-            return value
-        if argv[k].startswith(f'--{name}='):
-            return argv.pop(k).split('=', 1)[1]
-    return default
 
 
 class _StopSignal:
@@ -139,8 +124,8 @@ def run(make_node, args: list[str] | None, make_lifecycle_node=None) -> None:
     transports instead of the package's large-data profile (ros/dds.py).
     """
     argv = list(sys.argv if args is None else args)
-    lifecycle = _pop_option(argv, 'lifecycle', None) if make_lifecycle_node else None
-    executor = _check_executor(_pop_option(argv, 'executor', 'direct'))
+    lifecycle = pop_option(argv, 'lifecycle', None) if make_lifecycle_node else None
+    executor = _check_executor(pop_option(argv, 'executor', 'direct'))
     dds_line = use_package_profile(argv)  # before rclpy.init: Fast DDS reads it then
     _init(argv)
     if dds_line:
