@@ -275,15 +275,15 @@ def _idle_cores(sample_s: float = 0.5) -> float | None:
     # Cores idle now: the idle share of the CPU time over sample_s (/proc/stat, Linux) times
     # the cores; None where there is no /proc/stat. (Not the load average: it lags a minute,
     # and the set-up's pip installs just before would count as busy.)
-    def times() -> tuple[int, int, int]:
+    def times() -> tuple[int, int]:
         with open('/proc/stat', encoding='ascii') as f:
             fields = [int(x) for x in f.readline().split()[1:]]
-        return sum(fields[:8]), fields[3] + fields[4], len(fields)  # total, idle + iowait
+        return sum(fields[:8]), fields[3] + fields[4]  # total, idle + iowait
 
     try:
-        total0, idle0, _ = times()
+        total0, idle0 = times()
         time.sleep(sample_s)
-        total1, idle1, _ = times()
+        total1, idle1 = times()
     except (OSError, ValueError, IndexError):
         return None
     import os
@@ -358,11 +358,15 @@ def _run_workers(groups: list[list[str]], report: Callable[[str, float], None]) 
     import json
     import queue
     import subprocess
+    import tempfile
 
     events: queue.Queue = queue.Queue()
+    # stderr into a file, not a pipe nobody reads while the worker runs (numba's warnings
+    # would fill it and block the worker)
+    errors = [tempfile.TemporaryFile(mode='w+') for _ in groups]
     procs = [subprocess.Popen([sys.executable, '-m', 'rbd_linearizer.precompile', '--worker',
-                               ','.join(group)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for group in groups]
+                               ','.join(group)], stdout=subprocess.PIPE, stderr=err, text=True)
+             for group, err in zip(groups, errors, strict=True)]
 
     def read(proc) -> None:
         for line in proc.stdout:
@@ -381,15 +385,18 @@ def _run_workers(groups: list[list[str]], report: Callable[[str, float], None]) 
                 open_workers -= 1
             else:
                 report(ev['family'], ev['seconds'])
-        for proc, group in zip(procs, groups, strict=True):
+        for proc, group, err in zip(procs, groups, errors, strict=True):
             if proc.wait() != 0:
+                err.seek(0)
                 raise RuntimeError(f'pre-compiling {", ".join(group)} failed (exit code '
-                                   f'{proc.returncode}):\n{proc.stderr.read()[-3000:]}')
+                                   f'{proc.returncode}):\n{err.read()[-3000:]}')
     finally:
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+        for err in errors:
+            err.close()
 
 
 def precompile(everything: bool = False, out=sys.stdout, jobs: int | None = None) -> float:
