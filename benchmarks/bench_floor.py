@@ -22,11 +22,11 @@ message at publish). One line per combination: latency p50/p99/max (after decodi
 with serialized states, no DDS in the measured path: the node's work per state pair (odometry
 callback + joint-state callback with its tick: decoding, checks, pairing, assembly,
 linearization, output check, encoding, publish) and, in the same pairs, the time spent inside
-the compiled linearization kernel (``linearization.continuous._one_state``, wrapped); the rest
-is Python (the interpreter running our code and rclpy's). ``max_state_skew_s`` as in
-``bench_node_latency.py`` (half the state period), so each pair ticks once, on its second
-message. Then the same steps called one by one
-(the node's own functions) for a per-step breakdown.
+the compiled linearization kernel (``horizon.points_kernel`` as ``linearization.continuous``
+calls it, wrapped); the rest is Python (the interpreter running our code and rclpy's).
+``max_state_skew_s`` as in ``bench_node_latency.py`` (half the state period), so each pair
+ticks once, on its second message. Then the same steps called one by one (the node's own
+functions) for a per-step breakdown.
 
 ``--echo`` is the echo process's own entry (started by the driver). Not a timed test: the
 figures depend on the machine and its load (printed); docs/performance.md, "Node latency".
@@ -224,13 +224,13 @@ def _stamped(buf: bytearray, stamp_ns: int) -> bytes:
 
 
 class _KernelClock:
-    """Wraps ``linearization.continuous._one_state`` (the compiled kernel of a tick): its time."""
+    """Wraps ``points_kernel`` as ``linearization.continuous`` calls it (a tick's kernel)."""
 
     def __init__(self):
         import rbd_linearizer.linearization.continuous as cont
 
         self.module, self.ns = cont, 0
-        self.kernel = getattr(cont, '_one_state', None)
+        self.kernel = getattr(cont, 'points_kernel', None)
         if self.kernel is not None:
             def timed(*args):
                 t = time.perf_counter_ns()
@@ -238,11 +238,11 @@ class _KernelClock:
                     return self.kernel(*args)
                 finally:
                     self.ns += time.perf_counter_ns() - t
-            cont._one_state = timed
+            cont.points_kernel = timed
 
     def close(self) -> None:
         if self.kernel is not None:
-            self.module._one_state = self.kernel
+            self.module.points_kernel = self.kernel
 
 
 def in_process(robot: str, pairs: int, period_s: float) -> dict:

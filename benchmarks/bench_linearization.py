@@ -17,7 +17,7 @@ model (the Pinocchio twin of ``test/reference/pin_oracle.py``), same random stat
   ``[[Jq + dt Jv dt ddq_dq, dt Jv (1 + dt ddq_dv)], [dt ddq_dq, 1 + dt ddq_dv]]``,
   ``B = [dt Jv dt M^-1 S; dt M^-1 S]``, and the mixed-twist change of coordinates
   ``P(x+) A P(x)^-1``, ``P(x+) B`` on the six base-twist rows / columns (NumPy products);
-- kernel: the compiled call of ``linearize`` alone (``continuous._one_state`` with the
+- kernel: the compiled call of ``linearize`` alone (``horizon.points_kernel`` with the
   arguments ``linearize`` passes it, numba's dispatch included); ``python share`` =
   1 - kernel / linearize, the wrapper's part (checks, copies of the point, the result object).
 
@@ -51,8 +51,9 @@ from rbd_linearizer.algorithm.coriolis import (  # noqa: E402
     compute_coriolis_matrix,
     create_coriolis_workspace,
 )
-from rbd_linearizer.linearization import continuous, linearize, linearize_body  # noqa: E402
+from rbd_linearizer.linearization import linearize, linearize_body  # noqa: E402
 from rbd_linearizer.linearization.batch import linearize_batch  # noqa: E402
+from rbd_linearizer.linearization.horizon import points_kernel  # noqa: E402
 from rbd_linearizer.model.data import create_data  # noqa: E402
 from rbd_linearizer.model.sample_models import sample_model  # noqa: E402
 
@@ -171,9 +172,9 @@ def bench(name: str, number: int, repeat: int, extras: bool) -> dict:
         plan = next(p for k, p in data.linearization_plans.items()
                     if k[1] == ('body' if key == 'body' else 'mixed')
                     and k[2] == ('continuous' if key == 'body' else 'discrete'))
-        args = (*plan.buffers, q, v, u.copy(), 0.0 if key == 'body' else DT,
+        args = (*plan.buffers, q, v, u.copy(), np.full(1, 0.0 if key == 'body' else DT),
                 np.empty(plan.out_size))
-        kernels[key] = (lambda a=args: continuous._one_state(*a))
+        kernels[key] = (lambda a=args: points_kernel(*a))
 
     fns = {'ours': ours, 'core': core, 'pin': theirs, 'md': ours_md, 'pin_md': theirs_md,
            'kernel': kernels['body'], 'kernel_md': kernels['md']}

@@ -49,11 +49,12 @@ CONTACT_S = 65.0
 #: The node's kernel families, in warm-up order.
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family('linearization', 'the linearization (A, B, f)',
-           # any inputs (joint torques, wrenches): one point kernel, compiled into the single
-           # state's call and ~/linearize_trajectory's horizon loop (every option of
-           # linearize_batch)
-           ('rbd_linearizer.linearization.continuous:_one_state',
-            'rbd_linearizer.linearization.horizon:horizon_kernel'), 95.0),
+           # any inputs (joint torques, wrenches), every representation, continuous time and
+           # Lie-Euler: one compiled entry for the single state and ~/linearize_trajectory's
+           # horizon (linearize_batch)
+           ('rbd_linearizer.linearization.horizon:points_kernel',), 70.0),
+    Family('zero_order_hold', 'the zero-order hold (expm)',
+           ('rbd_linearizer.linearization.point:zero_order_hold',), 10.0),
     Family('dynamics', 'the dynamics terms (M, M^-1, C, g, h)',
            ('rbd_linearizer.algorithm.compute_all_terms:_all_terms_kernel',
             'rbd_linearizer.algorithm.coriolis:_coriolis_kernel'), 15.0),
@@ -70,12 +71,16 @@ def node_families(cfg: dict[str, Any], has_wrenches: bool = False,
     """Return the families a node configuration uses (``online.params`` names), in order.
 
     The linearization is always needed (``~/linearize`` serves it even when
-    ``publish_linearization`` is off; joint-torque and wrench inputs alike); the dynamics
+    ``publish_linearization`` is off; joint-torque and wrench inputs alike); the zero-order
+    hold only with ``discrete_method`` 'zoh' (the services can ask for either time model, the
+    method is the configuration's); the dynamics
     only with ``publish_dynamics``; the derivatives only with ``higher_order_derivatives`` > 0
     (refused with wrench inputs expressed in 'world'); the contact kernel with
     ``contact_frames``.
     """
     out = ['linearization']
+    if cfg.get('discrete_method') == 'zoh':
+        out.append('zero_order_hold')
     if cfg.get('contact_frames'):
         out.append('contact')
     if cfg.get('publish_dynamics'):
@@ -243,6 +248,7 @@ def _node_paths(model) -> list[tuple[str, Callable[[], None]]]:
     from rbd_linearizer.linearization import InputSelection, WrenchInput, linearize
     from rbd_linearizer.linearization.batch import linearize_batch
     from rbd_linearizer.linearization.contact import linearize_contact
+    from rbd_linearizer.linearization.point import zero_order_hold
     from rbd_linearizer.model.data import create_data
 
     data = create_data(model)
@@ -253,6 +259,11 @@ def _node_paths(model) -> list[tuple[str, Callable[[], None]]]:
         ('linearization', lambda: (linearize(model, data, q, v), linearize_batch(
             model, data, np.stack([q, q]), np.stack([v, v])),
             wrench and linearize(model, data, q, v, inputs=wrench))),
+        # the hold alone (the arrays' types of linearize's and linearize_batch's calls): not
+        # through linearize, which would compile the linearization's entry in this process too
+        ('zero_order_hold', lambda: zero_order_hold(
+            np.zeros((1, 2 * model.nv, 2 * model.nv)), np.zeros((1, 2 * model.nv, model.nv)),
+            np.zeros((1, 2 * model.nv)), np.full(1, 0.004))),
         ('dynamics', lambda: (compute_all_terms(model, data, q, v), compute_coriolis_matrix(
             model, data, q, v, create_coriolis_workspace(model)))),
         ('derivatives', lambda: forward_dynamics_derivatives(
@@ -321,13 +332,14 @@ def default_jobs() -> int:
 
 def _groups(families: list[str], cold: set[str], jobs: int, forced: bool) -> list | None:
     # The families of each worker process, or None: compile in this process. The linearization
-    # (the largest) in one, the others in the other in FAMILIES order (the contact family
-    # last: by then the first worker has cached the point kernel it calls, which is loaded,
-    # not compiled again). Only when there is something to share (two cold families), or
-    # forced (--jobs given).
+    # (the largest) and the zero-order hold in one, the others in the other in FAMILIES order
+    # (the contact family last: the point kernel it calls is loaded if the first worker has
+    # cached it by then). Only when there is something to share (two cold families), or
+    # forced (--jobs given). Measured from an empty cache on 2 idle cores: 85.7 s (the second
+    # worker's contact family, ~48 s, is the longer path).
     if jobs < 2 or len(families) < 2 or not (forced or len(cold & set(families)) >= 2):
         return None
-    first = [f for f in families if f == 'linearization'] or families[:1]
+    first = [f for f in families if f in ('linearization', 'zero_order_hold')] or families[:1]
     rest = [f for f in families if f not in first]
     return [first, rest]
 

@@ -35,8 +35,9 @@ def test_precompile_leaves_every_node_kernel_in_the_cache():
     assert res.returncode == 0, res.stderr[-3000:]
     lines = res.stdout.splitlines()
     n = len(precompile.FAMILIES)
-    # linearization (any inputs: one point kernel), dynamics, derivatives, contact
-    assert n == 4, precompile.FAMILIES
+    # linearization (any inputs: one point kernel), zero-order hold, dynamics, derivatives,
+    # contact
+    assert n == 5, precompile.FAMILIES
     assert lines[0].startswith(f'rbd_linearizer: pre-compiling {n} kernel families into'), lines
     for k, fam in enumerate(precompile.FAMILIES, 1):
         assert any(f'] {k}/{n} {fam} ' in line for line in lines), (fam, lines)
@@ -138,7 +139,7 @@ def test_the_linearization_and_the_rest_in_two_groups():
     fams = list(precompile.FAMILIES)
     every = set(fams)
     assert precompile._groups(fams, every, 2, forced=False) == [
-        ['linearization'], ['dynamics', 'derivatives', 'contact']]
+        ['linearization', 'zero_order_hold'], ['dynamics', 'derivatives', 'contact']]
     assert precompile._groups(fams, every, 1, forced=False) is None
     assert precompile._groups(fams, {'contact'}, 2, forced=False) is None  # one to compile
     assert precompile._groups(fams, set(), 2, forced=True) is not None

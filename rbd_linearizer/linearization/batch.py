@@ -30,18 +30,21 @@ from rbd_linearizer.algorithm.contact import check_contacts
 from rbd_linearizer.algorithm.contact.workspace import _workspace
 from rbd_linearizer.conventions import TimeModel
 from rbd_linearizer.errors import ConfigError, StateError
-from rbd_linearizer.linearization.continuous import DISCRETE_METHODS, state_names
+from rbd_linearizer.linearization.continuous import DISCRETE_METHODS, _plan, state_names
 from rbd_linearizer.linearization.horizon import (
+    CODE_STRIDE,
     contact_horizon_kernel,
-    horizon_kernel,
     horizon_kernel_parallel,
+    points_kernel,
 )
 from rbd_linearizer.linearization.inputs import InputSelection, ResolvedInputs, resolve_inputs
 from rbd_linearizer.linearization.point import (
+    BAD_RESULT,
     SCHEMES,
     contact_scratch_size,
     raise_point_error,
     scratch_size,
+    zero_order_hold,
 )
 from rbd_linearizer.linearization.representation import check_representation
 from rbd_linearizer.model.data import check_data
@@ -141,12 +144,14 @@ def linearize_batch(model, data, Q, V, U=None, inputs: InputSelection | None = N
         return _contact_batch(model, data, res, Q, V, U, DT, per_point, rep, tm, discrete_method,
                               scheme, contacts, schedule)
     N, nv = Q.shape[0], model.nv
-    A = np.empty((N, 2 * nv, 2 * nv))
-    B = np.empty((N, 2 * nv, res.nu))
-    f = np.empty((N, 2 * nv))
-    ddq = np.empty((N, nv))
-    opts = _opts(model, rep, tm, discrete_method, scheme)
-    _run(model, data, res, Q, V, U, DT, A, B, f, ddq, opts, _use_threads(parallel, N, nv))
+    if _use_threads(parallel, N, nv):
+        A, B, f, ddq = _run_parallel(model, data, res, Q, V, U, DT,
+                                     _opts(model, rep, tm, discrete_method, scheme))
+    else:
+        A, B, f, ddq = _run(_plan(model, data, inputs, representation, time_model,
+                                  discrete_method, scheme), Q, V, U, DT)
+    if tm == 'discrete' and discrete_method == 'zoh':
+        _hold(A, B, f, DT)
     dt_out = DT.copy() if per_point else float(DT[0]) if DT.shape[0] else 0.0
     return LinearizationBatch(A, B, f, ddq, res.names, state_names(model, rep), rep, tm, dt_out)
 
@@ -228,6 +233,8 @@ def _contact_batch(model, data, res: ResolvedInputs, Q, V, U, DT, per_point, rep
                            res.w_rotation, res.w_translation, res.w_world, res.w_size,
                            res.w_offset, offs, opts, codes)
     _raise_codes(codes, contact=True)
+    if tm == 'discrete' and discrete_method == 'zoh':
+        _hold(A, B, f, DT, contact=True)
     dt_out = DT.copy() if per_point else float(DT[0]) if DT.shape[0] else 0.0
     names = tuple(n for c in contacts for n in c.names())
     return LinearizationBatch(A, B, f, ddq, res.names, state_names(model, rep), rep, tm, dt_out,
@@ -266,26 +273,55 @@ def _use_threads(parallel: bool | str, N: int, nv: int) -> bool:
     return True
 
 
-def _run(model, data, res: ResolvedInputs, Q, V, U, DT, A, B, f, ddq, opts, threads: bool):
-    # the one compiled call over the horizon; StateError naming the first bad point
+def _run(plan, Q, V, U, DT):
+    # the serial path: the one compiled call of linearize over the N points (A, B, f, ddq
+    # views of its fresh buffer); StateError naming the first bad point
     N = Q.shape[0]
+    nx, nv, nu = plan.nx, plan.nv, plan.nu
+    out = np.empty(N * plan.out_size)
+    code = points_kernel(*plan.buffers, Q.reshape(-1), V.reshape(-1), U.reshape(-1), DT, out)
+    if code:
+        k, c = divmod(code, CODE_STRIDE)
+        raise_point_error(c, f'state {k}: ')
+    o_b = N * nx * nx
+    o_f = o_b + N * nx * nu
+    o_d = o_f + N * nx
+    return (out[0:o_b].reshape(N, nx, nx), out[o_b:o_f].reshape(N, nx, nu),
+            out[o_f:o_d].reshape(N, nx), out[o_d : o_d + N * nv].reshape(N, nv))
+
+
+def _run_parallel(model, data, res: ResolvedInputs, Q, V, U, DT, opts):
+    # the points over numba's threads (one workspace per chunk); StateError naming the first
+    # bad point
+    N, nv = Q.shape[0], int(model.nv)
+    A = np.empty((N, 2 * nv, 2 * nv))
+    B = np.empty((N, 2 * nv, res.nu))
+    f = np.empty((N, 2 * nv))
+    ddq = np.empty((N, nv))
     codes = np.zeros(N, dtype=np.int64)
     mi, mf, ws = data.kernel_buffers
     dws = data.derivatives
     offs = np.array([dws.minv_offset, dws.ddq_offset], dtype=np.int64)
-    inp = (res.tau_dofs, res.w_body, res.w_rotation, res.w_translation, res.w_world,
-           res.w_size, res.w_offset, offs, opts, codes)
-    size = scratch_size(int(model.nb), int(model.nv), res.nu)
-    if threads:
-        pw = data.batch_workspaces(min(N, numba.get_num_threads()))
-        PW, IW = data.horizon_scratch(size, pw.nchunk)
-        horizon_kernel_parallel(mi, mf, Q, V, U, DT, pw.WS, pw.DW, pw.DTAU, pw.CM, pw.TAUID,
-                                pw.SC, PW, IW, A, B, f, ddq, *inp)
-    else:
-        PW, IW = data.horizon_scratch(size)
-        horizon_kernel(mi, mf, Q, V, U, DT, ws, dws.dW, dws.dtau, dws.C, dws.tau, dws.scratch,
-                       PW, IW, A, B, f, ddq, *inp)
+    pw = data.batch_workspaces(min(N, numba.get_num_threads()))
+    PW, IW = data.horizon_scratch(scratch_size(int(model.nb), nv, res.nu), pw.nchunk)
+    horizon_kernel_parallel(mi, mf, Q, V, U, DT, pw.WS, pw.DW, pw.DTAU, pw.CM, pw.TAUID, pw.SC,
+                            PW, IW, A, B, f, ddq, res.tau_dofs, res.w_body, res.w_rotation,
+                            res.w_translation, res.w_world, res.w_size, res.w_offset, offs,
+                            opts, codes)
     _raise_codes(codes)
+    return A, B, f, ddq
+
+
+def _hold(A, B, f, DT, contact: bool = False):
+    # the zero-order hold of every point (point.zero_order_hold), in place; StateError naming
+    # the first point whose result is not finite
+    k = zero_order_hold(A, B, f, DT)
+    if k >= 0:
+        if contact:
+            from rbd_linearizer.linearization.contact import raise_contact_error
+
+            raise_contact_error(BAD_RESULT, f'state {k}: ')
+        raise_point_error(BAD_RESULT, f'state {k}: ')
 
 
 def _check_models(model, representation, time_model, dt, discrete_method) -> tuple[str, str]:

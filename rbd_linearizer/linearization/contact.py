@@ -12,9 +12,10 @@ body-frame pose perturbation; docs/linearization.md, docs/contacts.md)::
 
 (the constrained derivatives of ``algorithm.contact``). Other velocity representations and
 the time models are the same compiled passes as ``linearize``'s: the whole computation is one
-compiled call, ``point.contact_point_kernel``. ``lambda`` is an instantaneous function of the
-state and input at the point, so in every representation and time model ``dlambda_dx`` is
-taken w.r.t. the error state of the point in that representation:
+compiled call, ``point.contact_point_kernel`` (the zero-order hold adds its own,
+``point.zero_order_hold``). ``lambda`` is an
+instantaneous function of the state and input at the point, so in every representation and
+time model ``dlambda_dx`` is taken w.r.t. the error state of the point in that representation:
 ``dlambda_dz_rep = dlambda_dz_body P(x)^-1`` (``P``: the state map of representation.py).
 """
 
@@ -36,10 +37,12 @@ from rbd_linearizer.linearization.continuous import (
 )
 from rbd_linearizer.linearization.inputs import InputSelection
 from rbd_linearizer.linearization.point import (
+    BAD_RESULT,
     contact_point_kernel,
     contact_scratch_size,
     raise_point_error,
     scratch_size,
+    zero_order_hold,
 )
 from rbd_linearizer.model.data import Data, check_data
 from rbd_linearizer.results import Linearization
@@ -174,9 +177,16 @@ def linearize_contact(model, data, q, v, u=None, contacts=(), inputs: InputSelec
                                 dws.scratch, dws.ddq_dx, cw.ints, cw.floats, cp.cpw, cp.pw, cp.iw,
                                 A, B, f, ddq, lam, dlx, dlu, cp.rows, res.tau_dofs, res.w_body,
                                 res.w_rotation, res.w_translation, res.w_world, res.w_size,
-                                res.w_offset, plan.buffers[0][8:12])
+                                res.w_offset, plan.opts)
     if code:
         raise_contact_error(code)
+    if plan.hold:
+        dts = plan.dt
+        dts[0] = step
+        nx, nu = plan.nx, plan.nu
+        if zero_order_hold(A.reshape(1, nx, nx), B.reshape(1, nx, nu), f.reshape(1, nx),
+                           dts) >= 0:
+            raise_contact_error(BAD_RESULT)
     out.setflags(write=False)  # and the views made before
     for view in (A, B, f, lam, dlx, dlu, qc, vc, uc):
         view.flags.writeable = False

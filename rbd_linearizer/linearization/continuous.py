@@ -25,23 +25,24 @@ import time
 
 import numpy as np
 
-from rbd_linearizer._jit import jit, register_warmup
+from rbd_linearizer._jit import register_warmup
 from rbd_linearizer.algorithm.kernels import (
     as_vector,
 )
 from rbd_linearizer.conventions import TimeModel
 from rbd_linearizer.errors import ConfigError
+from rbd_linearizer.linearization.horizon import points_kernel
 from rbd_linearizer.linearization.inputs import (
     InputSelection,
     WrenchInput,
     resolve_inputs,
 )
 from rbd_linearizer.linearization.point import (
+    BAD_RESULT,
     SCHEMES,
-    _pose,
-    point_kernel,
     raise_point_error,
     scratch_size,
+    zero_order_hold,
 )
 from rbd_linearizer.linearization.representation import (
     base_twist_from_body,
@@ -85,116 +86,6 @@ def state_names(model, representation='body') -> tuple[str, ...]:
     return tuple(names)
 
 
-@jit
-def _one_state(ints, floats, ws, dflat, Cm, q, v, u, dt, out):
-    """Run the one compiled call of ``linearize`` / ``linearize_body`` (any inputs).
-
-    Few arguments (numba's dispatch costs ~0.1 us per array): ``ints`` / ``floats`` are the
-    plan's packed constants and scratch (``_Plan``: ``ints = [len(mi), n_tau, len(mf),
-    len(pw), nw, nu, opts (6), tau_dofs (n_tau), iw (nb), w_body, w_world, w_size, w_offset
-    (nw each), mi]`` with ``opts = [minv_offset, ddq_offset, floating, rep, tm, scheme]``
-    (codes of point.py); ``floats = [mf, pw, ddq (nv), w_rotation (9 nw), w_translation
-    (3 nw)]``), ``ws`` the Data's packed workspace, ``dflat`` ``data.derivatives.flat`` (dW,
-    dtau, tau, scratch), ``Cm`` ``data.C``. ``out`` (``_out_size``) receives ``[A | B | f |
-    twist (6) | base position (3) | base quaternion (4) | q | v | u]``: ``point.point_kernel``
-    (which checks q, v, u before writing anything) fills A, B, f in the representation and
-    time model; ``twist`` the base twist in the representation (floating base; zeros and the
-    identity pose for a fixed base), then the copies of q, v, u. Returns an error code
-    (0 = fine).
-    """
-    nmi = ints[0]
-    nt = ints[1]
-    nmf = ints[2]
-    npw = ints[3]
-    nw = ints[4]
-    nu = ints[5]
-    nint = ints.shape[0]
-    opts = ints[6:12]
-    o = 12
-    tau_dofs = ints[o : o + nt]
-    o += nt
-    mi = ints[nint - nmi : nint]
-    nb = mi[0]
-    nv = mi[1]
-    nq = mi[2]
-    iw = ints[o : o + nb]
-    o += nb
-    w_body = ints[o : o + nw]
-    w_world = ints[o + nw : o + 2 * nw]
-    w_size = ints[o + 2 * nw : o + 3 * nw]
-    w_off = ints[o + 3 * nw : o + 4 * nw]
-    mf = floats[0:nmf]
-    pw = floats[nmf : nmf + npw]
-    o = nmf + npw
-    ddq = floats[o : o + nv]
-    o += nv
-    w_rot = floats[o : o + 9 * nw].reshape((nw, 3, 3))
-    o += 9 * nw
-    w_tr = floats[o : o + 3 * nw].reshape((nw, 3))
-    ndw = 15 * nb + 10 * nv
-    o = 6 * ndw
-    dW = dflat[0:o].reshape((ndw, 6))
-    dtau = dflat[o : o + 2 * nv * nv].reshape((nv, 2 * nv))
-    o += 2 * nv * nv
-    tau_id = dflat[o : o + nv]
-    sc = dflat[o + nv : o + nv + 64]
-    nx = 2 * nv
-    o = nx * nx
-    A = out[0:o].reshape((nx, nx))
-    B = out[o : o + nx * nu].reshape((nx, nu))
-    o += nx * nu
-    f = out[o : o + nx]
-    o += nx
-    twist = out[o : o + 6]
-    pose = out[o + 6 : o + 13]
-    o += 13
-    code = point_kernel(mi, mf, q, v, u, dt, ws, dW, dtau, Cm, tau_id, sc, pw, iw, A, B, f,
-                        ddq, tau_dofs, w_body, w_rot, w_tr, w_world, w_size, w_off, opts[0:2],
-                        opts[2:6])
-    if code != 0:
-        return code
-    # the result's own copies of the point
-    for r in range(nq):
-        out[o + r] = q[r]
-    o += nq
-    for r in range(nv):
-        out[o + r] = v[r]
-    o += nv
-    for r in range(nu):
-        out[o + r] = u[r]
-    if opts[2] == 0:  # fixed base: zero twist, identity pose
-        for r in range(6):
-            twist[r] = 0.0
-        for r in range(7):
-            pose[r] = 0.0
-        pose[6] = 1.0
-        return 0
-    rep = opts[3]
-    if rep == 0:
-        for r in range(6):
-            twist[r] = v[r]
-        return 0
-    # representation.base_twist_from_body: mixed [R v; R w], inertial Ad(H) v
-    R = sc[0:9].reshape((3, 3))
-    _pose(q, R)
-    for r in range(3):
-        lin = 0.0
-        ang = 0.0
-        for c in range(3):
-            lin += R[r, c] * v[c]
-            ang += R[r, c] * v[3 + c]
-        twist[r] = lin
-        twist[3 + r] = ang
-    if rep == 2:  # + p x (R w)
-        l0 = q[1] * twist[5] - q[2] * twist[4]
-        l1 = q[2] * twist[3] - q[0] * twist[5]
-        l2 = q[0] * twist[4] - q[1] * twist[3]
-        twist[0] += l0
-        twist[1] += l1
-        twist[2] += l2
-    return 0
-
-
 class _Plan:
     """What ``linearize`` resolves once per options and Data (``data.linearization_plans``).
 
@@ -203,8 +94,8 @@ class _Plan:
     """
 
     __slots__ = ('rep', 'tm', 'res', 'discrete_method', 'scheme', 'fields',
-                 'nx', 'nv', 'nq', 'nu', 'floating', 'discrete', 'buffers', 'out_size',
-                 'u_zero', 'sl_A', 'sl_B', 'sl_f', 'sl_u', 'state_slices')
+                 'nx', 'nv', 'nq', 'nu', 'floating', 'discrete', 'hold', 'buffers', 'out_size',
+                 'u_zero', 'dt', 'offs', 'opts', 'sl_A', 'sl_B', 'sl_f', 'sl_u', 'state_slices')
 
     def __init__(self, model, data, inputs, representation, time_model, discrete_method,
                  scheme):
@@ -225,12 +116,16 @@ class _Plan:
         res = resolve_inputs(model, inputs, data)
         self.rep, self.tm, self.res = rep, tm, res
         self.discrete = tm == 'discrete'
+        #: a zero-order hold: point.zero_order_hold after the compiled call
+        self.hold = self.discrete and discrete_method == 'zoh'
         self.discrete_method, self.scheme = str(discrete_method), str(scheme)
         nb, nv, nq = int(model.nb), int(model.nv), int(model.nq)
         nx, nu = 2 * nv, int(res.nu)
         self.nv, self.nq, self.nx, self.nu = nv, nq, nx, nu
         #: the zero input of ``u=None`` (never written nor handed out: the result gets a copy)
         self.u_zero = np.zeros(nu)
+        #: the step of one state's call (points_kernel takes one per point)
+        self.dt = np.zeros(1)
         dws = data.derivatives
         mi, mf, ws = data.kernel_buffers
         tcode = 0 if tm == 'continuous' else 1 if discrete_method == 'lie_euler' else 2
@@ -240,26 +135,29 @@ class _Plan:
         npw = scratch_size(nb, nv, nu)
         tau_dofs = np.asarray(res.tau_dofs, dtype=np.int64)
         nw = int(res.w_body.shape[0])
-        # _one_state's packed constants and scratch (layout in its docstring); mi and mf are
+        # points_kernel's packed constants and scratch (layout in its docstring); mi and mf are
         # copies of the Data's model buffers (constant), ws / dws.flat / data.C the Data's own
         ints = np.concatenate([
             np.array([mi.shape[0], tau_dofs.shape[0], mf.shape[0], npw, nw, nu]),
             np.asarray(opts), tau_dofs, np.zeros(nb), res.w_body, res.w_world, res.w_size,
             res.w_offset, mi]).astype(np.int64)
-        floats = np.concatenate([mf, np.zeros(npw), np.zeros(nv), res.w_rotation.reshape(-1),
+        floats = np.concatenate([mf, np.zeros(npw), res.w_rotation.reshape(-1),
                                  res.w_translation.reshape(-1)])
         #: the compiled call's arguments before the point: (ints, floats, ws, dflat, C)
         self.buffers = (ints, floats, ws, dws.flat, dws.C)
-        # the layout of _one_state's out: A, B, f, twist, base pose (fixed base), q, v, u
+        #: views of the option codes in ints (the unpacked kernels' offs and opts: point.py)
+        self.offs, self.opts = ints[6:8], ints[8:12]
+        # the layout of points_kernel's out (one point): A, B, f, ddq, twist, base pose (fixed
+        # base), q, v, u
         o_b = nx * nx
         o_f = o_b + nx * nu
-        o_t = o_f + nx
+        o_t = o_f + nx + nv
         o_q = o_t + 13
         o_v = o_q + nq
         o_u = o_v + nv
         self.out_size = o_u + nu
         self.sl_A, self.sl_B = slice(0, o_b), slice(o_b, o_f)
-        self.sl_f, self.sl_u = slice(o_f, o_t), slice(o_u, o_u + nu)
+        self.sl_f, self.sl_u = slice(o_f, o_f + nx), slice(o_u, o_u + nu)
         if self.floating:  # views of the result's copies of q and v
             sp, sq, sj, sv = (slice(o_q, o_q + 3), slice(o_q + 3, o_q + 7),
                               slice(o_q + 7, o_v), slice(o_v + 6, o_u))
@@ -301,7 +199,7 @@ def _discrete_dt(dt) -> float:
     return step
 
 
-_raise = raise_point_error  # the error of a non-zero code of _one_state
+_raise = raise_point_error  # the error of a non-zero code of points_kernel (one point)
 
 
 def linearize_body(model, data, q, v, u=None, inputs: InputSelection | None = None,
@@ -324,7 +222,7 @@ def linearize_body(model, data, q, v, u=None, inputs: InputSelection | None = No
     u = plan.u_zero if u is None else _kernel_vector(u, plan.nu, 'u')
     ints, floats, ws, dflat, Cm = plan.buffers
     out = _empty(plan.out_size)
-    code = _one_state(ints, floats, ws, dflat, Cm, q, v, u, 0.0, out)
+    code = points_kernel(ints, floats, ws, dflat, Cm, q, v, u, plan.dt, out)
     if code:
         _raise(code)
     nx = plan.nx
@@ -388,8 +286,9 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
     zero-order hold with a huge dt) raises StateError.
 
     The whole computation (any inputs, every representation and time model) is one compiled
-    call, ``point.point_kernel``, as ``linearize_batch`` does per point; the checked options
-    are kept per Data (``data.linearization_plans``).
+    call, ``horizon.points_kernel`` with one point, as ``linearize_batch`` with N (the
+    zero-order hold adds its own, ``point.zero_order_hold``); the checked options are kept per
+    Data (``data.linearization_plans``).
 
     Leaves in ``data`` (valid until the next call with it), for a caller at the same (q, v)
     that needs them too: ``data.C``, the Coriolis matrix C(q, v) (``C v = h - g``, base block
@@ -425,14 +324,18 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
               and (fl := u.flags).c_contiguous and fl.writeable):
         u = _kernel_vector(u, plan.nu, 'u')
     ints, floats, ws, dflat, Cm = plan.buffers
-    # one fresh buffer per call holds every array of the result (_one_state: A, B, f, the base
-    # twist and the copies of q, v, u); made read-only once, its views are read-only too
+    # one fresh buffer per call holds every array of the result (points_kernel: A, B, f, the
+    # base twist and the copies of q, v, u); made read-only once, its views are read-only too
     out = _empty(plan.out_size)
-    code = _one_state(ints, floats, ws, dflat, Cm, q, v, u, step, out)
+    dts = plan.dt
+    dts[0] = step
+    code = points_kernel(ints, floats, ws, dflat, Cm, q, v, u, dts, out)
     if code:
         _raise(code)
-    out.setflags(write=False)
     nx = plan.nx
+    if plan.hold:
+        _hold(out, plan, dts)
+    out.setflags(write=False)
     sp, sq, st, sj, sv = plan.state_slices
     values = dict(plan.fields, A=out[plan.sl_A].reshape(nx, nx),
                   B=out[plan.sl_B].reshape(nx, plan.nu), f=out[plan.sl_f], u0=out[plan.sl_u],
@@ -444,6 +347,15 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
 
 _now = time.perf_counter
 _empty = np.empty
+
+
+def _hold(out, plan: _Plan, dts) -> None:
+    # the zero-order hold of one state, in place in points_kernel's out (StateError when the
+    # result is not finite)
+    nx, nu = plan.nx, plan.nu
+    if zero_order_hold(out[plan.sl_A].reshape(1, nx, nx), out[plan.sl_B].reshape(1, nx, nu),
+                       out[plan.sl_f].reshape(1, nx), dts) >= 0:
+        _raise(BAD_RESULT)
 
 
 def _kernel_vector(x, n: int, name: str) -> np.ndarray:

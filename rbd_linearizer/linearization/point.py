@@ -16,9 +16,10 @@ after the dynamics (``_finish``, compiled once and called by both). In order:
    ``M^-1 J^T Om J_w`` of world-frame inputs (contacts: ``B = [0; dqdd_dtau S_u]``);
    ``f = [v; ddq]``;
 4. ``_finish``: the velocity representation (mixed / inertial: ``A_r = (P_dot + P A) P^-1``,
-   ``B_r = P B``; the contact-force Jacobians ``dlambda/dz_body P^-1``) and the time model:
-   Lie-Euler (its exact Jacobians, both schemes, then ``P(x+) A P(x)^-1``) or zero-order hold
-   (``expm`` of the augmented matrix, expm.py).
+   ``B_r = P B``; the contact-force Jacobians ``dlambda/dz_body P^-1``) and the Lie-Euler time
+   model (its exact Jacobians, both schemes, then ``P(x+) A P(x)^-1``);
+5. the zero-order hold (``expm`` of the augmented matrix, expm.py) is its own compiled call
+   after the points, ``zero_order_hold``: a configuration without it never compiles ``expm``.
 
 ``P`` differs from the identity only in the six base-twist rows, so the products with P and
 ``P^-1`` touch those rows / columns only (O(nx) instead of O(nx^3)). The Python passes these
@@ -57,7 +58,7 @@ from rbd_linearizer.spatial.kernels import joint_transform
 from rbd_linearizer.spatial.lie import ad6, adjoint6, hat3, q_matrix, so3_coefficients
 
 __all__ = ['BAD_RESULT', 'BAD_U', 'SCHEMES', 'contact_point_kernel', 'contact_scratch_size',
-           'point_kernel', 'scratch_size']
+           'point_kernel', 'scratch_size', 'zero_order_hold']
 
 #: The Lie-Euler schemes (``opts[3]``: 0, 1): the pose stepped with the new or the old velocity.
 SCHEMES = ('semi_implicit', 'explicit')
@@ -497,29 +498,41 @@ def _represent_continuous(q, v, ddq, rep, A, B, f, W, H3, tmp, row):
         f[nv + i] = s + s2
 
 
-@jit_inline
-def _zero_order_hold(dt, A, B, f):
-    """Pass 4, zero-order hold (docs/linearization.md §5), in place.
+@jit
+def zero_order_hold(A, B, f, DT):
+    """Pass 4, zero-order hold (docs/linearization.md §5), in place, point by point.
 
-    ``[A B f]`` <- the top rows of ``expm(dt [[A, B, f], [0, 0, 0]])`` (expm.py).
+    For each point k: ``[A B f][k]`` <- the top rows of ``expm(DT[k] [[A, B, f], [0, 0, 0]])``
+    (expm.py) of the continuous model in its representation. A (N, nx, nx), B (N, nx, nu),
+    f (N, nx). Returns -1, or the first point whose result is not finite (its values are then
+    unspecified).
+
+    Its own compiled call after the point kernels (``_finish`` leaves the continuous model for
+    ``tm`` = 2): ``expm`` is compiled only where a configuration uses the hold.
     """
-    nx = A.shape[0]
-    nu = B.shape[1]
+    N = A.shape[0]
+    nx = A.shape[1]
+    nu = B.shape[2]
     n = nx + nu + 1
     Maug = np.zeros((n, n))
-    for r in range(nx):
-        for c in range(nx):
-            Maug[r, c] = dt * A[r, c]
-        for c in range(nu):
-            Maug[r, nx + c] = dt * B[r, c]
-        Maug[r, nx + nu] = dt * f[r]
-    E = expm(Maug)
-    for r in range(nx):
-        for c in range(nx):
-            A[r, c] = E[r, c]
-        for c in range(nu):
-            B[r, c] = E[r, nx + c]
-        f[r] = E[r, nx + nu]
+    for k in range(N):
+        dt = DT[k]
+        for r in range(nx):
+            for c in range(nx):
+                Maug[r, c] = dt * A[k, r, c]
+            for c in range(nu):
+                Maug[r, nx + c] = dt * B[k, r, c]
+            Maug[r, nx + nu] = dt * f[k, r]
+        E = expm(Maug)
+        for r in range(nx):
+            for c in range(nx):
+                A[k, r, c] = E[r, c]
+            for c in range(nu):
+                B[k, r, c] = E[r, nx + c]
+            f[k, r] = E[r, nx + nu]
+        if _check_result(A[k], B[k], f[k]) != 0:
+            return k
+    return -1
 
 
 @jit_inline
@@ -681,9 +694,10 @@ def _kinematic_rows(v, A, floating):
 
 @jit
 def _finish(q, v, dt, A, B, f, ddq, X, pw, opts):
-    """Apply passes 3-5: the body-representation continuous (A, B, f) to ``opts``' model.
+    """Apply passes 3-4: the body-representation continuous (A, B, f) to ``opts``' model.
 
-    In place: the representation and time model of ``opts``; ``X`` (m, nx) (contact-force
+    In place: the representation and time model of ``opts`` (``tm`` = 2: the continuous model,
+    ``zero_order_hold`` follows); ``X`` (m, nx) (contact-force
     Jacobians, or 0 rows) becomes ``X P(x)^-1`` in a non-body representation. Returns 0 or
     ``BAD_RESULT``.
 
@@ -694,13 +708,11 @@ def _finish(q, v, dt, A, B, f, ddq, X, pw, opts):
     tm = opts[2]
     W, tmp, vnext, vstep, row, q1, dq, nu1, H3, _, _, _, _ = _scratch_views(pw, 0, nv,
                                                                             B.shape[1])
-    if rep == 0 and tm == 0:
+    if rep == 0 and (tm == 0 or tm == 2):
         return 0 if X.shape[0] == 0 else _check_result(A, B, f)
-    if tm == 0 or tm == 2:
+    if tm == 0 or tm == 2:  # (the zero-order hold of tm = 2 follows: zero_order_hold)
         if rep != 0:
             _represent_continuous(q, v, ddq, rep, A, B, f, W, H3, tmp, row)
-        if tm == 2:
-            _zero_order_hold(dt, A, B, f)
     else:
         _lie_euler(dt, v, ddq, opts[3] != 0, opts[0] != 0, A, B, f, vnext, vstep, W, H3)
         if rep != 0:

@@ -147,19 +147,24 @@ class Served:
         q = neutral(self.model)
         v = np.zeros(self.model.nv)
         rep = cfg['velocity_representation']
+        # (the zero-order hold is its own family, warmed up after the linearization's)
+        lie_euler = dict(cfg, discrete_method='lie_euler')
         for fam in families:
             if fam == 'contact':  # every catalogue frame in contact, both time models; the
                 # trajectories' loop over a schedule (a point in contact, a flight point)
                 for tm in ('continuous', 'discrete'):
-                    self.linearize_contact(q, v, None, cfg, self.contacts.frames, time_model=tm)
+                    self.linearize_contact(q, v, None, lie_euler, self.contacts.frames,
+                                           time_model=tm)
                     sched = np.zeros((2, len(self.contacts.frames)), dtype=bool)
                     sched[0] = True
                     pts = TrajectoryPoints(np.stack([q, q]), np.stack([v, v]), None, rep, tm,
                                            cfg['dt'] if tm == 'discrete' else None, 0, sched)
-                    self.linearize_trajectory(pts, cfg)
+                    self.linearize_trajectory(pts, lie_euler)
+            elif fam == 'zero_order_hold':  # one kernel after every linearization's points
+                self.linearize(q, v, None, cfg, time_model='discrete')
             elif fam.startswith('linearization'):  # (other kernels with wrench inputs)
                 for tm in ('continuous', 'discrete'):
-                    self.linearize(q, v, None, cfg, time_model=tm)
+                    self.linearize(q, v, None, lie_euler, time_model=tm)
                     if self.contacts:
                         continue  # trajectories with a catalogue: the contact family's
                     # ~/linearize_trajectory, ~/trajectory: linearize_batch (precompile's
@@ -169,7 +174,7 @@ class Served:
                                            cfg['dt'] if tm == 'discrete' else None)
                     serial_only = cfg['trajectory_parallel'] == 'never'
                     for par in ('never',) if serial_only else ('never', 'always'):
-                        self.linearize_trajectory(pts, dict(cfg, trajectory_parallel=par))
+                        self.linearize_trajectory(pts, dict(lie_euler, trajectory_parallel=par))
             elif fam == 'dynamics':
                 self.dynamics(q, v, 0, rep)
             elif fam == 'derivatives':

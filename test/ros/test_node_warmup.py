@@ -76,7 +76,10 @@ SCRIPT = textwrap.dedent("""
                       'new': sorted(k for k in after_calls if after_calls[k] != after_build[k])}))
 """)
 
-LINEARIZATION = 'rbd_linearizer.linearization.continuous._one_state'
+#: the one entry of linearize and of ~/linearize_trajectory's serial horizon
+LINEARIZATION = 'rbd_linearizer.linearization.horizon.points_kernel'
+#: the zero-order hold: compiled only with discrete_method 'zoh'
+HOLD = 'rbd_linearizer.linearization.point.zero_order_hold'
 #: the kernels of the Python pipeline wrench inputs took before the one point kernel: the
 #: node never compiles them now
 OLD_WRENCH_PATH = ('rbd_linearizer.algorithm.aba_derivatives._aba_derivatives_kernel',
@@ -92,9 +95,6 @@ NEVER = ('rbd_linearizer.algorithm.coriolis._christoffel_kernel',
          'rbd_linearizer.algorithm.rnea._rnea_kernel',
          'rbd_linearizer.algorithm._higher_order_kernels.id_kernel',
          'rbd_linearizer.linearization.horizon.horizon_kernel_parallel')
-#: ~/linearize_trajectory answers in the executor thread: its kernel is warmed up with the
-#: linearization (trajectory_parallel 'never' by default: the parallel one is not)
-HORIZON = 'rbd_linearizer.linearization.horizon.horizon_kernel'
 
 
 def _build(**params) -> dict:
@@ -112,8 +112,7 @@ def test_default_configuration_warms_up_the_linearization_only():
     res = _build()
     sigs = res['build']
     assert sigs[LINEARIZATION] >= 1
-    assert sigs[HORIZON] >= 1
-    for name in (*OLD_WRENCH_PATH, *DYNAMICS, *DERIVATIVES, *NEVER):
+    for name in (*OLD_WRENCH_PATH, *DYNAMICS, *DERIVATIVES, *NEVER, HOLD):
         assert sigs[name] == 0, f'{name} compiled or loaded for a configuration not using it'
     assert res['new'] == [], f'compiled or loaded inside the first calls: {res["new"]}'
 
@@ -123,10 +122,17 @@ def test_enabled_outputs_are_warmed_up_and_their_first_calls_compile_nothing():
                  wrench_input_frames=['B7'], wrench_input_kinds=['wrench'],
                  wrench_input_expressed_in=['local'])
     sigs = res['build']
-    for name in (LINEARIZATION, *DYNAMICS, *DERIVATIVES, HORIZON):
+    for name in (LINEARIZATION, *DYNAMICS, *DERIVATIVES):
         assert sigs[name] >= 1, f'{name} not warmed up'
-    for name in (*OLD_WRENCH_PATH, *NEVER):  # wrench inputs: the same point kernel
+    for name in (*OLD_WRENCH_PATH, *NEVER, HOLD):  # wrench inputs: the same point kernel
         assert sigs[name] == 0, f'{name} compiled or loaded for a configuration not using it'
+    assert res['new'] == [], f'compiled or loaded inside the first calls: {res["new"]}'
+
+
+def test_zero_order_hold_is_warmed_up_only_when_configured():
+    res = _build(time_model='discrete', discrete_method='zoh')
+    sigs = res['build']
+    assert sigs[LINEARIZATION] >= 1 and sigs[HOLD] >= 1
     assert res['new'] == [], f'compiled or loaded inside the first calls: {res["new"]}'
 
 
@@ -216,3 +222,7 @@ def test_node_families_follow_the_configuration():
     # set from ~/contacts is served by it)
     assert precompile.node_families(dict(cfg, contact_frames=['FL_foot'])) == [
         'linearization', 'contact']
+    # the zero-order hold (expm) only with discrete_method 'zoh' (Lie-Euler is the default)
+    assert precompile.node_families(dict(cfg, discrete_method='lie_euler')) == ['linearization']
+    assert precompile.node_families(dict(cfg, discrete_method='zoh', contact_frames=['a'])) == [
+        'linearization', 'zero_order_hold', 'contact']
