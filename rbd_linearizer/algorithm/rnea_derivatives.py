@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rbd_linearizer._jit import jit, jit_inline, register_warmup
+from rbd_linearizer._jit import jit, register_warmup
 from rbd_linearizer.algorithm._joints import (
     BAD_A,
     BAD_FEXT,
@@ -115,7 +115,10 @@ def _velocity_variation(I, V, h, out):
     out[5, 4] -= n0
 
 
-@jit_inline
+# The three passes of rnea_derivatives_passes are compiled calls, not IR-inlined: each runs once
+# per call, and inlining them took ~2 s of numba's IR inlining from an empty cache (as M^-1's
+# passes, aba.py).
+@jit
 def _derivatives_world_pass(nb, nvj, idx_v, jtype, axis, I10, parents, oR, op, V, A, F, oV, oA,
                             oF, oS, Yc, Bc, S, h, I10w):
     # World quantities of each body (twist, acceleration, force, subspace columns), its own
@@ -143,7 +146,7 @@ def _derivatives_world_pass(nb, nvj, idx_v, jtype, axis, I10, parents, oR, op, V
                     Bc[lam, r, c] += Bc[i, r, c]
 
 
-@jit_inline
+@jit
 def _derivatives_dof_pass(nb, nvj, idx_v, parents, ag, oV, oA, oF, oS, Yc, Bc, alp, gam, gv, uu,
                           ww, dFq, dFv, dJ, cF, t1, t2):
     # Per-dof vectors alp_k, gam_k, g_k (gv), u_k, w_k, the descendant columns dFq_k, dFv_k
@@ -246,7 +249,7 @@ def _derivatives_dof_pass(nb, nvj, idx_v, parents, ag, oV, oA, oF, oS, Yc, Bc, a
                 uu[k, r] = x
 
 
-@jit_inline
+@jit
 def _derivatives_entries(nb, nv, nvj, idx_v, parents, subptr, subidx, oS, alp, gam, gv, uu, ww,
                          dFq, dFv, dJ, cF, dtau, Cm):
     # Entries: rows of body i, columns of its supporting dofs and of its subtree's dofs.
