@@ -330,6 +330,24 @@ def default_jobs() -> int:
     return 2 if idle >= 1.5 else 1
 
 
+def compile_in_processes(families: list[str], jobs: int | None = None) -> bool:
+    """Compile ``families`` into the cache in worker processes when that is faster; whether so.
+
+    For a node starting with a cold cache: with two families or more to compile and two idle
+    cores (``default_jobs``), the families are compiled in two processes at once (grouped as
+    the set-up's pre-compile does), and the caller then loads them from the cache instead of
+    compiling them in its own process, one core only. Returns False (nothing done) otherwise.
+    A failing worker raises RuntimeError with its error; the caller can still compile in
+    process.
+    """
+    jobs = default_jobs() if jobs is None else jobs
+    groups = _groups(list(families), set(families), jobs, forced=False)
+    if groups is None:
+        return False
+    _run_workers(groups, lambda family, seconds: None)
+    return True
+
+
 def _groups(families: list[str], cold: set[str], jobs: int, forced: bool) -> list | None:
     # The families of each worker process, or None: compile in this process. The linearization
     # (the largest) and the zero-order hold in one, the others in the other in FAMILIES order

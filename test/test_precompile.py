@@ -143,3 +143,48 @@ def test_the_linearization_and_the_rest_in_two_groups():
     assert precompile._groups(fams, every, 1, forced=False) is None
     assert precompile._groups(fams, {'contact'}, 2, forced=False) is None  # one to compile
     assert precompile._groups(fams, set(), 2, forced=True) is not None
+
+
+def test_compile_in_processes_only_with_two_cold_families_and_two_jobs(monkeypatch):
+    calls = []
+    monkeypatch.setattr(precompile, '_run_workers', lambda groups, report: calls.append(groups))
+    assert precompile.compile_in_processes(['linearization', 'contact'], jobs=2)
+    assert calls == [[['linearization'], ['contact']]]
+    assert not precompile.compile_in_processes(['linearization', 'contact'], jobs=1)
+    assert not precompile.compile_in_processes(['linearization'], jobs=2)  # nothing to share
+    assert len(calls) == 1
+
+
+def _served_cold(monkeypatch, in_processes):
+    # a Served whose two families are reported cold: warm_up hands them to
+    # compile_in_processes (replaced by in_processes), then loads them in process
+    from rbd_linearizer.model.robots import default_robot_urdf
+    from rbd_linearizer.online import params as P
+    from rbd_linearizer.online.served import Served, build_served
+
+    cfg = P.validate_config(dict(P.defaults(), publish_dynamics=True))
+    served = build_served(default_robot_urdf(), dict(cfg, publish_dynamics=False))
+    monkeypatch.setattr(precompile, 'missing', lambda families: list(families))
+    monkeypatch.setattr(precompile, 'compile_in_processes', in_processes)
+    fresh = Served(served.model, served.inputs, served.contacts)
+    lines: list[str] = []
+    fresh.warm_up(cfg, lines.append)
+    return fresh, cfg, lines
+
+
+def test_node_warm_up_compiles_cold_families_in_two_processes(monkeypatch):
+    asked = []
+    served, cfg, lines = _served_cold(monkeypatch, lambda fams: asked.append(fams) or True)
+    assert asked == [['linearization', 'dynamics']]
+    assert served.cold_families(cfg) == []  # then loaded (warmed up) in process
+    assert any(line.startswith('compiled linearization, dynamics in two processes')
+               for line in lines), lines
+
+
+def test_node_warm_up_compiles_in_process_when_the_workers_fail(monkeypatch):
+    def failing(fams):
+        raise RuntimeError('pre-compiling linearization failed (exit code 1)')
+
+    served, cfg, lines = _served_cold(monkeypatch, failing)
+    assert served.cold_families(cfg) == []
+    assert any('failed, compiling here' in line for line in lines), lines
