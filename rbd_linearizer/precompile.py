@@ -39,12 +39,12 @@ class Family:
     kernels: tuple[str, ...]  # 'module:function' of the top-level kernels (cache check)
     # first compile from an empty cache on an idle 2-core machine, after the linearization
     # family (every configuration compiles it first; the shared helpers are then compiled):
-    # measured 2026-11-27, docs/performance.md "One compiled point computation"
+    # measured 2026-11-28, docs/performance.md "Start-up"
     seconds: float
 
 
 #: First compile of the contact family after the linearization family (idle machine) [s].
-CONTACT_S = 65.0
+CONTACT_S = 45.0
 
 #: The node's kernel families, in warm-up order.
 FAMILIES: dict[str, Family] = {f.name: f for f in (
@@ -52,9 +52,9 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            # any inputs (joint torques, wrenches), every representation, continuous time and
            # Lie-Euler: one compiled entry for the single state and ~/linearize_trajectory's
            # horizon (linearize_batch)
-           ('rbd_linearizer.linearization.horizon:points_kernel',), 70.0),
+           ('rbd_linearizer.linearization.horizon:points_kernel',), 55.0),
     Family('zero_order_hold', 'the zero-order hold (expm)',
-           ('rbd_linearizer.linearization.point:zero_order_hold',), 10.0),
+           ('rbd_linearizer.linearization.point:zero_order_hold',), 13.0),
     Family('dynamics', 'the dynamics terms (M, M^-1, C, g, h)',
            ('rbd_linearizer.algorithm.compute_all_terms:_all_terms_kernel',
             'rbd_linearizer.algorithm.coriolis:_coriolis_kernel'), 15.0),
