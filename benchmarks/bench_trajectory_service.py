@@ -2,10 +2,12 @@
 
 Usage: python benchmarks/bench_trajectory_service.py [--robots g1 go2] [--points 20]
            [--calls 500] [--representation mixed] [--dt 0.01] [--rt-priority N]
-           [--ticking HZ] [--dds-profile package none]
+           [--ticking HZ] [--dds-profile package none] [--malloc tuned default]
 
 Per robot and node DDS profile (``--dds-profile``: the node's option, ros/dds.py; both by
-default, the package's large-data profile first, then Fast DDS's built-in transports):
+default, the package's large-data profile first, then Fast DDS's built-in transports) and
+node allocator (``--malloc``: the node's option, ros/malloc.py; ``tuned`` by default, both
+with ``--malloc tuned default``):
 starts ``python -m rbd_linearizer.ros.node`` (its own ROS domain, localhost discovery, the
 robot's URDF; no state topics needed) and, in this process, a client. Then
 ``--calls`` times, one after the other:
@@ -89,7 +91,8 @@ def _tick_figures(stamps: list[int], windows: list[tuple[int, int]], hz: float,
 
 
 def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
-        rt_priority: int, ticking: float = 0.0, dds_profile: str = 'package') -> dict:
+        rt_priority: int, ticking: float = 0.0, dds_profile: str = 'package',
+        malloc: str = 'tuned') -> dict:
     """Start the node for ``robot``, time ``calls`` service and topic round trips."""
     import rclpy
 
@@ -110,6 +113,7 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
     ns = f'/bench_traj_{robot}'
     log_path = f'/tmp/bench_trajectory_{robot}.log'
     cmd = [sys.executable, '-m', 'rbd_linearizer.ros.node', '--dds-profile', dds_profile,
+           '--malloc', malloc,
            '--ros-args',
            '-p', f'robot_description_file:={urdf}', '-p', 'check_triangle_inequality:=false',
            '-p', 'status_period_s:=0.0', '-p', f'max_trajectory_points:={max(n_points, 1000)}',
@@ -190,7 +194,7 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
             while time.monotonic() < end:  # the ticks of the last window still in flight
                 executor.spin_once(timeout_sec=0.01)
             s = np.array(service_ms)
-            return {'robot': robot, 'dds_profile': dds_profile, 'nv': model.nv,
+            return {'robot': robot, 'dds_profile': dds_profile, 'malloc': malloc, 'nv': model.nv,
                     'points': n_points, 'calls': calls,
                     'service_ms_p50': round(float(np.percentile(s, 50)), 3),
                     'service_ms_max': round(float(s.max()), 3),
@@ -219,7 +223,8 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
             topic_ms.append((received[-1][1] - t0) * 1e3)
         s, t = np.array(service_ms), np.array(topic_ms)
         return {
-            'robot': robot, 'dds_profile': dds_profile, 'nv': model.nv, 'points': n_points,
+            'robot': robot, 'dds_profile': dds_profile, 'malloc': malloc, 'nv': model.nv,
+            'points': n_points,
             'calls': calls,
             'representation': representation, 'time_model': kw['time_model'],
             'service_ms_p50': round(float(np.percentile(s, 50)), 3),
@@ -264,15 +269,19 @@ def main(argv: list[str] | None = None) -> int:
                         choices=('package', 'none'),
                         help="the node's --dds-profile, each in turn per robot (ros/dds.py); "
                              "the client keeps Fast DDS's defaults")
+    parser.add_argument('--malloc', nargs='+', default=['tuned'], choices=('tuned', 'default'),
+                        help="the node's --malloc, each in turn (ros/malloc.py); the client "
+                             "keeps glibc's defaults")
     args = parser.parse_args(argv)
     if args.rt_priority > 0:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
     isolate_ros_domain()
     for robot in args.robots:
         for profile in args.dds_profile:
-            figures = run(robot, args.points, args.calls, args.representation, args.dt,
-                          args.rt_priority, args.ticking, profile)
-            print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
+            for choice in args.malloc:
+                figures = run(robot, args.points, args.calls, args.representation, args.dt,
+                              args.rt_priority, args.ticking, profile, choice)
+                print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
     return 0
 
 

@@ -17,6 +17,7 @@ from rbd_linearizer.ros._argv import pop_option
 from rbd_linearizer.ros._interrupt import deliver_again, safe_to_raise
 from rbd_linearizer.ros.dds import use_package_profile
 from rbd_linearizer.ros.executor import DirectExecutor, DirectExecutorUnsupported
+from rbd_linearizer.ros.malloc import tune_malloc
 
 
 class _StopSignal:
@@ -121,13 +122,17 @@ def run(make_node, args: list[str] | None, make_lifecycle_node=None) -> None:
     when ``make_lifecycle_node`` is given) starts that variant instead of ``make_node``;
     ``--executor rclpy`` spins with rclpy's SingleThreadedExecutor instead of
     ``DirectExecutor`` (ros/executor.py); ``--dds-profile none`` keeps Fast DDS's built-in
-    transports instead of the package's large-data profile (ros/dds.py).
+    transports instead of the package's large-data profile (ros/dds.py); ``--malloc default``
+    keeps glibc's allocation thresholds (ros/malloc.py).
     """
     argv = list(sys.argv if args is None else args)
     lifecycle = pop_option(argv, 'lifecycle', None) if make_lifecycle_node else None
     executor = _check_executor(pop_option(argv, 'executor', 'direct'))
     dds_line = use_package_profile(argv)  # before rclpy.init: Fast DDS reads it then
+    malloc_line = tune_malloc(argv)
     _init(argv)
+    log = rclpy.logging.get_logger('linearizer_node')
     if dds_line:
-        rclpy.logging.get_logger('linearizer_node').info(dds_line)
+        log.info(dds_line)
+    log.info(malloc_line)
     _spin(make_lifecycle_node if lifecycle else make_node, executor)
