@@ -69,13 +69,15 @@ class NodeDriver:
     process to start instead of the node (``params`` then unused); ``typed_publish``: publish
     the states as messages (rclpy converts and serializes them after the stamp is taken, ~0.1
     ms in Python) instead of bytes serialized before stamping (the stamp is written into them
-    last, as a C++ driver stamps and publishes in a few microseconds).
+    last, as a C++ driver stamps and publishes in a few microseconds); ``node_options``: the
+    node's own options (before ``--ros-args``, e.g. ``--malloc default``).
     """
 
     def __init__(self, robot: str, ns: str, driver_name: str, params: list[str],
                  log_path: str, state_rate: float, base_height: float, child_frame: str,
                  max_lag_s: float, prefix: tuple[str, ...] = (),
-                 command: list[str] | None = None, typed_publish: bool = False):
+                 command: list[str] | None = None, typed_publish: bool = False,
+                 node_options: tuple[str, ...] = ()):
         from diagnostic_msgs.msg import DiagnosticArray
         from nav_msgs.msg import Odometry
         import rclpy
@@ -92,7 +94,8 @@ class NodeDriver:
         self.model = build_model(urdf, check_triangle_inequality=False)
         self.ns, self.log_path, self.state_rate = ns, log_path, state_rate
         self.base_height, self.child_frame, self.max_lag_s = base_height, child_frame, max_lag_s
-        cmd = command or [sys.executable, '-m', 'rbd_linearizer.ros.node', '--ros-args',
+        cmd = command or [sys.executable, '-m', 'rbd_linearizer.ros.node', *node_options,
+                          '--ros-args',
                           '-p', f'robot_description_file:={urdf}',
                           '-p', 'check_triangle_inequality:=false', *params, '-r',
                           f'__ns:={ns}']

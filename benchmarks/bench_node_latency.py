@@ -70,7 +70,7 @@ def _p(x: np.ndarray, q: float) -> float:
 def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool,
         rt_priority: int = 0, max_skew: float | None = None, floor_share: float = 0.5,
         chunk: float = 10.0, typed_driver: bool = False, hammer_points: int = 0,
-        hammer_topic: bool = False) -> dict:
+        hammer_topic: bool = False, malloc: str = 'tuned') -> dict:
     """Run one robot (node and floor alternately); return the figures (module docstring)."""
     rate_param = 5000.0 if tick_mode == 'on_state' else rate
     skew = min(0.001, 0.5 / rate) if max_skew is None else max_skew
@@ -82,7 +82,8 @@ def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool
          '-p', f'publish_dynamics:={str(dynamics).lower()}', '-p', 'status_period_s:=0.0',
          '-p', 'diagnostics_period_s:=1.0', '-p', f'max_state_skew_s:={skew}'],
         f'/tmp/bench_node_{robot}.log', rate, base_height=0.4, child_frame='base',
-        max_lag_s=0.0, prefix=prefix, typed_publish=typed_driver)
+        max_lag_s=0.0, prefix=prefix, typed_publish=typed_driver,
+        node_options=('--malloc', malloc))
     fdrv = hammer = None
     model, diags = drv.model, drv.diags
     try:
@@ -207,17 +208,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--hammer-topic', action='store_true',
                         help='the hammering client uses ~/trajectory (topic mode), not the '
                              'service')
+    parser.add_argument('--malloc', nargs='+', default=['tuned'], choices=('tuned', 'default'),
+                        help="the node's --malloc, each in turn per robot (ros/malloc.py)")
     args = parser.parse_args(argv)
     if args.rt_priority > 0:
         # before rclpy starts: the DDS threads created later inherit the policy
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
     isolate_ros_domain()
     for robot in args.robots:
-        figures = run(robot, args.rate, args.duration, args.tick_mode, args.dynamics,
-                      args.rt_priority, args.max_skew,
-                      0.0 if args.no_floor else args.floor_share, args.chunk,
-                      args.typed_driver, args.hammer_points, args.hammer_topic)
-        print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
+        for choice in args.malloc:
+            figures = run(robot, args.rate, args.duration, args.tick_mode, args.dynamics,
+                          args.rt_priority, args.max_skew,
+                          0.0 if args.no_floor else args.floor_share, args.chunk,
+                          args.typed_driver, args.hammer_points, args.hammer_topic, choice)
+            print(f'malloc={choice} ' + ' '.join(f'{k}={v}' for k, v in figures.items()),
+                  flush=True)
     return 0
 
 
