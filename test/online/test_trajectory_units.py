@@ -106,6 +106,40 @@ def test_every_point_equals_the_single_state_linearize(fixed, rep, tm, method, n
                                for k in range(N)])
 
 
+@pytest.mark.parametrize('rep', ['body', 'mixed', 'inertial'])
+def test_states_equal_the_single_state_conversions_bit_for_bit(rep):
+    # the whole trajectory's quaternions and twists at once (online.trajectory) against the
+    # single-state path's functions point by point: the same bits, also for quaternions off
+    # the unit norm (within the tolerance) and large positions
+    served, cfg = _served(False)
+    rng = np.random.default_rng(7)
+    n = 200
+    fields, _ = _trajectory(served, rng, n_points=n, n_inputs=n)
+    poses = fields['base_poses']
+    poses[:, 0:3] *= 50.0
+    poses[:, 3:7] *= 1.0 + 5e-4 * rng.uniform(-1, 1, (n, 1))
+    fields.update(representation=rep)
+    pts = check_trajectory(served, cfg, **fields)
+    for k in range(n):
+        q = normalize_quaternion(poses[k, 3:7])
+        assert np.array_equal(pts.Q[k, 3:7], q), k
+        qk = np.concatenate([poses[k, 0:3], q, pts.Q[k, 7:]])
+        v = (fields['base_twists'][k] if rep == 'body'
+             else base_twist_to_body(qk, fields['base_twists'][k], rep))
+        assert np.array_equal(pts.V[k, 0:6], v), k
+
+
+def test_bad_quaternions_name_the_point():
+    served, cfg = _served(False)
+    rng = np.random.default_rng(8)
+    for bad, reason in (([0, 0, 0, 0], 'quaternion is zero'), ([0, 0, 0, 1.1], 'norm 1.1'),
+                        ([0, np.nan, 0, 1], 'not finite'), ([0, np.inf, 0, 1], 'not finite')):
+        fields, _ = _trajectory(served, rng)
+        fields['base_poses'][3, 3:7] = bad
+        with pytest.raises(StateError, match=f'point 3: .*{reason}'):
+            check_trajectory(served, cfg, **fields)
+
+
 def test_empty_fields_take_the_configuration():
     served, cfg = _served(False)
     fields, arrays = _trajectory(served, np.random.default_rng(3))
