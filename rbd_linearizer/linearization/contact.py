@@ -13,9 +13,9 @@ body-frame pose perturbation; docs/linearization.md, docs/contacts.md)::
 (the constrained derivatives of ``algorithm.contact``). Other velocity representations and
 the time models are the same compiled passes as ``linearize``'s: the whole computation is one
 compiled call, ``point.contact_point_kernel`` (the zero-order hold adds its own,
-``point.zero_order_hold``). ``lambda`` is an
-instantaneous function of the state and input at the point, so in every representation and
-time model ``dlambda_dx`` is taken w.r.t. the error state of the point in that representation:
+``point.zero_order_hold``). ``lambda`` is an instantaneous function of the state and input at
+the point, so in every representation and time model ``dlambda_dx`` is taken w.r.t. the error
+state of the point in that representation:
 ``dlambda_dz_rep = dlambda_dz_body P(x)^-1`` (``P``: the state map of representation.py).
 """
 

@@ -95,7 +95,7 @@ class _Plan:
 
     __slots__ = ('rep', 'tm', 'res', 'discrete_method', 'scheme', 'fields',
                  'nx', 'nv', 'nq', 'nu', 'floating', 'discrete', 'hold', 'buffers', 'out_size',
-                 'u_zero', 'dt', 'offs', 'opts', 'sl_A', 'sl_B', 'sl_f', 'sl_u', 'state_slices')
+                 'u_zero', 'dt', 'opts', 'sl_A', 'sl_B', 'sl_f', 'sl_u', 'state_slices')
 
     def __init__(self, model, data, inputs, representation, time_model, discrete_method,
                  scheme):
@@ -145,8 +145,8 @@ class _Plan:
                                  res.w_translation.reshape(-1)])
         #: the compiled call's arguments before the point: (ints, floats, ws, dflat, C)
         self.buffers = (ints, floats, ws, dws.flat, dws.C)
-        #: views of the option codes in ints (the unpacked kernels' offs and opts: point.py)
-        self.offs, self.opts = ints[6:8], ints[8:12]
+        #: the option codes in ints (the unpacked kernels' opts: point.py)
+        self.opts = ints[8:12]
         # the layout of points_kernel's out (one point): A, B, f, ddq, twist, base pose (fixed
         # base), q, v, u
         o_b = nx * nx

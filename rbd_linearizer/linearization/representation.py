@@ -32,6 +32,7 @@ __all__ = [
     'base_twist_to_body',
     'check_representation',
     'twist_transform',
+    'twist_transforms',
 ]
 
 _REPS = tuple(r.value for r in VelocityRepresentation)
@@ -46,14 +47,17 @@ def check_representation(representation) -> str:
     return rep
 
 
+def _rotation_rows(x, y, z, w):
+    # R of the quaternion (x, y, z, w) (unnormalized formula), row by row: for scalars or,
+    # elementwise with the same bits, for arrays of quaternions
+    return ((1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)),
+            (2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)),
+            (2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)))
+
+
 def _pose(q) -> tuple[np.ndarray, np.ndarray]:
-    x, y, z, w = q[3], q[4], q[5], q[6]
-    R = np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
-    return R, np.asarray(q[0:3], dtype=np.float64)
+    return (np.array(_rotation_rows(q[3], q[4], q[5], q[6])),
+            np.asarray(q[0:3], dtype=np.float64))
 
 
 def twist_transform(q, representation) -> np.ndarray:
@@ -68,6 +72,23 @@ def twist_transform(q, representation) -> np.ndarray:
         out[3:6, 3:6] = R
         return out
     return se3.Ad(se3.make(R, p))
+
+
+def twist_transforms(Q, representation) -> np.ndarray:
+    """``twist_transform`` of every row of ``Q`` (N, >= 7), stacked (N, 6, 6), the same bits."""
+    rep = check_representation(representation)
+    N = Q.shape[0]
+    T = np.zeros((N, 6, 6))
+    if rep == 'body':
+        T[:] = np.eye(6)
+        return T
+    R = np.moveaxis(np.array(_rotation_rows(Q[:, 3], Q[:, 4], Q[:, 5], Q[:, 6])), 2, 0)
+    T[:, 0:3, 0:3] = R
+    T[:, 3:6, 3:6] = R
+    if rep == 'inertial':  # se3.Ad's hat(p) R, point by point (its own product)
+        for k in range(N):
+            T[k, 0:3, 3:6] = se3.Ad(se3.make(R[k], Q[k, 0:3]))[0:3, 3:6]
+    return T
 
 
 def base_twist_from_body(q, v_body, representation) -> np.ndarray:

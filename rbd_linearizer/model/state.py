@@ -18,6 +18,7 @@ normalized; otherwise (including zero and NaN) it is rejected. Its sign is kept 
 from __future__ import annotations
 
 from collections.abc import Sequence
+import math
 
 import numpy as np
 
@@ -114,6 +115,11 @@ def normalize_quaternion(quaternion_xyzw, tolerance: float = QUATERNION_NORM_TOL
     q = np.asarray(quaternion_xyzw, dtype=float)
     if q.shape != (4,):
         raise StateError(f'quaternion must have 4 entries (x, y, z, w), got shape {q.shape}')
+    # np.linalg.norm of a vector is sqrt(q . q): the common case without its overhead (a finite
+    # q . q means every entry is finite), the same bits; anything else below
+    sq = float(q.dot(q))
+    if 0.0 < sq < math.inf and abs(math.sqrt(sq) - 1.0) <= tolerance:
+        return q / math.sqrt(sq)
     if not np.all(np.isfinite(q)):
         raise StateError(f'quaternion is not finite: {q.tolist()}')
     norm = float(np.linalg.norm(q))

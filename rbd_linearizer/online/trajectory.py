@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-import math
 import threading
 from typing import Any
 
@@ -33,9 +32,9 @@ import numpy as np
 
 from rbd_linearizer.conventions import REPRESENTATIONS
 from rbd_linearizer.errors import ConfigError, StateError
-from rbd_linearizer.model.state import QUATERNION_NORM_TOLERANCE, normalize_quaternion
+from rbd_linearizer.linearization.representation import twist_transforms
+from rbd_linearizer.model.state import normalize_quaternion
 from rbd_linearizer.online.params import TIME_MODELS
-from rbd_linearizer.spatial import se3
 
 __all__ = ['NewestOnly', 'TrajectoryContactForces', 'TrajectoryLinearization',
            'TrajectoryPoints', 'check_schedule', 'check_trajectory', 'expand_inputs']
@@ -271,51 +270,18 @@ def _floating_states(m, base_poses, base_twists, S, Sd, N: int, rep: str):
     V = np.empty((N, m.nv))
     Q[:, 0:3], Q[:, 7:], V[:, 6:] = poses[:, 0:3], S, Sd
     V[:, 0:6] = twists  # body: as given
-    # the single-state path's results bit for bit (test_trajectory_units): each quaternion
-    # divided by sqrt(q . q) as normalize_quaternion does (its own error for a bad one), the
-    # twist through the same 6x6 map, solved by the same LAPACK routine for all points at once
-    quats = poses[:, 3:7]
-    for k in range(N):
-        qk = quats[k]
-        sq = qk.dot(qk)
-        norm = math.sqrt(sq) if sq == sq and sq != math.inf else -1.0
-        if norm <= 0.0 or abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
-            try:
-                normalize_quaternion(qk)  # its message
-            except StateError as e:
-                raise StateError(f'point {k}: {e}') from None
-        Q[k, 3:7] = qk / norm
-    if rep != 'body':
+    for k in range(N):  # the single-state path's own function: the same q bit for bit
+        try:
+            Q[k, 3:7] = normalize_quaternion(poses[k, 3:7])
+        except StateError as e:
+            raise StateError(f'point {k}: {e}') from None
+    if rep != 'body':  # base_twist_to_body of every point: the same maps, one stacked solve
         with np.errstate(invalid='ignore', over='ignore'):
-            V[:, 0:6] = np.linalg.solve(_twist_maps(Q, rep), twists[:, :, None])[:, :, 0]
+            V[:, 0:6] = np.linalg.solve(twist_transforms(Q, rep), twists[:, :, None])[:, :, 0]
     k = _first_bad(~np.isfinite(V[:, 0:6]).all(axis=1))
     if k is not None:
         raise StateError(f'point {k}: base twist overflows in the body frame')
     return Q, V
-
-
-def _twist_maps(Q, rep: str) -> np.ndarray:
-    # representation.twist_transform of every point's base pose, stacked (N, 6, 6): the same
-    # elementwise formulas (R of representation._pose; hat(p) R of se3.Ad, row by column)
-    x, y, z, w = Q[:, 3], Q[:, 4], Q[:, 5], Q[:, 6]
-    N = Q.shape[0]
-    R = np.empty((N, 3, 3))
-    R[:, 0, 0] = 1 - 2 * (y * y + z * z)
-    R[:, 0, 1] = 2 * (x * y - z * w)
-    R[:, 0, 2] = 2 * (x * z + y * w)
-    R[:, 1, 0] = 2 * (x * y + z * w)
-    R[:, 1, 1] = 1 - 2 * (x * x + z * z)
-    R[:, 1, 2] = 2 * (y * z - x * w)
-    R[:, 2, 0] = 2 * (x * z - y * w)
-    R[:, 2, 1] = 2 * (y * z + x * w)
-    R[:, 2, 2] = 1 - 2 * (x * x + y * y)
-    T = np.zeros((N, 6, 6))
-    T[:, 0:3, 0:3] = R
-    T[:, 3:6, 3:6] = R
-    if rep == 'inertial':
-        for k in range(N):
-            T[k, 0:3, 3:6] = se3.Ad(se3.make(R[k], Q[k, 0:3]))[0:3, 3:6]
-    return T
 
 
 def check_schedule(catalogue: Sequence[str], frames: Sequence[str], schedule,

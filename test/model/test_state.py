@@ -107,6 +107,17 @@ def test_quaternion_policy():
     with pytest.raises(StateError, match='4 entries'):
         normalize_quaternion([0, 0, 1])
     np.testing.assert_array_equal(normalize_quaternion(-q), -q / np.linalg.norm(q))  # sign kept
+    # the quaternion divided by np.linalg.norm, bit for bit, across the tolerance band; huge
+    # entries (q . q overflows) and inf are refused as before
+    rng = np.random.default_rng(3)
+    Q = rng.normal(size=(5000, 4))
+    Q *= (1 + 0.99e-3 * rng.uniform(-1, 1, (5000, 1))) / np.linalg.norm(Q, axis=1)[:, None]
+    for p in Q:
+        assert np.array_equal(normalize_quaternion(p), p / np.linalg.norm(p))
+    with pytest.raises(StateError, match='not within 0.001 of 1'):
+        normalize_quaternion([0, 0, 1e200, 1])
+    with pytest.raises(StateError, match='not finite'):
+        normalize_quaternion([0, 0, math.inf, 1])
 
 
 def test_make_and_split_floating(floating):

@@ -108,9 +108,9 @@ def test_every_point_equals_the_single_state_linearize(fixed, rep, tm, method, n
 
 @pytest.mark.parametrize('rep', ['body', 'mixed', 'inertial'])
 def test_states_equal_the_single_state_conversions_bit_for_bit(rep):
-    # the whole trajectory's quaternions and twists at once (online.trajectory) against the
-    # single-state path's functions point by point: the same bits, also for quaternions off
-    # the unit norm (within the tolerance) and large positions
+    # the whole trajectory's twists at once (representation.twist_transforms, one stacked
+    # solve) against the single-state path's functions point by point: the same bits, also
+    # for quaternions off the unit norm (within the tolerance) and large positions
     served, cfg = _served(False)
     rng = np.random.default_rng(7)
     n = 200
