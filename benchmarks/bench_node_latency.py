@@ -3,7 +3,8 @@
 Usage: python benchmarks/bench_node_latency.py [--robots go2 g1] [--rate 1000] [--duration 60]
            [--tick-mode on_state|timer] [--dynamics] [--rt-priority N] [--max-skew S]
            [--floor-share 0.5] [--chunk 10] [--typed-driver] [--no-floor]
-           [--hammer-points N]
+           [--hammer-points N] [--hammer-topic] [--malloc tuned default]
+           [--trajectory-server thread process]
 
 Per robot: starts ``python -m rbd_linearizer.ros.node`` as a subprocess (its own ROS domain,
 localhost discovery) with the robot's URDF file, on_state ticks (default) and no output rate
@@ -42,7 +43,9 @@ the same load), a client process (``_hammer.py``) calls the node's ``~/linearize
 (``--hammer-topic``: publishes on ``~/trajectory`` and awaits the answer) with N-point
 trajectories back to back (issue 24: the tick must not wait for requests).
 Reported: its answered and refused calls and round trips (``hammer_*``) beside the tick's
-latency and ``lost`` outputs.
+latency and ``lost`` outputs. ``--trajectory-server thread process``: the node's
+``trajectory_server`` parameter, each in turn (``process``: the requests are served by the
+node's trajectory process, ros/trajectory_process.py).
 """
 
 from __future__ import annotations
@@ -70,7 +73,8 @@ def _p(x: np.ndarray, q: float) -> float:
 def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool,
         rt_priority: int = 0, max_skew: float | None = None, floor_share: float = 0.5,
         chunk: float = 10.0, typed_driver: bool = False, hammer_points: int = 0,
-        hammer_topic: bool = False, malloc: str = 'tuned') -> dict:
+        hammer_topic: bool = False, malloc: str = 'tuned',
+        trajectory_server: str = 'thread') -> dict:
     """Run one robot (node and floor alternately); return the figures (module docstring)."""
     rate_param = 5000.0 if tick_mode == 'on_state' else rate
     skew = min(0.001, 0.5 / rate) if max_skew is None else max_skew
@@ -80,7 +84,8 @@ def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool
         robot, f'/bench_{robot}', f'bench_driver_{robot}',
         ['-p', f'tick_mode:={tick_mode}', '-p', f'rate_hz:={rate_param}',
          '-p', f'publish_dynamics:={str(dynamics).lower()}', '-p', 'status_period_s:=0.0',
-         '-p', 'diagnostics_period_s:=1.0', '-p', f'max_state_skew_s:={skew}'],
+         '-p', 'diagnostics_period_s:=1.0', '-p', f'max_state_skew_s:={skew}',
+         '-p', f'trajectory_server:={trajectory_server}'],
         f'/tmp/bench_node_{robot}.log', rate, base_height=0.4, child_frame='base',
         max_lag_s=0.0, prefix=prefix, typed_publish=typed_driver,
         node_options=('--malloc', malloc))
@@ -210,19 +215,24 @@ def main(argv: list[str] | None = None) -> int:
                              'service')
     parser.add_argument('--malloc', nargs='+', default=['tuned'], choices=('tuned', 'default'),
                         help="the node's --malloc, each in turn per robot (ros/malloc.py)")
+    parser.add_argument('--trajectory-server', nargs='+', default=['thread'],
+                        choices=('thread', 'process'),
+                        help="the node's trajectory_server, each in turn per robot")
     args = parser.parse_args(argv)
     if args.rt_priority > 0:
         # before rclpy starts: the DDS threads created later inherit the policy
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
     isolate_ros_domain()
     for robot in args.robots:
-        for choice in args.malloc:
-            figures = run(robot, args.rate, args.duration, args.tick_mode, args.dynamics,
-                          args.rt_priority, args.max_skew,
-                          0.0 if args.no_floor else args.floor_share, args.chunk,
-                          args.typed_driver, args.hammer_points, args.hammer_topic, choice)
-            print(f'malloc={choice} ' + ' '.join(f'{k}={v}' for k, v in figures.items()),
-                  flush=True)
+        for server in args.trajectory_server:
+            for choice in args.malloc:
+                figures = run(robot, args.rate, args.duration, args.tick_mode, args.dynamics,
+                              args.rt_priority, args.max_skew,
+                              0.0 if args.no_floor else args.floor_share, args.chunk,
+                              args.typed_driver, args.hammer_points, args.hammer_topic, choice,
+                              server)
+                print(f'trajectory_server={server} malloc={choice} '
+                      + ' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
     return 0
 
 

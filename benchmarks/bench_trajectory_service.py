@@ -3,11 +3,13 @@
 Usage: python benchmarks/bench_trajectory_service.py [--robots g1 go2] [--points 20]
            [--calls 500] [--representation mixed] [--dt 0.01] [--rt-priority N]
            [--ticking HZ] [--dds-profile package none] [--malloc tuned default]
+           [--trajectory-server thread process]
 
 Per robot and node DDS profile (``--dds-profile``: the node's option, ros/dds.py; both by
 default, the package's large-data profile first, then Fast DDS's built-in transports) and
 node allocator (``--malloc``: the node's option, ros/malloc.py; ``tuned`` by default, both
-with ``--malloc tuned default``):
+with ``--malloc tuned default``) and where the node serves trajectories
+(``--trajectory-server``: its ``trajectory_server`` parameter; ``thread`` by default):
 starts ``python -m rbd_linearizer.ros.node`` (its own ROS domain, localhost discovery, the
 robot's URDF; no state topics needed) and, in this process, a client. Then
 ``--calls`` times, one after the other:
@@ -92,7 +94,7 @@ def _tick_figures(stamps: list[int], windows: list[tuple[int, int]], hz: float,
 
 def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
         rt_priority: int, ticking: float = 0.0, dds_profile: str = 'package',
-        malloc: str = 'tuned') -> dict:
+        malloc: str = 'tuned', trajectory_server: str = 'thread') -> dict:
     """Start the node for ``robot``, time ``calls`` service and topic round trips."""
     import rclpy
 
@@ -117,6 +119,7 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
            '--ros-args',
            '-p', f'robot_description_file:={urdf}', '-p', 'check_triangle_inequality:=false',
            '-p', 'status_period_s:=0.0', '-p', f'max_trajectory_points:={max(n_points, 1000)}',
+           '-p', f'trajectory_server:={trajectory_server}',
            '-r', f'__ns:={ns}']
     if ticking > 0:
         cmd[-2:-2] = ['-p', 'state_source:=builtin', '-p', 'tick_mode:=timer',
@@ -194,7 +197,8 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
             while time.monotonic() < end:  # the ticks of the last window still in flight
                 executor.spin_once(timeout_sec=0.01)
             s = np.array(service_ms)
-            return {'robot': robot, 'dds_profile': dds_profile, 'malloc': malloc, 'nv': model.nv,
+            return {'robot': robot, 'trajectory_server': trajectory_server,
+                    'dds_profile': dds_profile, 'malloc': malloc, 'nv': model.nv,
                     'points': n_points, 'calls': calls,
                     'service_ms_p50': round(float(np.percentile(s, 50)), 3),
                     'service_ms_max': round(float(s.max()), 3),
@@ -223,7 +227,8 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
             topic_ms.append((received[-1][1] - t0) * 1e3)
         s, t = np.array(service_ms), np.array(topic_ms)
         return {
-            'robot': robot, 'dds_profile': dds_profile, 'malloc': malloc, 'nv': model.nv,
+            'robot': robot, 'trajectory_server': trajectory_server,
+                    'dds_profile': dds_profile, 'malloc': malloc, 'nv': model.nv,
             'points': n_points,
             'calls': calls,
             'representation': representation, 'time_model': kw['time_model'],
@@ -272,16 +277,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--malloc', nargs='+', default=['tuned'], choices=('tuned', 'default'),
                         help="the node's --malloc, each in turn (ros/malloc.py); the client "
                              "keeps glibc's defaults")
+    parser.add_argument('--trajectory-server', nargs='+', default=['thread'],
+                        choices=('thread', 'process'),
+                        help="the node's trajectory_server, each in turn")
     args = parser.parse_args(argv)
     if args.rt_priority > 0:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
     isolate_ros_domain()
     for robot in args.robots:
         for profile in args.dds_profile:
-            for choice in args.malloc:
-                figures = run(robot, args.points, args.calls, args.representation, args.dt,
-                              args.rt_priority, args.ticking, profile, choice)
-                print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
+            for server in args.trajectory_server:
+                for choice in args.malloc:
+                    figures = run(robot, args.points, args.calls, args.representation,
+                                  args.dt, args.rt_priority, args.ticking, profile, choice,
+                                  server)
+                    print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
     return 0
 
 

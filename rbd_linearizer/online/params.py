@@ -34,6 +34,7 @@ TWIST_FRAMES = ('child', 'world')
 WRENCH_KINDS = ('force', 'wrench')
 WRENCH_EXPRESSED_IN = ('local', 'world')
 PARALLEL_MODES = ('never', 'always', 'auto')
+TRAJECTORY_SERVERS = ('thread', 'process')
 #: Largest higher_order_derivatives (the same bound as ``rbd-linearizer compute --order``).
 MAX_DERIVATIVE_ORDER = 10
 
@@ -172,6 +173,11 @@ PARAMETERS: tuple[Param, ...] = (
     Param('trajectory_parallel', 'never',
           "Trajectory points across cores (linearize_batch's parallel path): 'never', "
           "'always', or 'auto' (only where it is faster).", choices=PARALLEL_MODES,
+          section=_S_OUT),
+    Param('trajectory_server', 'thread',
+          "Where ~/linearize_trajectory and ~/trajectory are served: 'thread' (the request "
+          "worker, in the node's process) or 'process' (a process of their own, beside the "
+          'node: no request delays the tick).', choices=TRAJECTORY_SERVERS, read_only=True,
           section=_S_OUT),
     Param('request_queue_depth', 4,
           'Service requests (~/linearize, ~/linearize_trajectory) waiting behind the one being '

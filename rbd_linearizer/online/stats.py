@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ['ERROR_HOLD_S', 'SequenceGaps', 'Stats', 'diagnostics', 'status_line']
+__all__ = ['ERROR_HOLD_S', 'SequenceGaps', 'Stats', 'TrajectoryCounts', 'diagnostics',
+           'status_line']
 
 #: Diagnostics stay WARN this long after the last error [s] (``last_error`` is kept).
 ERROR_HOLD_S = 5.0
@@ -73,6 +74,9 @@ class Stats:
         self.trajectories_superseded = 0  # replaced in the one-slot mailbox before their turn
         self.trajectory_requests = 0  # ~/linearize_trajectory calls answered with success
         self.trajectory_ms: collections.deque = collections.deque(maxlen=2000)  # compute [ms]
+        # where the trajectory interfaces are served (docs/node.md, "Trajectories"):
+        # 'thread' (the request worker of this process) or 'process' (the trajectory process)
+        self.trajectory_server = 'thread'
         # contacts (contact_source 'topic': ~/contacts)
         self.contact_sets = 0  # ContactSet messages accepted
         self.no_contact_set = 0  # ticks skipped: no set stamped at or before the state
@@ -89,6 +93,60 @@ class Stats:
         self.compute_ms.append(elapsed_s * 1e3)
         self.age_ms.append(age_ns * 1e-6)
         self.tick_times.append(time.monotonic())
+
+
+class TrajectoryCounts:
+    """The trajectory counters of one ``Stats`` moved to another, as increments.
+
+    The trajectory process (``ros/trajectory_process.py``) counts in a ``Stats`` of its own;
+    ``take()`` there returns what changed since the last ``take`` (a plain dict, picklable:
+    the counters' increments, the new compute times, the newest error or None), and
+    ``TrajectoryCounts.add(stats, taken)`` in the linearizer node adds them to the node's, so
+    that its diagnostics count every trajectory wherever it was served.
+    """
+
+    COUNTERS = ('trajectories_received', 'trajectories_published', 'trajectories_superseded',
+                'trajectory_requests')
+
+    def __init__(self, stats: Stats):
+        """Start from ``stats`` as it is now (nothing taken yet)."""
+        self._stats = stats
+        self._sent = self._now()
+        self._error_time = stats.last_error_time
+
+    def _now(self) -> dict[str, int]:
+        st = self._stats
+        now = {k: getattr(st, k) for k in self.COUNTERS}
+        now['lost'] = st.gaps['trajectory'].lost
+        now['rejected'] = st.rejected['trajectory']
+        return now
+
+    def take(self) -> dict[str, Any] | None:
+        """Return the increments since the last call, or None when nothing changed."""
+        st, now = self._stats, self._now()
+        times = []
+        while st.trajectory_ms:  # (the only reader; the workers append)
+            times.append(st.trajectory_ms.popleft())
+        error = None
+        if st.last_error_time != self._error_time:
+            self._error_time, error = st.last_error_time, st.last_error
+        if now == self._sent and not times and error is None:
+            return None
+        counts = {k: now[k] - self._sent[k] for k in now}
+        self._sent = now
+        return {'counts': counts, 'times': times, 'error': error}
+
+    @classmethod
+    def add(cls, stats: Stats, taken: dict[str, Any]) -> None:
+        """Add what ``take`` returned (in another process) to ``stats``."""
+        counts = taken['counts']
+        for k in cls.COUNTERS:
+            setattr(stats, k, getattr(stats, k) + counts[k])
+        stats.gaps['trajectory'].lost += counts['lost']
+        stats.rejected['trajectory'] += counts['rejected']
+        stats.trajectory_ms.extend(taken['times'])
+        if taken['error'] is not None:
+            stats.error(taken['error'])
 
 
 def diagnostics(st: Stats, sync, served, cfg: dict[str, Any], clock_ns: int,
@@ -154,6 +212,7 @@ def diagnostics(st: Stats, sync, served, cfg: dict[str, Any], clock_ns: int,
                                        + st.gaps['trajectory'].lost),
         'rejected_trajectory': str(st.rejected['trajectory']),
         'trajectory_requests': str(st.trajectory_requests),
+        'trajectory_server': st.trajectory_server,
         'trajectory_compute_ms_p50': f'{np.percentile(traj, 50):.3f}',
         'trajectory_compute_ms_p99': f'{np.percentile(traj, 99):.3f}',
         **_request_values(requests),

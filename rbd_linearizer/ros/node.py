@@ -49,6 +49,7 @@ from rbd_linearizer.ros.qos import latched_qos, qos_from_name, result_qos
 from rbd_linearizer.ros.requests import queued_service
 from rbd_linearizer.ros.spin import run
 from rbd_linearizer.ros.trajectory import TrajectoryServer
+from rbd_linearizer.ros.trajectory_process import TrajectoryProcess
 from rbd_linearizer.srv import Linearize as LinearizeSrv
 
 __all__ = ['LinearizerLifecycleNode', 'LinearizerNode', 'main', 'main_lifecycle']
@@ -68,6 +69,7 @@ class _LinearizerMixin:
 
     def _setup(self) -> None:
         self._cfg = RP.declare(self)  # every row of the parameter table, with its descriptor
+        self._handles: list = []  # what _activate created, destroyed by _deactivate
         self._served: Served | None = None
         self._stats = Stats()
         # ~/linearize and ~/linearize_trajectory: answered in one worker, in order, never in
@@ -89,9 +91,12 @@ class _LinearizerMixin:
         self._trajectory = TrajectoryServer(self, self._stats, reject,  # ros/trajectory.py
                                             lambda: (self._served, self._cfg, self._active),
                                             self._requests, self._request_group)
+        # trajectory_server 'process': served by a process of its own (its fallback: the above)
+        self._trajectory_process = None if self._cfg['trajectory_server'] == 'thread' else \
+            TrajectoryProcess(self, self._stats, self._diagnostics.error, self._trajectory,
+                              self._handles_adopt)
         self._contacts = NodeContacts(self, self._stats, reject,  # ros/contacts.py
                                       lambda: (self._served, self._cfg))
-        self._handles: list = []
         self._timer = self._lin_pub = self._dyn_pub = self._der_pub = None
         self._lin_cdr = LinearizationEncoder()  # ~/linearization's bytes, one layout per model
         self._t0 = self.get_clock().now()
@@ -144,7 +149,9 @@ class _LinearizerMixin:
             LinearizeSrv, '~/linearize',
             queued_service(self, self._requests, self._on_linearize, self._linearize_refused),
             callback_group=self._request_group)))
-        h += self._trajectory.activate()  # ~/linearize_trajectory, ~/trajectory
+        # ~/linearize_trajectory, ~/trajectory: here (ros/trajectory.py) or in the trajectory
+        # process (ros/trajectory_process.py)
+        h += (self._trajectory_process or self._trajectory).activate()
         h += self._contacts.activate()  # ~/contact_forces, ~/contacts
         h += self._diagnostics.activate()  # /diagnostics, the timers of it and the status line
         self._start_timer()
@@ -152,6 +159,8 @@ class _LinearizerMixin:
 
     def _deactivate(self) -> None:
         self._active = False
+        if self._trajectory_process is not None:
+            self._trajectory_process.deactivate()
         self._diagnostics.keep_take_failures()  # the subscriptions go away
         if self._timer is not None:
             self.destroy_timer(self._timer)
@@ -163,6 +172,10 @@ class _LinearizerMixin:
         self._handles = []
         for gaps in self._stats.gaps.values():
             gaps.last = None  # samples while inactive are not lost
+
+    def _handles_adopt(self, handles: list) -> None:
+        # Entities created after _activate (the trajectory fallback): destroyed with the rest.
+        self._handles += handles
 
     def _start_timer(self) -> None:
         if self._timer is not None:
@@ -183,6 +196,8 @@ class _LinearizerMixin:
                                     + (' (keeping the last good model)' if self._served else ''))
             return False
         self._served = served  # one assignment: a tick sees the old or the new model
+        if self._trajectory_process is not None:
+            self._trajectory_process.model(urdf, self._cfg)
         self._feed.sync.reset(served.model.floating_base)
         self.get_logger().info(f'serving model {served.summary()} from {origin}')
         return True
@@ -264,6 +279,8 @@ class _LinearizerMixin:
         if self._served is not None:
             self._served = self._served.reconfigured(cfg, self.get_logger().info)
         self._contacts.reconfigured(old, cfg)
+        if self._trajectory_process is not None:
+            self._trajectory_process.configure(cfg)
         self._requests.depth = cfg['request_queue_depth']
         if cfg['rate_hz'] != old['rate_hz'] and self._active:
             self._start_timer()
@@ -366,6 +383,12 @@ class _LinearizerMixin:
     def diagnostics_status(self) -> DiagnosticStatus:
         """Return the node's ``diagnostic_msgs/DiagnosticStatus`` (as on ``/diagnostics``)."""
         return self._diagnostics.status()
+
+    def destroy_node(self) -> None:
+        """Stop the trajectory process (if any), then destroy the node."""
+        if self._trajectory_process is not None:
+            self._trajectory_process.close()
+        super().destroy_node()
 
     def _on_set_parameters(self, parameters) -> SetParametersResult:
         served = self._served

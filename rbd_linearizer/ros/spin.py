@@ -115,7 +115,8 @@ def _spin(make_node, executor_name: str = 'direct') -> None:
             rclpy.shutdown()
 
 
-def run(make_node, args: list[str] | None, make_lifecycle_node=None) -> None:
+def run(make_node, args: list[str] | None, make_lifecycle_node=None,
+        announce: bool = True) -> None:
     """Run an entry point: parse our options, ``_init``, then ``_spin`` the chosen node class.
 
     ``[--lifecycle] [--executor direct|rclpy] [--ros-args ...]``: ``--lifecycle`` (taken only
@@ -123,7 +124,8 @@ def run(make_node, args: list[str] | None, make_lifecycle_node=None) -> None:
     ``--executor rclpy`` spins with rclpy's SingleThreadedExecutor instead of
     ``DirectExecutor`` (ros/executor.py); ``--dds-profile none`` keeps Fast DDS's built-in
     transports instead of the package's large-data profile (ros/dds.py); ``--malloc default``
-    keeps glibc's allocation thresholds (ros/malloc.py).
+    keeps glibc's allocation thresholds (ros/malloc.py). ``announce``: log the DDS profile and
+    the allocator lines (the trajectory process, whose environment the node set, does not).
     """
     argv = list(sys.argv if args is None else args)
     lifecycle = pop_option(argv, 'lifecycle', None) if make_lifecycle_node else None
@@ -132,7 +134,8 @@ def run(make_node, args: list[str] | None, make_lifecycle_node=None) -> None:
     malloc_line = tune_malloc(argv)
     _init(argv)
     log = rclpy.logging.get_logger('linearizer_node')
-    if dds_line:
+    if announce and dds_line:
         log.info(dds_line)
-    log.info(malloc_line)
+    if announce:
+        log.info(malloc_line)
     _spin(make_lifecycle_node if lifecycle else make_node, executor)

@@ -73,33 +73,47 @@ class TrajectoryServer:
     cfg, active)`` now; ``requests``: the node's request queue, ``group``: the callback group
     of the node's services. ``activate()`` creates the service, the subscription and the
     publisher (each activation a new mailbox and worker) and returns their handles for the
-    node to destroy.
+    node to destroy. ``names``: the names of the four interfaces (``NAMES``' keys) when they
+    are not ``node``'s own (the trajectory process serves the linearizer node's names,
+    ``ros/trajectory_process.py``).
     """
+
+    #: The interfaces, by their names relative to the linearizer node.
+    NAMES = ('~/linearize_trajectory', '~/trajectory', '~/trajectory_linearization',
+             '~/trajectory_contact_forces')
 
     def __init__(self, node, stats, reject: Callable[[str, str], None],
                  current: Callable[[], tuple[Any, dict, bool]], requests: RequestQueue,
-                 group=None):
+                 group=None, names: dict[str, str] | None = None):
         """Remember the node's interface; nothing is created before ``activate``."""
         self._node, self._stats, self._reject, self._current = node, stats, reject, current
         self._requests, self._group = requests, group
+        self._names = {n: n for n in self.NAMES} if names is None else dict(names)
         self._pub = None
         self._forces_pub = None
         self._mailbox: NewestOnly | None = None
+
+    @property
+    def names(self) -> dict[str, str]:
+        """The names the interfaces are created with (``NAMES`` -> the name given)."""
+        return dict(self._names)
 
     def activate(self) -> list[tuple[str, Any]]:
         """Create the publisher, the ``~/trajectory`` subscription and the service."""
         node = self._node
         encoder = TrajectoryLinearizationEncoder()  # this activation's worker's only
         self._mailbox = NewestOnly(lambda raw: self._work(raw, encoder), 'trajectory')
+        name = self._names
         self._pub = node.create_publisher(TrajectoryLinearizationMsg,
-                                          '~/trajectory_linearization', TRAJECTORY_OUTPUT_QOS)
+                                          name['~/trajectory_linearization'],
+                                          TRAJECTORY_OUTPUT_QOS)
         self._forces_pub = node.create_publisher(TrajectoryContactForcesMsg,
-                                                 '~/trajectory_contact_forces',
+                                                 name['~/trajectory_contact_forces'],
                                                  TRAJECTORY_OUTPUT_QOS)
-        sub = node.create_subscription(TrajectoryMsg, '~/trajectory',  # (info: sequence gaps)
+        sub = node.create_subscription(TrajectoryMsg, name['~/trajectory'],  # (info: gaps)
                                        lambda raw, info: self.on_trajectory(raw, info),
                                        TRAJECTORY_QOS, raw=True)
-        srv = node.create_service(LinearizeTrajectorySrv, '~/linearize_trajectory',
+        srv = node.create_service(LinearizeTrajectorySrv, name['~/linearize_trajectory'],
                                   queued_service(node, self._requests, self.answer,
                                                  self._refused), callback_group=self._group)
         return [('pub', self._pub), ('pub', self._forces_pub), ('sub', sub), ('srv', srv)]

@@ -60,15 +60,19 @@ NU = {True: 12 + 3 + 6, False: 12}
 FLOOD_N = 1000  # points of the long trajectory computed while the flood arrives
 
 
-@pytest.fixture(scope='module')
-def nodes():
+@pytest.fixture(scope='module', params=['thread', 'process'])
+def nodes(request):
+    # every test twice: served by the node's request worker, and by the trajectory process
+    # (ros/trajectory_process.py) under the node's names, with the same answers and counters
     common = ['-p', f'robot_description_file:={URDF_PATH}', '-p', 'diagnostics_period_s:=0.2',
-              '-p', f'max_trajectory_points:={FLOOD_N}']
-    floating = NodeProcess(f'{NS}/floating', common + [
+              '-p', f'max_trajectory_points:={FLOOD_N}',
+              '-p', f'trajectory_server:={request.param}']
+    ns = f'{NS}_{request.param}'
+    floating = NodeProcess(f'{ns}/floating', common + [
         '-p', "wrench_input_frames:=['FL_foot', 'FR_foot']",
         '-p', "wrench_input_kinds:=['force', 'wrench']",
         '-p', "wrench_input_expressed_in:=['world', 'local']"])
-    fixed = NodeProcess(f'{NS}/fixed', common + ['-p', 'base:=fixed'])
+    fixed = NodeProcess(f'{ns}/fixed', common + ['-p', 'base:=fixed'])
     try:
         yield {True: floating, False: fixed}
     finally:

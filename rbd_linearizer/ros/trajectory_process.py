@@ -1,0 +1,312 @@
+"""The trajectory interfaces in a process of their own (``trajectory_server: process``).
+
+Issue 24 item 2: in the node's process, a ``~/linearize_trajectory`` request delays the
+control tick even though its computation runs in the request worker: rclpy builds the
+request's Python objects and converts and writes the answer while holding the interpreter
+lock, and the worker's Python around the compiled batch takes it in turns with the tick
+(docs/performance.md, "A client hammering the trajectory service"). A second process shares
+no interpreter with the tick. With ``trajectory_server: process`` the linearizer node starts
+one (``python -m rbd_linearizer.ros.trajectory_process``) when it is activated:
+
+* it serves **the linearizer node's own names** (``~/linearize_trajectory``, ``~/trajectory``,
+  ``~/trajectory_linearization``, ``~/trajectory_contact_forces``, resolved by the node with its
+  namespace and remappings) from a node named ``<node name>_trajectory`` in the same
+  namespace, with the same ``ros/trajectory.TrajectoryServer`` as the node would (checks,
+  request worker, one-slot mailbox, refusals): clients see no difference;
+* it follows the node over a socket pair (``--control-fd``; pickled tuples): the model (the
+  URDF the node accepted, built again there and warmed up from the kernel cache the node
+  filled), every parameter change, activation and deactivation, and ``stop``; it exits when
+  the node's end of the socket closes (the node stopped or died);
+* it reports back what the node's diagnostics count (``online.stats.TrajectoryCounts``: the
+  trajectory counters, compute times, its last error) every ``COUNTS_PERIOD_S``;
+* it runs with the normal scheduling policy even when the node runs under ``SCHED_FIFO``:
+  the real-time priority is the tick's alone, the trajectories take the rest of the CPU;
+* if it exits while the node is active, the node logs it, counts it as an error and serves
+  the trajectories itself from then on (``trajectory_server`` in the diagnostics says which).
+
+``TrajectoryProcess`` is the node's side; ``TrajectoryProcessNode`` and ``main`` the process'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+import os
+import socket
+import subprocess
+import sys
+import threading
+from typing import Any
+
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+
+from rbd_linearizer.online import served as online_served
+from rbd_linearizer.online.requests import RequestQueue
+from rbd_linearizer.online.stats import Stats, TrajectoryCounts
+from rbd_linearizer.ros._argv import pop_option
+from rbd_linearizer.ros.trajectory import TrajectoryServer
+
+__all__ = ['COUNTS_PERIOD_S', 'TrajectoryProcess', 'TrajectoryProcessNode', 'main']
+
+#: How often the trajectory process sends its counters to the node (when they changed) [s].
+COUNTS_PERIOD_S = 0.02
+#: How often the node checks that its trajectory process is alive [s].
+HEALTH_PERIOD_S = 0.5
+#: How long ``close`` waits for the process to stop before killing it [s].
+STOP_TIMEOUT_S = 5.0
+
+
+def resolved_names(node) -> dict[str, str]:
+    """Return the absolute names of the trajectory interfaces of ``node`` (its remappings)."""
+    service = TrajectoryServer.NAMES[0]
+    names = {service: node.resolve_service_name(service)}
+    names.update({n: node.resolve_topic_name(n) for n in TrajectoryServer.NAMES[1:]})
+    return names
+
+
+class TrajectoryProcess:
+    """The linearizer node's side of the trajectory process (module docstring).
+
+    ``node``: the linearizer node (names, logs, timers); ``stats``: its ``Stats`` (the
+    process' counters are added there); ``error(text)``: the node's error report;
+    ``fallback``: the node's own ``TrajectoryServer``, activated if the process exits;
+    ``adopt(handles)``: gives the fallback's handles to the node (destroyed on deactivate).
+    """
+
+    def __init__(self, node, stats: Stats, error: Callable[[str], None],
+                 fallback: TrajectoryServer, adopt: Callable[[list], None]):
+        """Remember the node's interface; the process starts at the first ``activate``."""
+        self._node, self._stats, self._error = node, stats, error
+        self._fallback, self._adopt = fallback, adopt
+        self._proc: subprocess.Popen | None = None
+        self._conn: Connection | None = None
+        self._send_lock = threading.Lock()
+        self._model: tuple[str, dict] | None = None
+        self._cfg: dict | None = None
+        self._active = False
+        self._fallen_back = False
+        self._closing = False
+        stats.trajectory_server = 'process'
+
+    @property
+    def pid(self) -> int | None:
+        """The process id of the trajectory process (None before it started)."""
+        return self._proc.pid if self._proc is not None else None
+
+    # --- the node's calls -------------------------------------------------------------------
+
+    def model(self, urdf: str, cfg: dict[str, Any]) -> None:
+        """Serve the node's new model (``urdf``, accepted with ``cfg``) in the process too."""
+        self._model, self._cfg = (urdf, cfg), cfg
+        self._send(('model', urdf, cfg))
+
+    def configure(self, cfg: dict[str, Any]) -> None:
+        """Apply a parameter change the node applied (``cfg``: its whole configuration)."""
+        self._cfg = cfg
+        self._send(('config', cfg))
+
+    def activate(self) -> list[tuple[str, Any]]:
+        """Start the process (first time) and let it serve; return the health timer's handle."""
+        self._active = True
+        if self._fallen_back:
+            return self._fallback.activate()
+        if self._proc is None:
+            self._start()
+        self._send(('active', True))
+        return [('timer', self._node.create_timer(HEALTH_PERIOD_S, self._check))]
+
+    def deactivate(self) -> None:
+        """Stop serving (the process keeps its model for the next activation)."""
+        self._active = False
+        self._send(('active', False))
+
+    def close(self) -> None:
+        """Stop the process (asked first, killed after ``STOP_TIMEOUT_S``)."""
+        self._closing = True
+        self._send(('stop',))
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if self._conn is not None:
+            self._conn.close()
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        node = self._node
+        ours, theirs = socket.socketpair()
+        name = f'{node.get_name()}_trajectory'
+        cmd = [sys.executable, '-m', 'rbd_linearizer.ros.trajectory_process',
+               '--control-fd', str(theirs.fileno()), '--ros-args', '-r', f'__node:={name}',
+               '-r', f'__ns:={node.get_namespace()}']
+        self._proc = subprocess.Popen(cmd, pass_fds=(theirs.fileno(),), close_fds=True)
+        _normal_priority(self._proc.pid)
+        theirs.close()
+        self._stats.trajectory_server = f'process (pid {self._proc.pid})'
+        self._conn = Connection(ours.detach())
+        urdf = self._model[0] if self._model is not None else None
+        self._send(('setup', resolved_names(node), urdf, self._cfg))
+        threading.Thread(target=self._read, args=(self._conn,), daemon=True,
+                         name='trajectory process counts').start()
+        node.get_logger().info(f'trajectory interfaces served by process {self._proc.pid} '
+                               f'(node {node.get_namespace().rstrip("/")}/{name})')
+
+    def _send(self, message: tuple) -> None:
+        conn = self._conn
+        if conn is None:
+            return
+        try:
+            with self._send_lock:
+                conn.send(message)
+        except (OSError, ValueError):  # it exited: _check falls back
+            pass
+
+    def _read(self, conn: Connection) -> None:
+        # Its own thread: the process' counters, added to the node's as they come.
+        try:
+            while True:
+                kind, payload = conn.recv()
+                if kind == 'counts':
+                    TrajectoryCounts.add(self._stats, payload)
+        except (EOFError, OSError):
+            return
+
+    def _check(self) -> None:
+        # The health timer (executor thread): an exited process hands over to the fallback.
+        proc = self._proc
+        if self._closing or self._fallen_back or proc is None or proc.poll() is None:
+            return
+        self._fallen_back = True
+        self._stats.trajectory_server = f'thread (the process exited with code {proc.returncode})'
+        self._error(f'trajectory process {proc.pid} exited with code {proc.returncode}: the '
+                    'trajectory interfaces are served in the node from now on')
+        if self._active:
+            self._adopt(self._fallback.activate())
+
+
+class TrajectoryProcessNode(Node):
+    """The trajectory process' node: a ``TrajectoryServer`` under the linearizer node's names.
+
+    ``conn``: its end of the socket pair. The first message (``setup``: the resolved names,
+    the URDF or None, the configuration) is read here; the rest in a thread of its own
+    (module docstring).
+    """
+
+    def __init__(self, conn: Connection, node_name: str = 'linearizer_trajectory'):
+        """Read the set-up; build the model; follow the linearizer node from then on."""
+        super().__init__(node_name)
+        self._conn = conn
+        kind, names, urdf, cfg = conn.recv()
+        if kind != 'setup':
+            raise RuntimeError(f'trajectory process: expected setup, got {kind!r}')
+        self._cfg: dict[str, Any] = cfg
+        self._stats = Stats()
+        self._counts = TrajectoryCounts(self._stats)
+        self._served = None
+        self._active = False
+        self._handles: list = []
+        self._requests = RequestQueue(cfg['request_queue_depth'], 'trajectory requests')
+        self._server = TrajectoryServer(self, self._stats, self._reject,
+                                        lambda: (self._served, self._cfg, self._active),
+                                        self._requests, ReentrantCallbackGroup(), names)
+        if urdf is not None:
+            self._install(urdf)
+        threading.Thread(target=self._follow, daemon=True, name='trajectory control').start()
+
+    def _reject(self, what: str, reason: str) -> None:
+        self._stats.rejected[what] += 1
+        text = f'rejected {what}: {reason}'
+        self._stats.error(text)
+        self.get_logger().warning(text, throttle_duration_sec=1.0)
+
+    def _install(self, urdf: str) -> None:
+        served, problem = online_served.try_build_served(urdf, self._cfg,
+                                                         self.get_logger().info)
+        if served is None:  # (the node accepted it: a build error here is an error)
+            self.get_logger().error(f'model not built{problem}')
+            return
+        self._served = served
+
+    def _follow(self) -> None:
+        # The control thread: the node's messages; the counters every COUNTS_PERIOD_S.
+        conn = self._conn
+        try:
+            while True:
+                if conn.poll(COUNTS_PERIOD_S) and not self._handle(conn.recv()):
+                    break
+                taken = self._counts.take()
+                if taken is not None:
+                    conn.send(('counts', taken))
+        except (EOFError, OSError):  # the node's end closed: it stopped or died
+            pass
+        except Exception as e:  # noqa: BLE001 - logged; the process stops, the node falls back
+            self.get_logger().error(f'trajectory process: {type(e).__name__}: {e}')
+        self._set_active(False)
+        self.context.try_shutdown()  # the executor returns: the process exits
+
+    def _handle(self, message: tuple) -> bool:
+        kind = message[0]
+        if kind == 'model':
+            self._cfg = message[2]
+            self._install(message[1])
+        elif kind == 'config':
+            self._cfg = message[1]
+            self._requests.depth = self._cfg['request_queue_depth']
+            if self._served is not None:
+                self._served = self._served.reconfigured(self._cfg, self.get_logger().info)
+        elif kind == 'active':
+            self._set_active(message[1])
+        elif kind == 'stop':
+            return False
+        return True
+
+    def _set_active(self, active: bool) -> None:
+        if active and not self._active:
+            self._handles = self._server.activate()
+            self._active = True
+            served = self._served
+            self.get_logger().info(
+                'serving ' + ', '.join(self._server.names.values())
+                + (f' for {served.summary()}' if served is not None else ' (no model yet)'))
+        elif not active and self._active:
+            self._active = False
+            destroy = {'pub': self.destroy_publisher, 'sub': self.destroy_subscription,
+                       'srv': self.destroy_service}
+            for kind, handle in self._handles:
+                destroy[kind](handle)
+            self._handles = []
+
+
+def _normal_priority(pid: int = 0) -> None:
+    # Under the node's SCHED_FIFO / SCHED_RR (inherited): back to the normal policy, so that
+    # the tick's process always runs first (module docstring). The node sets it right after
+    # starting the process (before its imports), the process again at its start.
+    try:
+        if os.sched_getscheduler(pid) in (os.SCHED_FIFO, os.SCHED_RR):
+            os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+    except (AttributeError, OSError):  # no such call here, or the process is gone already
+        pass
+
+
+def main(args: list[str] | None = None) -> None:
+    """``python -m rbd_linearizer.ros.trajectory_process --control-fd FD --ros-args ...``."""
+    from rbd_linearizer.ros.spin import run
+
+    argv = list(sys.argv if args is None else args)
+    fd = pop_option(argv, 'control-fd', '')
+    if not fd:
+        raise SystemExit('trajectory_process: --control-fd is required (started by the '
+                         "linearizer node with trajectory_server: 'process')")
+    _normal_priority()
+    conn = Connection(int(fd))
+    run(lambda: TrajectoryProcessNode(conn), argv, announce=False)
+
+
+if __name__ == '__main__':
+    main()
