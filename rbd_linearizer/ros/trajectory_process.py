@@ -19,8 +19,11 @@ one (``python -m rbd_linearizer.ros.trajectory_process``) when it is activated:
   the node's end of the socket closes (the node stopped or died);
 * it reports back what the node's diagnostics count (``online.stats.TrajectoryCounts``: the
   trajectory counters, compute times, its last error) every ``COUNTS_PERIOD_S``;
-* it runs with the normal scheduling policy even when the node runs under ``SCHED_FIFO``:
-  the real-time priority is the tick's alone, the trajectories take the rest of the CPU;
+* it runs with the normal scheduling policy even when the node runs under ``SCHED_FIFO`` /
+  ``SCHED_RR`` (``below_the_tick``): the real-time priority is the tick's alone, the
+  trajectories take the CPU the real-time processes leave. (Measured: one priority below the
+  node's instead, the tick's p99 beside a hammering client doubled, with 30 ms pauses, and the
+  client gained little: docs/performance.md);
 * if it exits while the node is active, the node logs it, counts it as an error and serves
   the trajectories itself from then on (``trajectory_server`` in the diagnostics says which).
 
@@ -47,7 +50,8 @@ from rbd_linearizer.online.stats import Stats, TrajectoryCounts
 from rbd_linearizer.ros._argv import pop_option
 from rbd_linearizer.ros.trajectory import TrajectoryServer
 
-__all__ = ['COUNTS_PERIOD_S', 'TrajectoryProcess', 'TrajectoryProcessNode', 'main']
+__all__ = ['COUNTS_PERIOD_S', 'TrajectoryProcess', 'TrajectoryProcessNode', 'below_the_tick',
+           'main']
 
 #: How often the trajectory process sends its counters to the node (when they changed) [s].
 COUNTS_PERIOD_S = 0.02
@@ -146,13 +150,18 @@ class TrajectoryProcess:
                '--control-fd', str(theirs.fileno()), '--ros-args', '-r', f'__node:={name}',
                '-r', f'__ns:={node.get_namespace()}']
         self._proc = subprocess.Popen(cmd, pass_fds=(theirs.fileno(),), close_fds=True)
-        _normal_priority(self._proc.pid)
+        below_the_tick(self._proc.pid)
         theirs.close()
         self._stats.trajectory_server = f'process (pid {self._proc.pid})'
-        self._conn = Connection(ours.detach())
-        urdf = self._model[0] if self._model is not None else None
-        self._send(('setup', resolved_names(node), urdf, self._cfg))
-        threading.Thread(target=self._read, args=(self._conn,), daemon=True,
+        conn = Connection(ours.detach())
+        with self._send_lock:  # set-up first, whatever model() another thread sends meanwhile
+            urdf = self._model[0] if self._model is not None else None
+            try:
+                conn.send(('setup', resolved_names(node), urdf, self._cfg))
+            except OSError:  # it exited already: _check falls back
+                pass
+            self._conn = conn
+        threading.Thread(target=self._read, args=(conn,), daemon=True,
                          name='trajectory process counts').start()
         node.get_logger().info(f'trajectory interfaces served by process {self._proc.pid} '
                                f'(node {node.get_namespace().rstrip("/")}/{name})')
@@ -283,10 +292,13 @@ class TrajectoryProcessNode(Node):
             self._handles = []
 
 
-def _normal_priority(pid: int = 0) -> None:
-    # Under the node's SCHED_FIFO / SCHED_RR (inherited): back to the normal policy, so that
-    # the tick's process always runs first (module docstring). The node sets it right after
-    # starting the process (before its imports), the process again at its start.
+def below_the_tick(pid: int = 0) -> None:
+    """Put process ``pid`` (0: this one) under the normal policy if it inherited a real-time one.
+
+    Under the node's ``SCHED_FIFO`` / ``SCHED_RR`` the trajectory process runs with
+    ``SCHED_OTHER``: never ahead of the tick, nor of the other real-time processes (module
+    docstring). The node calls it right after starting the process (before its imports).
+    """
     try:
         if os.sched_getscheduler(pid) in (os.SCHED_FIFO, os.SCHED_RR):
             os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
@@ -303,7 +315,6 @@ def main(args: list[str] | None = None) -> None:
     if not fd:
         raise SystemExit('trajectory_process: --control-fd is required (started by the '
                          "linearizer node with trajectory_server: 'process')")
-    _normal_priority()
     conn = Connection(int(fd))
     run(lambda: TrajectoryProcessNode(conn), argv, announce=False)
 

@@ -202,3 +202,23 @@ def test_the_trajectory_process_stops_with_the_node():
     finally:
         p.close()
         proc.close()
+
+
+@pytest.mark.parametrize('policy, prio', [('-f', 50), ('-r', 20), ('-o', 0)])
+def test_the_trajectory_process_runs_with_the_normal_policy(policy, prio):
+    import subprocess
+
+    from rbd_linearizer.ros.trajectory_process import below_the_tick
+
+    proc = subprocess.Popen(['chrt', policy, str(prio), 'sleep', '30'],
+                            stderr=subprocess.PIPE)
+    try:
+        time.sleep(0.2)
+        if proc.poll() is not None:
+            pytest.skip(f'chrt {policy} {prio} not permitted here: {proc.stderr.read()!r}')
+        below_the_tick(proc.pid)
+        got = (os.sched_getscheduler(proc.pid), os.sched_getparam(proc.pid).sched_priority)
+        assert got == (os.SCHED_OTHER, 0)
+    finally:
+        proc.kill()
+        proc.wait()
