@@ -15,7 +15,9 @@ process on go2 (its built-in state source, a timer tick at ``RATE_HZ``) with
 * a new robot description reaches the process: the next answer carries the new model's hash;
 * the process killed: the node logs it, reports it (``trajectory_server``, ``last_error``) and
   answers the next request itself;
-* the node stopped: its trajectory process exits too.
+* the node stopped: its trajectory process exits too;
+* the lifecycle node: the process serves only while the node is active (deactivated: the
+  service goes away; activated again: served by the same process).
 """
 
 import os
@@ -29,6 +31,8 @@ import numpy as np
 import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is not installed')
+from lifecycle_msgs.msg import Transition  # noqa: E402
+from lifecycle_msgs.srv import ChangeState  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
@@ -54,8 +58,8 @@ MIN_TICK_SHARE = 0.85
 MODEL = build_model(URDF_PATH.read_text())
 
 
-def _node(ns: str) -> NodeProcess:
-    return NodeProcess(ns, ['-p', f'robot_description_file:={URDF_PATH}',
+def _node(ns: str, lifecycle: bool = False) -> NodeProcess:
+    return NodeProcess(ns, lifecycle=lifecycle, args=['-p', f'robot_description_file:={URDF_PATH}',
                             '-p', 'state_source:=builtin', '-p', 'tick_mode:=timer',
                             '-p', f'rate_hz:={RATE_HZ}', '-p', 'diagnostics_period_s:=0.2',
                             '-p', f'max_trajectory_points:={MAX_POINTS}',
@@ -222,3 +226,29 @@ def test_the_trajectory_process_runs_with_the_normal_policy(policy, prio):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_lifecycle_node_serves_trajectories_only_while_active():
+    proc = _node(unique_ns('trajlc'), lifecycle=True)
+    p = ProcessProbe(proc)
+    change = p.node.create_client(ChangeState, f'{proc.ns}/linearizer/change_state')
+
+    def transition(tid: int) -> None:
+        assert p.call(change, ChangeState.Request(transition=Transition(id=tid))).success
+
+    try:
+        transition(Transition.TRANSITION_CONFIGURE)
+        assert not p.srv.wait_for_service(timeout_sec=2.0)  # configured, not active
+        transition(Transition.TRANSITION_ACTIVATE)
+        assert p.linearize(4).success
+        pid = _trajectory_pid(p.values())
+        transition(Transition.TRANSITION_DEACTIVATE)
+        p.wait(lambda: not p.srv.service_is_ready(), 'the service gone after deactivate')
+        assert _running(pid)  # the process waits, with its model
+        transition(Transition.TRANSITION_ACTIVATE)
+        res = p.linearize(4, seed=3)
+        assert res.success and res.linearization.model_hash == MODEL.urdf_hash
+        assert _trajectory_pid(p.values()) == pid
+    finally:
+        p.close()
+        proc.close()
