@@ -3,7 +3,7 @@
 Usage: python benchmarks/bench_trajectory_service.py [--robots g1 go2] [--points 20]
            [--calls 500] [--representation mixed] [--dt 0.01] [--rt-priority N]
            [--ticking HZ] [--dds-profile package none] [--malloc tuned default]
-           [--trajectory-server thread process]
+           [--trajectory-server thread process] [--floor]
 
 Per robot and node DDS profile (``--dds-profile``: the node's option, ros/dds.py; both by
 default, the package's large-data profile first, then Fast DDS's built-in transports) and
@@ -27,6 +27,10 @@ and finite. ``--rt-priority N`` runs the node under ``chrt -f N`` and this proce
 N (as bench_node_latency.py; needs CAP_SYS_NICE). Not a timed test: figures depend on the
 machine; see docs/performance.md ("Horizon").
 
+``--floor``: per robot, after the node, the same round trips against bare rclpy answering with
+a prepared answer of the same size (``_trajectory_echo.py``: no checks, no computation), in the
+same run: what rclpy and DDS cost before the node does anything (``server=floor``).
+
 ``--ticking HZ``: the tick beside the requests (docs/performance.md, "Requests beside the
 tick"). The node also ticks at HZ on its built-in state source (timer mode) and this process
 records the stamp of every ``~/linearization``. For each service call: the ticks stamped
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 import struct
 import subprocess
 import sys
@@ -94,7 +99,7 @@ def _tick_figures(stamps: list[int], windows: list[tuple[int, int]], hz: float,
 
 def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
         rt_priority: int, ticking: float = 0.0, dds_profile: str = 'package',
-        malloc: str = 'tuned', trajectory_server: str = 'thread') -> dict:
+        malloc: str = 'tuned', trajectory_server: str = 'thread', floor: bool = False) -> dict:
     """Start the node for ``robot``, time ``calls`` service and topic round trips."""
     import rclpy
 
@@ -124,6 +129,11 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
     if ticking > 0:
         cmd[-2:-2] = ['-p', 'state_source:=builtin', '-p', 'tick_mode:=timer',
                       '-p', f'rate_hz:={ticking}']
+    if floor:  # bare rclpy with a prepared answer (module docstring)
+        nu = model.nv - (6 if model.floating_base else 0)
+        cmd = [sys.executable, str(Path(__file__).with_name('_trajectory_echo.py')), ns, robot,
+               str(n_points), str(nu), dds_profile]
+        trajectory_server = 'floor'
     prefix = ('chrt', '-f', str(rt_priority)) if rt_priority > 0 else ()
     log = open(log_path, 'w')  # noqa: SIM115
     proc = subprocess.Popen([*prefix, *cmd], stdout=log, stderr=subprocess.STDOUT)
@@ -280,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--trajectory-server', nargs='+', default=['thread'],
                         choices=('thread', 'process'),
                         help="the node's trajectory_server, each in turn")
+    parser.add_argument('--floor', action='store_true',
+                        help='also measure bare rclpy answering with a prepared answer '
+                             '(module docstring)')
     args = parser.parse_args(argv)
     if args.rt_priority > 0:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
@@ -292,6 +305,10 @@ def main(argv: list[str] | None = None) -> int:
                                   args.dt, args.rt_priority, args.ticking, profile, choice,
                                   server)
                     print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
+            if args.floor:
+                figures = run(robot, args.points, args.calls, args.representation, args.dt,
+                              args.rt_priority, args.ticking, profile, floor=True)
+                print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
     return 0
 
 
