@@ -16,11 +16,12 @@ node's request queue. Nothing of the node's private state is shared.
 * topic mode for real-time-iteration loops: ``~/trajectory`` (``msg/Trajectory``, subscribed
   raw) goes into a one-slot mailbox (``online.trajectory.NewestOnly``): the newest trajectory
   replaces one not yet started (counted, ``superseded_trajectories``), never a queue; one
-  worker thread deserializes, checks and linearizes it with a workspace of its own
-  (``Served.trajectory_data``) and publishes ``~/trajectory_linearization`` serialized
-  (``cdr.TrajectoryLinearizationEncoder``), stamped with the trajectory's stamp; with a
-  contact catalogue, ``~/trajectory_contact_forces`` (lambda_k and its Jacobians at every
-  point, ``msg/TrajectoryContactForces``) with the same stamp, just before it.
+  worker thread reads it from the bytes (``cdr.trajectory_fields``), checks and linearizes it
+  with a workspace of its own (``Served.trajectory_data``) and publishes
+  ``~/trajectory_linearization`` serialized (``cdr.TrajectoryLinearizationEncoder``),
+  stamped with the trajectory's stamp; with a contact catalogue,
+  ``~/trajectory_contact_forces`` (lambda_k and its Jacobians at every point,
+  ``msg/TrajectoryContactForces``) with the same stamp, just before it.
 
 A trajectory's contact schedule (``Trajectory.contact_frames`` / ``contact_schedule``, over the
 node's catalogue; docs/contacts.md §5) is checked with the rest (``check_schedule``).
@@ -36,7 +37,6 @@ import time
 from typing import Any
 
 import numpy as np
-from rclpy.serialization import deserialize_message
 
 from rbd_linearizer.errors import ConfigError, RbdError, StateError
 from rbd_linearizer.msg import Trajectory as TrajectoryMsg
@@ -46,7 +46,7 @@ from rbd_linearizer.online.finite import non_finite_fields
 from rbd_linearizer.online.requests import RequestQueue
 from rbd_linearizer.online.trajectory import NewestOnly, TrajectoryLinearization, check_trajectory
 from rbd_linearizer.ros import conversions as conv
-from rbd_linearizer.ros.cdr import TrajectoryLinearizationEncoder
+from rbd_linearizer.ros.cdr import TrajectoryLinearizationEncoder, trajectory_fields
 from rbd_linearizer.ros.qos import result_qos
 from rbd_linearizer.ros.requests import queued_service
 from rbd_linearizer.srv import LinearizeTrajectory as LinearizeTrajectorySrv
@@ -148,8 +148,8 @@ class TrajectoryServer:
             return
         start = time.perf_counter()
         try:
-            msg = deserialize_message(raw, TrajectoryMsg)
-            res = self.result(served, cfg, conv.trajectory_fields(msg), served.trajectory_data)
+            # read from the bytes (ros/cdr.py): no Python object per pose, twist or number
+            res = self.result(served, cfg, trajectory_fields(raw), served.trajectory_data)
             out = encoder.encode(res, cfg['world_frame'])
             forces = (conv.trajectory_contact_forces_to_msg(res, cfg['world_frame'])
                       if res.contact_forces is not None else None)

@@ -20,6 +20,7 @@ import _ros_payloads as payloads  # noqa: E402
 
 from rbd_linearizer.errors import StateError  # noqa: E402
 from rbd_linearizer.msg import Linearization as LinearizationMsg  # noqa: E402
+from rbd_linearizer.msg import Trajectory  # noqa: E402
 from rbd_linearizer.results import Linearization  # noqa: E402
 from rbd_linearizer.ros import cdr  # noqa: E402
 from rbd_linearizer.ros import conversions as cv  # noqa: E402
@@ -57,6 +58,45 @@ def random_odometry(rng) -> Odometry:
     msg.pose.covariance = payloads.doubles(rng, 36)
     msg.twist.covariance = payloads.doubles(rng, 36)
     return msg
+
+
+def random_trajectory(rng) -> Trajectory:
+    # Sizes consistent or not (the reader does not check them: check_trajectory does).
+    msg = Trajectory()
+    msg.header.stamp.sec = int(rng.integers(-(2**31), 2**31))
+    msg.header.stamp.nanosec = int(rng.integers(0, 10**9))
+    msg.header.frame_id = payloads.text(rng, 'world')[: int(rng.integers(0, 9))]
+    n = int(rng.integers(0, 30))
+    msg.joint_names = [payloads.text(rng, f'j{i}')[: int(rng.integers(0, 12))] for i in range(n)]
+    msg.n_points = int(rng.integers(0, 2**32))
+    N = int(rng.integers(0, 25))
+    poses = payloads.doubles(rng, 7 * int(rng.choice([0, N])))
+    twists = payloads.doubles(rng, 6 * int(rng.choice([0, N])))
+    msg.base_poses = [_pose(p) for p in poses.reshape(-1, 7)]
+    msg.base_twists = [_twist(t) for t in twists.reshape(-1, 6)]
+    for field in ('joint_positions', 'joint_velocities', 'inputs', 'dt'):
+        setattr(msg, field, payloads.f64(payloads.doubles(rng, int(rng.integers(0, 80)))))
+    msg.velocity_representation = payloads.text(rng, 'mixed')[: int(rng.integers(0, 9))]
+    msg.time_model = payloads.text(rng, 'discrete')[: int(rng.integers(0, 9))]
+    msg.contact_frames = [payloads.text(rng, f'foot{i}') for i in range(int(rng.integers(0, 5)))]
+    msg.contact_schedule = bytes(rng.integers(0, 256, int(rng.integers(0, 40)), dtype=np.uint8))
+    return msg
+
+
+def _pose(v):
+    from geometry_msgs.msg import Pose
+    p = Pose()
+    (p.position.x, p.position.y, p.position.z, p.orientation.x, p.orientation.y,
+     p.orientation.z, p.orientation.w) = (float(x) for x in v)
+    return p
+
+
+def _twist(v):
+    from geometry_msgs.msg import Twist
+    t = Twist()
+    (t.linear.x, t.linear.y, t.linear.z,
+     t.angular.x, t.angular.y, t.angular.z) = (float(x) for x in v)
+    return t
 
 
 def random_linearization(rng, floating: bool, n: int, nu: int) -> Linearization:
@@ -154,7 +194,23 @@ def test_big_endian_joint_state_is_read():
     assert pos.dtype == np.float64 and pos.dtype.byteorder in '=<|'
 
 
+def test_trajectory_fields_equal_rclpy_deserialization_bit_for_bit():
+    # What the node's ~/trajectory worker gives check_trajectory, from the raw bytes.
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        raw = serialize_message(random_trajectory(rng))
+        want = cv.trajectory_fields(deserialize_message(raw, Trajectory))
+        got = cdr.trajectory_fields(raw)
+        assert got.keys() == want.keys()
+        for key, value in want.items():
+            if isinstance(value, np.ndarray):
+                assert same_bits(got[key], value), key
+            else:
+                assert got[key] == value and type(got[key]) is type(value), key
+
+
 @pytest.mark.parametrize('reader, make', [
+    (cdr.trajectory_fields, random_trajectory),
     (cdr.joint_state_fields, random_joint_state),
     (cdr.odometry_fields, random_odometry),
     (cdr.linearization_from_cdr,
