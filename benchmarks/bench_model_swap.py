@@ -1,0 +1,128 @@
+"""The control tick during a model swap (issue 24 item 2: "the same ... for a model swap").
+
+Usage: python benchmarks/bench_model_swap.py [--robots g1 go2] [--rate 1000] [--swaps 5]
+           [--switch-interval S]
+
+Per robot: a linearizer node in this process (its built-in state source, a timer tick at
+``--rate``, spun by ``DirectExecutor`` in a thread of its own) and a publisher of
+``robot_description`` in a context of its own. After 2 s idle, ``--swaps`` times: a new
+description (the robot's URDF with one link's mass changed: a new model hash) is published
+and the node's served model watched until it changes. Printed per robot: the longest gap
+between two ticks in the idle 2 s and during each swap (from the publication to the new
+model), and the swap's duration. The node builds a new model off the executor thread
+(``online.served.DescriptionQueue``), but in the same interpreter: the build's Python and
+the tick take the interpreter lock in turns. ``--switch-interval S``: the interpreter's
+switch interval (``sys.setswitchinterval``; Python's default 0.005 s) for the run.
+Not a timed test: figures depend on the machine; see docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+import uuid
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+
+def run(robot: str, rate: float, swaps: int) -> dict:
+    """Swap ``robot``'s model ``swaps`` times under a ticking node; return the figures."""
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.parameter import Parameter
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import String
+
+    from rbd_linearizer.model.robots import example_robot_urdf
+    from rbd_linearizer.ros import node as node_module
+    from rbd_linearizer.ros.executor import DirectExecutor
+
+    urdf = example_robot_urdf(robot)
+    ns = f'/bench_swap_{uuid.uuid4().hex[:6]}'
+    node_ctx, pub_ctx = Context(), Context()
+    rclpy.init(context=node_ctx)
+    rclpy.init(context=pub_ctx)
+    node = node_module.LinearizerNode(context=node_ctx, namespace=ns, parameter_overrides=[
+        Parameter('robot_description_file', value=str(urdf)),
+        Parameter('check_triangle_inequality', value=False),
+        Parameter('state_source', value='builtin'), Parameter('tick_mode', value='timer'),
+        Parameter('rate_hz', value=rate), Parameter('diagnostics_period_s', value=0.0),
+        Parameter('status_period_s', value=0.0)])
+    executor = DirectExecutor(context=node_ctx)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    pub_node = rclpy.create_node('bench_swap_publisher', context=pub_ctx)
+    pub = pub_node.create_publisher(String, f'{ns}/robot_description', QoSProfile(
+        depth=1, reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    pub_exec = DirectExecutor(context=pub_ctx)
+    pub_exec.add_node(pub_node)
+    ticks = node._stats.tick_times  # (monotonic, appended by every published tick)
+
+    def spin(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            pub_exec.spin_once(timeout_sec=0.005)
+
+    def longest_gap(t0: float, t1: float) -> float:
+        ts = np.array([t for t in list(ticks) if t0 <= t <= t1])
+        return float(np.diff(ts).max()) * 1e3 if ts.size > 1 else float('nan')
+
+    try:
+        spin(2.0)  # matched, ticking
+        t0 = time.monotonic()
+        spin(2.0)
+        idle = longest_gap(t0, time.monotonic())
+        text = urdf.read_text()
+        durations, gaps = [], []
+        for k in range(swaps):
+            root = ET.fromstring(text)
+            mass = root.find('.//link/inertial/mass')
+            mass.set('value', str(float(mass.get('value')) * (1.1 + 0.1 * k)))
+            old = node._served.model.urdf_hash
+            t0 = time.monotonic()
+            pub.publish(String(data=ET.tostring(root, encoding='unicode')))
+            end = t0 + 60.0
+            while node._served.model.urdf_hash == old and time.monotonic() < end:
+                pub_exec.spin_once(timeout_sec=0.001)
+            t1 = time.monotonic()
+            spin(0.05)
+            durations.append((t1 - t0) * 1e3)
+            gaps.append(longest_gap(t0 - 0.002, t1 + 0.002))
+        return {'robot': robot, 'rate_hz': rate, 'switch_interval_s': sys.getswitchinterval(),
+                'idle_gap_ms_max': round(idle, 2),
+                'swap_ms': [round(d, 1) for d in durations],
+                'swap_gap_ms_max': [round(g, 2) for g in gaps]}
+    finally:
+        executor.shutdown(timeout_sec=5.0)
+        pub_exec.shutdown()
+        rclpy.shutdown(context=pub_ctx)
+        rclpy.shutdown(context=node_ctx)
+        spinner.join(timeout=10.0)
+        node.destroy_node()
+        pub_node.destroy_node()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run each robot; print one line of figures each."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--robots', nargs='+', default=['g1', 'go2'])
+    parser.add_argument('--rate', type=float, default=1000.0, help='tick rate [Hz]')
+    parser.add_argument('--swaps', type=int, default=5)
+    parser.add_argument('--switch-interval', type=float, default=None,
+                        help="the interpreter's switch interval [s] (default: Python's)")
+    args = parser.parse_args(argv)
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
+    for robot in args.robots:
+        figures = run(robot, args.rate, args.swaps)
+        print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
