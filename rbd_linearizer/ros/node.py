@@ -93,8 +93,8 @@ class _LinearizerMixin:
                                             self._requests, self._request_group)
         # trajectory_server 'process': served by a process of its own (its fallback: the above)
         self._trajectory_process = None if self._cfg['trajectory_server'] == 'thread' else \
-            TrajectoryProcess(self, self._stats, self._diagnostics.error, self._trajectory,
-                              self._handles_adopt)
+            TrajectoryProcess(self, self._cfg, self._stats, self._diagnostics.error,
+                              self._trajectory, self._handles_adopt)
         self._contacts = NodeContacts(self, self._stats, reject,  # ros/contacts.py
                                       lambda: (self._served, self._cfg))
         self._timer = self._lin_pub = self._dyn_pub = self._der_pub = None

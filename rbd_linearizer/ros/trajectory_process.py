@@ -72,22 +72,22 @@ def resolved_names(node) -> dict[str, str]:
 class TrajectoryProcess:
     """The linearizer node's side of the trajectory process (module docstring).
 
-    ``node``: the linearizer node (names, logs, timers); ``stats``: its ``Stats`` (the
+    ``node``: the linearizer node (names, logs, timers); ``cfg``: its configuration now (the
+    parameters' values, later ones through ``configure``); ``stats``: its ``Stats`` (the
     process' counters are added there); ``error(text)``: the node's error report;
     ``fallback``: the node's own ``TrajectoryServer``, activated if the process exits;
     ``adopt(handles)``: gives the fallback's handles to the node (destroyed on deactivate).
     """
 
-    def __init__(self, node, stats: Stats, error: Callable[[str], None],
+    def __init__(self, node, cfg: dict[str, Any], stats: Stats, error: Callable[[str], None],
                  fallback: TrajectoryServer, adopt: Callable[[list], None]):
         """Remember the node's interface; the process starts at the first ``activate``."""
-        self._node, self._stats, self._error = node, stats, error
+        self._node, self._cfg, self._stats, self._error = node, cfg, stats, error
         self._fallback, self._adopt = fallback, adopt
         self._proc: subprocess.Popen | None = None
         self._conn: Connection | None = None
         self._send_lock = threading.Lock()
         self._model: tuple[str, dict] | None = None
-        self._cfg: dict | None = None
         self._active = False
         self._fallen_back = False
         self._closing = False
@@ -149,7 +149,10 @@ class TrajectoryProcess:
         cmd = [sys.executable, '-m', 'rbd_linearizer.ros.trajectory_process',
                '--control-fd', str(theirs.fileno()), '--ros-args', '-r', f'__node:={name}',
                '-r', f'__ns:={node.get_namespace()}']
-        self._proc = subprocess.Popen(cmd, pass_fds=(theirs.fileno(),), close_fds=True)
+        # a session of its own: a terminal's Ctrl-C stops the node, which stops the process
+        # (or the process sees the node's end of the socket close)
+        self._proc = subprocess.Popen(cmd, pass_fds=(theirs.fileno(),), close_fds=True,
+                                      start_new_session=True)
         below_the_tick(self._proc.pid)
         theirs.close()
         self._stats.trajectory_server = f'process (pid {self._proc.pid})'

@@ -15,6 +15,8 @@ process on go2 (its built-in state source, a timer tick at ``RATE_HZ``) with
 * a new robot description reaches the process: the next answer carries the new model's hash;
 * the process killed: the node logs it, reports it (``trajectory_server``, ``last_error``) and
   answers the next request itself;
+* a node started without a description: the process refuses with the reason until the node
+  has a model, then serves it;
 * the node stopped: its trajectory process exits too;
 * the lifecycle node: the process serves only while the node is active (deactivated: the
   service goes away; activated again: served by the same process).
@@ -249,6 +251,25 @@ def test_the_lifecycle_node_serves_trajectories_only_while_active():
         res = p.linearize(4, seed=3)
         assert res.success and res.linearization.model_hash == MODEL.urdf_hash
         assert _trajectory_pid(p.values()) == pid
+    finally:
+        p.close()
+        proc.close()
+
+
+def test_a_node_without_a_description_yet_gives_the_process_its_first_model():
+    proc = NodeProcess(unique_ns('trajwait'), ['-p', 'trajectory_server:=process',
+                                               '-p', 'diagnostics_period_s:=0.2'])
+    p = ProcessProbe(proc)
+    try:
+        res = p.linearize(3)
+        assert not res.success and 'no robot model loaded yet' in res.message, res.message
+        p.description.publish(String(data=URDF_PATH.read_text()))
+        deadline = time.monotonic() + 60.0
+        while not res.success and time.monotonic() < deadline:
+            p.spin(0.2)
+            res = p.linearize(3)
+        assert res.success, res.message
+        assert res.linearization.model_hash == MODEL.urdf_hash
     finally:
         p.close()
         proc.close()
