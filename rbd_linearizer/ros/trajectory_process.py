@@ -149,10 +149,15 @@ class TrajectoryProcess:
         cmd = [sys.executable, '-m', 'rbd_linearizer.ros.trajectory_process',
                '--control-fd', str(theirs.fileno()), '--ros-args', '-r', f'__node:={name}',
                '-r', f'__ns:={node.get_namespace()}']
+        level = node.get_logger().get_effective_level()
+        if level.name != 'UNSET':  # the node's log level (e.g. --log-level debug)
+            cmd += ['--log-level', level.name.lower()]
+        # the node's domain, even when its context was given one other than the environment's
+        env = dict(os.environ, ROS_DOMAIN_ID=str(node.context.get_domain_id()))
         # a session of its own: a terminal's Ctrl-C stops the node, which stops the process
         # (or the process sees the node's end of the socket close)
         self._proc = subprocess.Popen(cmd, pass_fds=(theirs.fileno(),), close_fds=True,
-                                      start_new_session=True)
+                                      start_new_session=True, env=env)
         below_the_tick(self._proc.pid)
         theirs.close()
         self._stats.trajectory_server = f'process (pid {self._proc.pid})'
