@@ -113,10 +113,13 @@ class TrajectoryProcess:
     def activate(self) -> list[tuple[str, Any]]:
         """Start the process (first time) and let it serve; return the health timer's handle."""
         self._active = True
+        if self._proc is None and not self._fallen_back:
+            try:
+                self._start()
+            except OSError as e:  # e.g. out of processes or file descriptors
+                self._fall_back(f'trajectory process not started ({e})')
         if self._fallen_back:
             return self._fallback.activate()
-        if self._proc is None:
-            self._start()
         self._send(('active', True))
         return [('timer', self._node.create_timer(HEALTH_PERIOD_S, self._check))]
 
@@ -199,12 +202,15 @@ class TrajectoryProcess:
         proc = self._proc
         if self._closing or self._fallen_back or proc is None or proc.poll() is None:
             return
-        self._fallen_back = True
-        self._stats.trajectory_server = f'thread (the process exited with code {proc.returncode})'
-        self._error(f'trajectory process {proc.pid} exited with code {proc.returncode}: the '
-                    'trajectory interfaces are served in the node from now on')
+        self._fall_back(f'trajectory process {proc.pid} exited with code {proc.returncode}',
+                        f'the process exited with code {proc.returncode}')
         if self._active:
             self._adopt(self._fallback.activate())
+
+    def _fall_back(self, what: str, why: str = 'the process did not start') -> None:
+        self._fallen_back = True
+        self._stats.trajectory_server = f'thread ({why})'
+        self._error(f'{what}: the trajectory interfaces are served in the node from now on')
 
 
 class TrajectoryProcessNode(Node):

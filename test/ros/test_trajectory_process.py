@@ -14,7 +14,7 @@ process on go2 (its built-in state source, a timer tick at ``RATE_HZ``) with
   and count what the process answered (``trajectory_requests``, ``trajectory_compute_ms_*``);
 * a new robot description reaches the process: the next answer carries the new model's hash;
 * the process killed: the node logs it, reports it (``trajectory_server``, ``last_error``) and
-  answers the next request itself;
+  answers the next request itself; a process that cannot be started: the same, at once;
 * a node started without a description: the process refuses with the reason until the node
   has a model, then serves it;
 * the node stopped: its trajectory process exits too;
@@ -273,3 +273,36 @@ def test_a_node_without_a_description_yet_gives_the_process_its_first_model():
     finally:
         p.close()
         proc.close()
+
+
+def test_a_process_that_cannot_start_leaves_the_node_serving_trajectories(monkeypatch):
+    import uuid
+
+    from rclpy.context import Context
+    from rclpy.parameter import Parameter
+
+    from rbd_linearizer.ros import node as node_module
+    from rbd_linearizer.ros import trajectory_process
+
+    def no_process(*args, **kwargs):
+        raise OSError(11, 'Resource temporarily unavailable')
+
+    monkeypatch.setattr(trajectory_process.subprocess, 'Popen', no_process)
+    ctx = Context()
+    rclpy.init(context=ctx)
+    try:
+        node = node_module.LinearizerNode(
+            context=ctx, namespace=f'/trajfail_{uuid.uuid4().hex[:8]}', parameter_overrides=[
+                Parameter('robot_description_file', value=str(URDF_PATH)),
+                Parameter('trajectory_server', value='process'),
+                Parameter('diagnostics_period_s', value=0.0)])
+        values = {kv.key: kv.value for kv in node.diagnostics_status().values}
+        assert values['trajectory_server'] == 'thread (the process did not start)'
+        assert 'trajectory process not started' in values['last_error']
+        assert 'Resource temporarily unavailable' in values['last_error']
+        names = [n for n, _ in node.get_service_names_and_types_by_node(
+            node.get_name(), node.get_namespace())]
+        assert f'{node.get_namespace()}/linearizer/linearize_trajectory' in names
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=ctx)
