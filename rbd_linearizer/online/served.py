@@ -33,6 +33,7 @@ from rbd_linearizer.model.state import joint_index_map
 from rbd_linearizer.model.urdf import ParseLimits, TriangleInequalityError
 from rbd_linearizer.online.builtin_source import BuiltinStateSource
 from rbd_linearizer.online.contacts import ContactCatalogue, ContactForces, catalogue_from_config
+from rbd_linearizer.online.model_process import build_model_isolated
 from rbd_linearizer.online.params import input_selection
 from rbd_linearizer.online.terms import (
     DynamicsDerivatives,
@@ -370,17 +371,20 @@ class Served:
 
 
 def build_served(urdf: str, cfg: dict[str, Any],
-                 report: Callable[[str], None] | None = None) -> Served:
+                 report: Callable[[str], None] | None = None,
+                 isolated: bool = False) -> Served:
     """Parse ``urdf`` with the configuration's parser options and warm it up (RbdError).
 
-    ``report``: progress lines while kernels compile (``Served.warm_up``).
+    ``report``: progress lines while kernels compile (``Served.warm_up``). ``isolated``: the
+    model is built in a process of its own (``model_process.build_model_isolated``: a swap
+    beside a running tick), the same result and errors.
     """
     base = cfg['base']
     limits = ParseLimits(max_bytes=cfg['max_urdf_bytes'], max_links=cfg['max_links'],
                          max_joints=cfg['max_joints'], max_depth=cfg['max_depth'])
-    model = build_model(urdf, floating_base=None if base == 'auto' else base == 'floating',
-                        limits=limits, mimic=cfg['mimic'],
-                        check_triangle_inequality=cfg['check_triangle_inequality'])
+    model = (build_model_isolated if isolated else build_model)(
+        urdf, floating_base=None if base == 'auto' else base == 'floating', limits=limits,
+        mimic=cfg['mimic'], check_triangle_inequality=cfg['check_triangle_inequality'])
     served = Served(model, input_selection(cfg), catalogue_from_config(cfg))
     served.warm_up(cfg, report)
     return served
@@ -404,14 +408,15 @@ def initial_description(cfg: dict[str, Any]) -> str | None:
 
 
 def try_build_served(urdf: str, cfg: dict[str, Any],
-                     report: Callable[[str], None] | None = None) -> tuple[Served | None, str]:
+                     report: Callable[[str], None] | None = None,
+                     isolated: bool = False) -> tuple[Served | None, str]:
     """Return ``(build_served(...), '')``, or ``(None, ': reason')`` for any failure.
 
     The reason starts with the parameter that accepts the URDF, where one does
     (``model_error_hint``); a failure that is not an RbdError is named by its type.
     """
     try:
-        return build_served(urdf, cfg, report), ''
+        return build_served(urdf, cfg, report, isolated), ''
     except Exception as e:  # noqa: BLE001 - any failure keeps the last good model
         reason = e if isinstance(e, RbdError) else f'{type(e).__name__}: {e}'
         return None, f'{model_error_hint(e)}: {reason}'

@@ -188,8 +188,11 @@ class _LinearizerMixin:
     # --- model ------------------------------------------------------------------------------
 
     def _install(self, urdf: str, origin: str) -> bool:
+        # a description from the topic arrives while the tick runs: its model is parsed in a
+        # process of its own (online/model_process.py), not beside the tick in this interpreter
         served, problem = online_served.try_build_served(urdf, self._cfg,
-                                                         self.get_logger().info)
+                                                         self.get_logger().info,
+                                                         isolated=origin == 'topic')
         if served is None:  # the last good model stays
             self._stats.model_errors += 1
             self._diagnostics.error(f'rejected robot description from {origin}{problem}'

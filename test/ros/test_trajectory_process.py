@@ -57,7 +57,7 @@ RATE_HZ = 200.0
 MAX_POINTS = 1000
 REQUESTS = 8
 #: Ticks stamped during the requests, as a share of RATE_HZ x their duration (module docstring).
-MIN_TICK_SHARE = 0.85
+MIN_TICK_SHARE = 0.8
 MODEL = build_model(URDF_PATH.read_text())
 
 
