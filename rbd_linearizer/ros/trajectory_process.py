@@ -87,7 +87,7 @@ class TrajectoryProcess:
         self._proc: subprocess.Popen | None = None
         self._conn: Connection | None = None
         self._send_lock = threading.Lock()
-        self._model: tuple[str, dict] | None = None
+        self._urdf: str | None = None  # the node's model, for the process' set-up
         self._active = False
         self._fallen_back = False
         self._closing = False
@@ -102,7 +102,7 @@ class TrajectoryProcess:
 
     def model(self, urdf: str, cfg: dict[str, Any]) -> None:
         """Serve the node's new model (``urdf``, accepted with ``cfg``) in the process too."""
-        self._model, self._cfg = (urdf, cfg), cfg
+        self._urdf, self._cfg = urdf, cfg
         self._send(('model', urdf, cfg))
 
     def configure(self, cfg: dict[str, Any]) -> None:
@@ -166,9 +166,8 @@ class TrajectoryProcess:
         self._stats.trajectory_server = f'process (pid {self._proc.pid})'
         conn = Connection(ours.detach())
         with self._send_lock:  # set-up first, whatever model() another thread sends meanwhile
-            urdf = self._model[0] if self._model is not None else None
             try:
-                conn.send(('setup', resolved_names(node), urdf, self._cfg))
+                conn.send(('setup', resolved_names(node), self._urdf, self._cfg))
             except OSError:  # it exited already: _check falls back
                 pass
             self._conn = conn
