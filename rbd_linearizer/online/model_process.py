@@ -7,22 +7,21 @@ it: a 1 kHz tick paused for 6-31 ms at each swap (docs/performance.md, "The tick
 swap"). ``build_model_isolated`` runs ``model.build_model`` in a helper process instead
 (``python -m rbd_linearizer.online.model_process``, started at the first call, about 0.3 s, no
 numba; it serves the process' later calls too and exits when this process closes its end of
-the pipe) and only unpickles the result here (0.3 ms for g1). Requests and answers are pickles
-framed by their length on the helper's stdin and stdout. Errors are the same exceptions, with
-the same messages, as ``build_model``'s. If the helper cannot be started, dies (it is started
-again once) or does not answer within ``BUILD_TIMEOUT_S``, the model is built in this process,
-as before.
+the socket pair) and only unpickles the result here (0.3 ms for g1). Requests and answers are
+pickles over a ``multiprocessing`` connection, as for the trajectory process. Errors are the
+same exceptions, with the same messages, as ``build_model``'s. If the helper cannot be
+started, dies (it is started again once) or does not answer within ``BUILD_TIMEOUT_S``, the
+model is built in this process, as before.
 """
 
 from __future__ import annotations
 
-import pickle
-import select
-import struct
+from multiprocessing.connection import Connection
+import socket
 import subprocess
 import sys
 import threading
-from typing import Any, BinaryIO
+from typing import Any
 
 from rbd_linearizer.model import Model, build_model
 
@@ -30,27 +29,10 @@ __all__ = ['BUILD_TIMEOUT_S', 'build_model_isolated']
 
 #: Longest wait for the helper's answer before building here instead [s].
 BUILD_TIMEOUT_S = 60.0
-_LENGTH = struct.Struct('<Q')
 
 
 class _Unavailable(Exception):
     """The helper gave no answer: build in this process."""
-
-
-def _write(stream: BinaryIO, payload: bytes) -> None:
-    stream.write(_LENGTH.pack(len(payload)) + payload)
-    stream.flush()
-
-
-def _read(stream: BinaryIO) -> bytes:
-    head = stream.read(_LENGTH.size)
-    if len(head) < _LENGTH.size:
-        raise EOFError('the other end closed')
-    (n,) = _LENGTH.unpack(head)
-    payload = stream.read(n)
-    if len(payload) < n:
-        raise EOFError('the other end closed')
-    return payload
 
 
 class _Helper:
@@ -58,37 +40,45 @@ class _Helper:
 
     def __init__(self):
         self._proc: subprocess.Popen | None = None
+        self._conn: Connection | None = None
         self._lock = threading.Lock()
 
     def build(self, urdf: str, options: dict[str, Any]) -> tuple[str, Any]:
-        request = pickle.dumps((urdf, options))
         with self._lock:  # one build at a time
             for _ in range(2):
                 try:
-                    return self._ask(request)
-                except (OSError, EOFError, ValueError, pickle.UnpicklingError, _Unavailable):
+                    return self._ask((urdf, options))
+                except Exception:  # noqa: BLE001 - died, closed, unreadable: start it again
                     self._stop()
             raise _Unavailable
 
-    def _ask(self, request: bytes) -> tuple[str, Any]:
-        proc = self._proc
-        if proc is None or proc.poll() is not None:
-            # a session of its own: a terminal's Ctrl-C is for the node, which then exits
-            # and closes the pipe (the helper's end-of-file)
-            proc = self._proc = subprocess.Popen(
-                [sys.executable, '-m', 'rbd_linearizer.online.model_process'],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
-        _write(proc.stdin, request)
-        ready, _, _ = select.select([proc.stdout], [], [], BUILD_TIMEOUT_S)
-        if not ready:
+    def _ask(self, request: tuple) -> tuple[str, Any]:
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+        self._conn.send(request)
+        if not self._conn.poll(BUILD_TIMEOUT_S):
             raise _Unavailable
-        kind, value = pickle.loads(_read(proc.stdout))
+        kind, value = self._conn.recv()
         if kind == 'unavailable':
             raise _Unavailable
         return kind, value
 
+    def _start(self) -> None:
+        # as the trajectory process (ros/trajectory_process.py): a socket pair, and a session
+        # of its own (a terminal's Ctrl-C is for the node, which then exits and closes its end:
+        # the helper's end-of-file)
+        self._stop()
+        ours, theirs = socket.socketpair()
+        self._proc = subprocess.Popen(
+            [sys.executable, '-m', 'rbd_linearizer.online.model_process', str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),), start_new_session=True)
+        theirs.close()
+        self._conn = Connection(ours.detach())
+
     def _stop(self) -> None:
-        proc, self._proc = self._proc, None
+        proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
+        if conn is not None:
+            conn.close()
         if proc is not None:
             proc.kill()
             proc.wait()
@@ -112,24 +102,23 @@ def build_model_isolated(urdf: str, **options: Any) -> Model:
     return value
 
 
-def _serve() -> int:
+def _serve(conn: Connection) -> int:
     # The helper: (urdf, options) -> ('model', Model) | ('error', exc) | ('unavailable', None)
-    # until its stdin closes.
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    # until the node's end closes.
     while True:
         try:
-            urdf, options = pickle.loads(_read(stdin))
+            urdf, options = conn.recv()
         except EOFError:
             return 0
         try:
-            answer = pickle.dumps(('model', build_model(urdf, **options)))
+            answer = ('model', build_model(urdf, **options))
         except Exception as e:  # noqa: BLE001 - sent back, raised there
-            try:
-                answer = pickle.dumps(('error', e))
-            except Exception:  # noqa: BLE001 - does not pickle: built there, raised there
-                answer = pickle.dumps(('unavailable', None))
-        _write(stdout, answer)
+            answer = ('error', e)
+        try:
+            conn.send(answer)
+        except Exception:  # noqa: BLE001 - does not pickle: built there, raised there
+            conn.send(('unavailable', None))
 
 
 if __name__ == '__main__':
-    sys.exit(_serve())
+    sys.exit(_serve(Connection(int(sys.argv[1]))))
