@@ -188,11 +188,12 @@ class _LinearizerMixin:
     # --- model ------------------------------------------------------------------------------
 
     def _install(self, urdf: str, origin: str) -> bool:
-        # a description from the topic arrives while the tick runs: its model is parsed in a
-        # process of its own (online/model_process.py), not beside the tick in this interpreter
+        # a swap (a model is served, the tick may be running): the new model is parsed in a
+        # process of its own (online/model_process.py), not beside the tick in this interpreter;
+        # the first model, with no tick yet, here (no helper to start first)
         served, problem = online_served.try_build_served(urdf, self._cfg,
                                                          self.get_logger().info,
-                                                         isolated=origin == 'topic')
+                                                         isolated=self._served is not None)
         if served is None:  # the last good model stays
             self._stats.model_errors += 1
             self._diagnostics.error(f'rejected robot description from {origin}{problem}'
