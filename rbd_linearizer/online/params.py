@@ -156,6 +156,11 @@ PARAMETERS: tuple[Param, ...] = (
           section=_S_OUT),
     Param('discrete_method', 'lie_euler', "Discrete map: 'lie_euler' (exact) or 'zoh'.",
           choices=DISCRETE_METHODS, section=_S_OUT),
+    Param('omit_implied_rows', False,
+          'Leave out of the messages the rows of A, B the structure fixes (continuous time: '
+          "A's joint kinematic rows, B's kinematic rows; the message's implied_rows says so, "
+          "the package's readers restore them). ~44 % fewer numbers for g1.",
+          section=_S_OUT),
     Param('actuated_joints', [],
           'Joints whose torques are inputs, in column order; [] = every joint.',
           section=_S_OUT),

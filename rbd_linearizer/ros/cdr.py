@@ -41,6 +41,7 @@ import struct
 import numpy as np
 
 from rbd_linearizer.errors import StateError
+from rbd_linearizer.online.implied import implied_for, restore, restore_packed, sent_rows
 from rbd_linearizer.results import Linearization
 
 __all__ = ['JointStateDecoder', 'LinearizationDecoder', 'LinearizationEncoder', 'OdometryDecoder',
@@ -395,7 +396,13 @@ class LinearizationEncoder:
     def __init__(self) -> None:
         self._key: tuple | None = None
 
-    def _layout(self, lin: Linearization, frame_id: str, contacts: tuple) -> None:
+    def _layout(self, lin: Linearization, frame_id: str, contacts: tuple, implied: str) -> None:
+        nx, nu = lin.A.shape[0], lin.B.shape[1]
+        rows_a, rows_b = sent_rows(implied, nx, len(lin.joint_names), lin.floating_base)
+        ra, rb = rows_a.size, rows_b.size
+        # the rows sent: all, or A's without the joints' kinematic rows (two runs) and B's
+        # last rb (one run); implied.py
+        self._rows_a = None if ra == nx else rows_a
         w = _Writer()
         self._at_stamp = w.stamp()
         w.string(frame_id)
@@ -407,7 +414,6 @@ class LinearizationEncoder:
         w.string(lin.velocity_representation)
         w.string(lin.time_model)
         at_dt = w.f64s(1)
-        nx, nu = lin.A.shape[0], lin.B.shape[1]
         w.u32(nx)
         w.u32(nu)
         at_pose = w.f64s(13)  # state.base_pose (position, orientation), state.base_twist
@@ -415,16 +421,17 @@ class LinearizationEncoder:
         at_s = w.f64_seq(n)
         at_sdot = w.f64_seq(lin.joint_velocities.shape[0])
         at_u = w.f64_seq(lin.u0.shape[0])
+        w.u32(ra)
         w.u32(nx)
-        w.u32(nx)
-        at_a = w.f64_seq(nx * nx)
-        w.u32(nx)
+        at_a = w.f64_seq(ra * nx)
+        w.u32(rb)
         w.u32(nu)
-        at_b = w.f64_seq(nx * nu)
+        at_b = w.f64_seq(rb * nu)
         at_f = w.f64_seq(lin.f.shape[0])
         at_ct = w.f64s(1)
         w.strings(contacts[0])  # contact_frames, contact_types (appended to the message)
         w.strings(contacts[1])
+        w.string(implied)  # implied_rows (appended last)
         buf = w.buf
         self._buf = buf
 
@@ -433,27 +440,30 @@ class LinearizationEncoder:
 
         self._dt, self._pose = view(at_dt, 1), view(at_pose, 13)
         self._s, self._sdot = view(at_s, n), view(at_sdot, lin.joint_velocities.shape[0])
-        self._u, self._a, self._b = view(at_u, lin.u0.shape[0]), view(at_a, nx * nx), \
-            view(at_b, nx * nu)
+        self._u = view(at_u, lin.u0.shape[0])
+        self._a, self._b = view(at_a, ra * nx).reshape(ra, nx), view(at_b, rb * nu)
+        self._b_from = nx - rb
         self._f, self._ct = view(at_f, lin.f.shape[0]), view(at_ct, 1)
 
-    def _key_of(self, lin: Linearization, frame_id: str, contacts: tuple) -> tuple:
+    def _key_of(self, lin: Linearization, frame_id: str, contacts: tuple, implied: str) -> tuple:
         return (frame_id, lin.model_name, lin.model_hash, lin.floating_base, lin.joint_names,
                 lin.input_names, lin.velocity_representation, lin.time_model, lin.A.shape,
                 lin.B.shape, lin.f.shape, lin.u0.shape, lin.joint_positions.shape,
-                lin.joint_velocities.shape, contacts)
+                lin.joint_velocities.shape, contacts, implied)
 
     def encode(self, lin: Linearization, frame_id: str = 'world', contact_frames=(),
-               contact_types=()) -> bytes:
+               contact_types=(), omit_implied: bool = False) -> bytes:
         """Return the serialized message (header.stamp = lin.stamp, frame_id = ``frame_id``).
 
         ``contact_frames`` / ``contact_types``: the contact set ``lin`` was computed with
-        (the message's last fields; empty = none).
+        (empty = none). ``omit_implied``: leave out the rows of A, B the structure fixes
+        (continuous time only; ``online.implied``).
         """
         contacts = (tuple(contact_frames), tuple(contact_types))
-        key = self._key_of(lin, frame_id, contacts)
+        implied = implied_for(lin.time_model, omit_implied)
+        key = self._key_of(lin, frame_id, contacts, implied)
         if key != self._key:
-            self._layout(lin, frame_id, contacts)
+            self._layout(lin, frame_id, contacts, implied)
             self._key = key
         sec, nanosec = divmod(int(lin.stamp), _NS)
         if not -(2**31) <= sec < 2**31:
@@ -467,8 +477,11 @@ class LinearizationEncoder:
         self._s[:] = lin.joint_positions
         self._sdot[:] = lin.joint_velocities
         self._u[:] = lin.u0
-        self._a[:] = lin.A.reshape(-1)
-        self._b[:] = lin.B.reshape(-1)
+        if self._rows_a is None:
+            self._a[:] = lin.A
+        else:
+            np.take(lin.A, self._rows_a, axis=0, out=self._a)
+        self._b[:] = lin.B[self._b_from:].reshape(-1)
         self._f[:] = lin.f
         self._ct[0] = lin.compute_time
         return bytes(self._buf)
@@ -516,8 +529,19 @@ class LinearizationDecoder(_LayoutDecoder):
         if len(contacts[0]) != len(contacts[1]):
             raise StateError(f'Linearization: {len(contacts[0])} contact_frames but '
                              f'{len(contacts[1])} contact_types')
+        implied = '' if r.pos == r.size else r.string()
         (at_a, rows_a, cols_a), (at_b, rows_b, cols_b) = mats
-        if rows_a != nx or cols_b != nu:
+        if implied:
+            try:
+                sent = sent_rows(implied, nx, len(joint_names), floating_base)
+            except ValueError as e:
+                raise StateError(f'Linearization: {e}') from None
+            if (rows_a, cols_a, rows_b, cols_b) != (sent[0].size, nx, sent[1].size, nu):
+                raise StateError(f'Linearization: implied_rows {implied!r} with nx = {nx}, '
+                                 f'nu = {nu}: A and B should be {sent[0].size} x {nx} and '
+                                 f'{sent[1].size} x {nu}, not {(rows_a, cols_a)} and '
+                                 f'{(rows_b, cols_b)}')
+        elif rows_a != nx or cols_b != nu:
             raise StateError(f'Linearization: nx = {nx}, nu = {nu} but A is '
                              f'{(rows_a, cols_a)} and B is {(rows_b, cols_b)}')
         # Every float64 is 8-aligned after the 4-byte header: all of them lie in one run of
@@ -536,7 +560,7 @@ class LinearizationDecoder(_LayoutDecoder):
                  velocity_representation=rep, time_model=tm),
             pose, index(s[0]), s[1], index(sdot[0]), sdot[1], index(u0[0]), u0[1],
             index(at_a), rows_a, cols_a, index(at_b), rows_b, cols_b, index(f[0]), f[1],
-            index(last - 8), contacts)
+            index(last - 8), contacts, (implied, nx, nu, len(joint_names), floating_base))
         return _Layout(r, decoded)
 
     def decode(self, raw, with_contacts: bool = False):
@@ -549,11 +573,14 @@ class LinearizationDecoder(_LayoutDecoder):
         """
         raw, lay, stamp = self._read(raw)
         (first, count, names, pose, s, ns, sdot, nsdot, u0, nu0, a, ra, ca, b, rb, cb, f, nf,
-         ct, contacts) = lay.decoded
+         ct, contacts, implied) = lay.decoded
         x = np.frombuffer(raw, lay.dtype, count, first).astype(np.float64)
         x.setflags(write=False)  # the result's arrays are views of this copy, its own
+        A, B = x[a:a + ra * ca].reshape(ra, ca), x[b:b + rb * cb].reshape(rb, cb)
+        if implied[0]:
+            A, B = restore(A, B, *implied)
         values = dict(
-            names, A=x[a:a + ra * ca].reshape(ra, ca), B=x[b:b + rb * cb].reshape(rb, cb),
+            names, A=A, B=B,
             f=x[f:f + nf], u0=x[u0:u0 + nu0], dt=float(x[0]), compute_time=float(x[ct]),
             stamp=stamp, base_position=x[pose:pose + 3],
             base_quaternion=x[pose + 3:pose + 7], base_twist=x[pose + 7:pose + 13],
@@ -600,7 +627,11 @@ class TrajectoryLinearizationEncoder:
     def __init__(self) -> None:
         self._key: tuple | None = None
 
-    def _layout(self, res, frame_id: str) -> None:
+    def _layout(self, res, frame_id: str, implied: str) -> None:
+        N, nx, nu, ndt = res.n_points, res.nx, res.nu, res.dt.shape[0]
+        rows_a, rows_b = sent_rows(implied, nx, len(res.joint_names), res.floating_base)
+        ra, rb = rows_a.size, rows_b.size
+        self._rows_a = None if ra == nx else rows_a  # as LinearizationEncoder
         w = _Writer()
         self._at_stamp = w.stamp()
         w.string(frame_id)
@@ -611,39 +642,49 @@ class TrajectoryLinearizationEncoder:
         w.strings(res.input_names)
         w.string(res.velocity_representation)
         w.string(res.time_model)
-        N, nx, nu, ndt = res.n_points, res.nx, res.nu, res.dt.shape[0]
         at_dt = w.f64_seq(ndt)
         w.u32(N)
         w.u32(nx)
         w.u32(nu)
-        at_a = w.f64_seq(N * nx * nx)
-        at_b = w.f64_seq(N * nx * nu)
+        at_a = w.f64_seq(N * ra * nx)
+        at_b = w.f64_seq(N * rb * nu)
         at_f = w.f64_seq(N * nx)
         at_ct = w.f64s(1)
+        w.string(implied)  # implied_rows (appended last)
         buf = self._buf = w.buf
 
         def view(at: int, count: int) -> np.ndarray:
             return np.frombuffer(buf, dtype='<f8', count=count, offset=at)
 
-        self._dt, self._a, self._b = view(at_dt, ndt), view(at_a, N * nx * nx), \
-            view(at_b, N * nx * nu)
+        self._dt = view(at_dt, ndt)
+        self._a = view(at_a, N * ra * nx).reshape(N, ra, nx)
+        self._b = view(at_b, N * rb * nu).reshape(N, rb, nu)
+        self._b_from = nx - rb
         self._f, self._ct = view(at_f, N * nx), view(at_ct, 1)
 
-    def encode(self, res, frame_id: str = 'world') -> bytes:
-        """Return the serialized message (header.stamp = res.stamp, frame_id = ``frame_id``)."""
+    def encode(self, res, frame_id: str = 'world', omit_implied: bool = False) -> bytes:
+        """Return the serialized message (header.stamp = res.stamp, frame_id = ``frame_id``).
+
+        ``omit_implied``: leave out the rows of every A_k, B_k the structure fixes (continuous
+        time only; ``online.implied``).
+        """
+        implied = implied_for(res.time_model, omit_implied)
         key = (frame_id, res.model_name, res.model_hash, res.floating_base, res.joint_names,
                res.input_names, res.velocity_representation, res.time_model, res.A.shape,
-               res.B.shape, res.dt.shape)
+               res.B.shape, res.dt.shape, implied)
         if key != self._key:
-            self._layout(res, frame_id)
+            self._layout(res, frame_id, implied)
             self._key = key
         sec, nanosec = divmod(int(res.stamp), _NS)
         if not -(2**31) <= sec < 2**31:
             raise StateError(f'stamp {res.stamp} ns does not fit builtin_interfaces/Time')
         struct.pack_into('<iI', self._buf, self._at_stamp, sec, nanosec)
         self._dt[:] = res.dt
-        self._a[:] = res.A.reshape(-1)
-        self._b[:] = res.B.reshape(-1)
+        if self._rows_a is None:
+            self._a[:] = res.A
+        else:
+            np.take(res.A, self._rows_a, axis=1, out=self._a)
+        self._b[:] = res.B[:, self._b_from:]
         self._f[:] = res.f.reshape(-1)
         self._ct[0] = res.compute_time
         return bytes(self._buf)
@@ -694,11 +735,13 @@ def trajectory_linearization_from_cdr(raw):
     N, nx, nu = r.u32(), r.u32(), r.u32()
     a, b, f = r.f64_seq(), r.f64_seq(), r.f64_seq()
     compute_time = r.f64()
-    if (a.size, b.size, f.size) != (N * nx * nx, N * nx * nu, N * nx):
-        raise StateError(f'TrajectoryLinearization: n_points = {N}, nx = {nx}, nu = {nu} but '
-                         f'a, b, f hold {a.size}, {b.size}, {f.size} values')
+    implied = '' if r.pos == r.size else r.string()  # appended last
+    try:
+        A, B = restore_packed(a, b, implied, N, nx, nu, len(joint_names), floating_base, f.size)
+    except ValueError as e:
+        raise StateError(f'TrajectoryLinearization: {e}') from None
     return TrajectoryLinearization(
-        A=a.reshape(N, nx, nx), B=b.reshape(N, nx, nu), f=f.reshape(N, nx), dt=dt,
+        A=A, B=B, f=f.reshape(N, nx), dt=dt,
         joint_names=joint_names, input_names=input_names, velocity_representation=rep,
         time_model=tm, model_name=model_name, model_hash=model_hash,
         floating_base=floating_base, stamp=stamp, compute_time=compute_time)

@@ -40,6 +40,7 @@ from rbd_linearizer.msg import Trajectory as TrajectoryMsg
 from rbd_linearizer.msg import TrajectoryContactForces as TrajectoryContactForcesMsg
 from rbd_linearizer.msg import TrajectoryLinearization as TrajectoryLinearizationMsg
 from rbd_linearizer.online.contacts import ContactForces
+from rbd_linearizer.online.implied import implied_for, omit, restore, restore_packed
 from rbd_linearizer.online.terms import DynamicsDerivatives
 from rbd_linearizer.online.trajectory import TrajectoryLinearization
 from rbd_linearizer.results import DynamicsTerms, Linearization, MultibodyState
@@ -183,12 +184,13 @@ def _identity_from_msg(msg) -> dict:
 # --- Linearization --------------------------------------------------------------------------
 
 def linearization_to_msg(lin: Linearization, frame_id: str = 'world', contact_frames=(),
-                         contact_types=()) -> LinearizationMsg:
+                         contact_types=(), omit_implied: bool = False) -> LinearizationMsg:
     """``Linearization`` message; header.stamp = lin.stamp, header.frame_id = frame_id.
 
     ``contact_frames`` / ``contact_types``: the contact set ``lin`` was computed with (empty:
-    none, free-floating). The node publishes the same message serialized by
-    ``cdr.LinearizationEncoder`` (faster).
+    none, free-floating). ``omit_implied``: leave out the rows of A, B that the structure fixes
+    (continuous time only; ``online.implied``, the message's ``implied_rows``). The node
+    publishes the same message serialized by ``cdr.LinearizationEncoder`` (faster).
     """
     msg = _identity_to_msg(LinearizationMsg(), lin, frame_id)
     msg.input_names = list(lin.input_names)
@@ -197,19 +199,32 @@ def linearization_to_msg(lin: Linearization, frame_id: str = 'world', contact_fr
     msg.nx = lin.nx
     msg.nu = lin.nu
     msg.input = _f64_seq(lin.u0)
-    msg.a = matrix_to_msg(lin.A)
-    msg.b = matrix_to_msg(lin.B)
+    implied = implied_for(lin.time_model, omit_implied)
+    a, b = omit(lin.A, lin.B, implied, len(lin.joint_names), lin.floating_base)
+    msg.a = matrix_to_msg(a)
+    msg.b = matrix_to_msg(b)
     msg.f = _f64_seq(lin.f)
     msg.compute_time = float(lin.compute_time)
     msg.contact_frames = [str(x) for x in contact_frames]
     msg.contact_types = [str(x) for x in contact_types]
+    msg.implied_rows = implied
     return msg
 
 
 def linearization_from_msg(msg: LinearizationMsg) -> Linearization:
-    """:class:`rbd_linearizer.results.Linearization` from a message (validated)."""
+    """:class:`rbd_linearizer.results.Linearization` from a message (validated).
+
+    A and B are the full matrices, also from a message that left out implied rows
+    (``implied_rows``: docs/messages.md).
+    """
     a = matrix_from_msg(msg.a)
     b = matrix_from_msg(msg.b)
+    if msg.implied_rows:
+        try:
+            a, b = restore(a, b, msg.implied_rows, msg.nx, msg.nu, len(msg.joint_names),
+                           bool(msg.floating_base))
+        except ValueError as e:
+            raise ConversionError(f'Linearization message is inconsistent: {e}') from None
     if a.shape[0] != msg.nx or b.shape[1] != msg.nu:
         raise ConversionError(
             f'Linearization message is inconsistent: nx = {msg.nx}, nu = {msg.nu} but A is '
@@ -607,11 +622,13 @@ def trajectory_arrays(msg: TrajectoryMsg, nu: int | None = None) -> TrajectoryAr
                             fields['time_model'])
 
 
-def trajectory_linearization_to_msg(res: TrajectoryLinearization,
-                                    frame_id: str = 'world') -> TrajectoryLinearizationMsg:
+def trajectory_linearization_to_msg(res: TrajectoryLinearization, frame_id: str = 'world',
+                                    omit_implied: bool = False) -> TrajectoryLinearizationMsg:
     """``TrajectoryLinearization`` message (A_k, B_k, f_k packed row-major) of a result.
 
-    The node publishes the same message serialized by ``cdr.TrajectoryLinearizationEncoder``.
+    ``omit_implied``: leave out the rows of every A_k, B_k that the structure fixes
+    (continuous time only; ``online.implied``, the message's ``implied_rows``). The node
+    publishes the same message serialized by ``cdr.TrajectoryLinearizationEncoder``.
     """
     msg = TrajectoryLinearizationMsg()
     msg.header.stamp = stamp_to_msg(res.stamp)
@@ -622,8 +639,11 @@ def trajectory_linearization_to_msg(res: TrajectoryLinearization,
     msg.velocity_representation, msg.time_model = res.velocity_representation, res.time_model
     msg.dt = _f64_seq(res.dt)
     msg.n_points, msg.nx, msg.nu = res.n_points, res.nx, res.nu
-    msg.a, msg.b, msg.f = _f64_seq(res.A), _f64_seq(res.B), _f64_seq(res.f)
+    implied = implied_for(res.time_model, omit_implied)
+    a, b = omit(res.A, res.B, implied, len(res.joint_names), res.floating_base)
+    msg.a, msg.b, msg.f = _f64_seq(a), _f64_seq(b), _f64_seq(res.f)
     msg.compute_time = float(res.compute_time)
+    msg.implied_rows = implied
     return msg
 
 
@@ -671,15 +691,17 @@ def trajectory_contact_forces_arrays(msg) -> tuple[np.ndarray, ...]:
 def trajectory_linearization_arrays(msg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return ``(A, B, f)`` of a ``TrajectoryLinearization``: (N, nx, nx), (N, nx, nu), (N, nx).
 
-    ConversionError when the packed sizes disagree with ``n_points``, ``nx``, ``nu``.
+    The full matrices, also from a message that left out implied rows (``implied_rows``:
+    docs/messages.md). ConversionError when the packed sizes disagree with ``n_points``,
+    ``nx``, ``nu`` and ``implied_rows``.
     """
     N, nx, nu = int(msg.n_points), int(msg.nx), int(msg.nu)
     a, b, f = _f64_from_seq(msg.a), _f64_from_seq(msg.b), _f64_from_seq(msg.f)
-    if (a.size, b.size, f.size) != (N * nx * nx, N * nx * nu, N * nx):
-        raise ConversionError(
-            f'TrajectoryLinearization message is inconsistent: n_points = {N}, nx = {nx}, nu = '
-            f'{nu} but a, b, f hold {a.size}, {b.size}, {f.size} values')
-    return a.reshape(N, nx, nx), b.reshape(N, nx, nu), f.reshape(N, nx)
+    try:
+        return (*restore_packed(a, b, msg.implied_rows, N, nx, nu, len(msg.joint_names),
+                                bool(msg.floating_base), f.size), f.reshape(N, nx))
+    except ValueError as e:
+        raise ConversionError(f'TrajectoryLinearization message is inconsistent: {e}') from None
 
 
 def trajectory_linearization_from_msg(msg) -> TrajectoryLinearization:

@@ -326,7 +326,8 @@ class _LinearizerMixin:
             return
         frame = cfg['world_frame']
         if lin is not None:  # serialized here (ros/cdr.py): 0.1 ms less than rclpy's way
-            self._lin_pub.publish(self._lin_cdr.encode(lin, frame, *contact_labels(forces)))
+            self._lin_pub.publish(self._lin_cdr.encode(lin, frame, *contact_labels(forces),
+                                                        cfg['omit_implied_rows']))
             self._contacts.publish_forces(forces, frame)  # ~/contact_forces, same stamp
         if dyn is not None:
             self._dyn_pub.publish(conv.dynamics_terms_to_msg(dyn, frame))
@@ -368,7 +369,8 @@ class _LinearizerMixin:
             bad = non_finite_fields(lin, forces)
             if bad:
                 raise StateError(f'non-finite {", ".join(bad)} at this state (overflow)')
-            fill_linearize_response(response, lin, forces, cfg['world_frame'])
+            fill_linearize_response(response, lin, forces, cfg['world_frame'],
+                                    cfg['omit_implied_rows'])
             response.success, response.message = True, ''
             bad = non_finite_fields(response)  # every number sent, whatever its origin
             if bad:

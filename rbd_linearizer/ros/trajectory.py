@@ -150,7 +150,7 @@ class TrajectoryServer:
         try:
             # read from the bytes (ros/cdr.py): no Python object per pose, twist or number
             res = self.result(served, cfg, trajectory_fields(raw), served.trajectory_data)
-            out = encoder.encode(res, cfg['world_frame'])
+            out = encoder.encode(res, cfg['world_frame'], cfg['omit_implied_rows'])
             forces = (conv.trajectory_contact_forces_to_msg(res, cfg['world_frame'])
                       if res.contact_forces is not None else None)
         except Exception as e:  # noqa: BLE001 - a bad trajectory is refused, never the node
@@ -187,7 +187,8 @@ class TrajectoryServer:
                 raise ConfigError('no robot model loaded yet')
             res = self.result(served, cfg, conv.trajectory_fields(request.trajectory),
                               served.request_data)
-            response.linearization = conv.trajectory_linearization_to_msg(res, cfg['world_frame'])
+            response.linearization = conv.trajectory_linearization_to_msg(
+                res, cfg['world_frame'], cfg['omit_implied_rows'])
             response.contact_forces = conv.trajectory_contact_forces_to_msg(res,
                                                                             cfg['world_frame'])
             response.success, response.message = True, ''

@@ -108,8 +108,8 @@ def sequence(rng) -> list[bytes]:
         kw['compute_time'] = payloads.scalar(rng)
         return kw
 
-    def msg(kw, frame='world', contacts=((), ())):
-        return cv.linearization_to_msg(Linearization(**kw), frame, *contacts)
+    def msg(kw, frame='world', contacts=((), ()), omit=False):
+        return cv.linearization_to_msg(Linearization(**kw), frame, *contacts, omit)
 
     enc = cdr.LinearizationEncoder()
     m0 = msg(base)
@@ -132,13 +132,21 @@ def sequence(rng) -> list[bytes]:
         msg(base, contacts=(('foot_a', 'foot_c'), ('point', 'point'))),     # same length
         msg(base, contacts=(('foot_a', 'foot_b'), ('point', 'surfa'))),
         msg({**base, 'compute_time': SNAN, 'stamp': -5}),
+        msg({**base, 'time_model': 'continuous', 'dt': 0.0}),
+        msg({**base, 'time_model': 'continuous', 'dt': 0.0}, omit=True),  # implied rows
+        msg({**new_numbers(base), 'time_model': 'continuous', 'dt': 0.0}, omit=True),
+        msg(new_numbers({**base_values(rng, n=4, nu=3, floating=False), 'dt': 0.0,
+                         'time_model': 'continuous'}), omit=True),
     ]
     out = [serialize_message(m) for m in variants]
     # the node's own bytes (LinearizationEncoder) for the first ones, and a pre-contacts
     # message (the bytes end after compute_time): decodes with no contacts
     out += [enc.encode(Linearization(**new_numbers(base)), 'world') for _ in range(2)]
     first = out[0]
-    out.append(first[:len(first) - 8])  # the two empty contact sequences cut off
+    # messages from before the appended fields: implied_rows '' (u32 length 1, NUL) cut off,
+    # then also the two empty contact sequences
+    out.append(first[:len(first) - 5])
+    out.append(first[:len(first) - 13])
     return out
 
 
@@ -146,9 +154,10 @@ def sequence(rng) -> list[bytes]:
 def messages():
     rng = np.random.default_rng(11)
     raws = sequence(rng)
-    # rclpy cannot read the last one (the first without its two empty contact sequences, as
-    # a message from before they were appended): it reads as the first, with no contacts
-    return raws, [oracle(r) for r in raws[:-1]] + [oracle(raws[0])]
+    # rclpy cannot read the last two (the first without its implied_rows, then also without
+    # its two empty contact sequences, as messages from before they were appended): they
+    # read as the first, with no contacts and no implied rows
+    return raws, [oracle(r) for r in raws[:-2]] + [oracle(raws[0])] * 2
 
 
 def test_sequence_has_the_cases_it_claims(messages):
@@ -163,6 +172,12 @@ def test_sequence_has_the_cases_it_claims(messages):
     assert want[16][2] != want[14][2]
     assert want[-1][1:] == ((), ()) and not isinstance(want[-1], str)
     assert bits(want[10][0].dt) == bits(SNAN) and bits(want[17][0].compute_time) == bits(SNAN)
+    # implied rows left out: fewer bytes, the same full matrices back
+    # (nv = 10: the first 10 rows of B, A's rows 6..9 implied)
+    assert len(raws[19]) < len(raws[18]) and bits(want[19][0].B[10:]) == bits(want[18][0].B[10:])
+    assert not want[19][0].B[:10].any() and bits(want[19][0].A[:6]) == bits(want[18][0].A[:6])
+    assert deserialize_message(raws[19], LinearizationMsg).implied_rows == 'kinematics'
+    assert deserialize_message(raws[21], LinearizationMsg).a.rows == 8 - 4
 
 
 def test_every_order_and_decoder_gives_the_oracle(messages):
@@ -196,7 +211,8 @@ def test_truncations_and_malformed_bytes_after_a_cached_message(messages):
         got = outcome(dec.decode, full[:k])
         assert same_outcome(got, outcome(cdr.LinearizationDecoder().decode, full[:k]))
         n_err += isinstance(got, str)
-    assert n_err == len(full) - 1  # all but the cut before the contacts (an older message)
+    # all but the cuts before the contacts and before implied_rows (older messages)
+    assert n_err == len(full) - 2
     for bad in (b'\x00\x07' + full[2:], b'', full[:3], 'not bytes', None):
         assert same_outcome(outcome(dec.decode, full), ref)
         with pytest.raises(StateError):

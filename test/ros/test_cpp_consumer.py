@@ -32,7 +32,11 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is not installed')
 from rbd_linearizer.msg import Linearization, TrajectoryLinearization  # noqa: E402
-from rbd_linearizer.ros.conversions import trajectory_to_msg  # noqa: E402
+from rbd_linearizer.ros.conversions import (  # noqa: E402
+    linearization_from_msg,
+    trajectory_linearization_arrays,
+    trajectory_to_msg,
+)
 from rbd_linearizer.ros.qos import result_qos  # noqa: E402
 from rbd_linearizer.srv import LinearizeTrajectory  # noqa: E402
 
@@ -42,7 +46,6 @@ from _node_process import NodeProcess, Probe, stamp_ns, unique_ns  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOURCE = ROOT / 'examples' / 'cpp_consumer'
 NS = unique_ns('cpp')  # the module's own namespace
-LINEARIZER = f'{NS}/linearizer'
 COUNT, POINTS = 3, 5  # linearizations the consumer takes; points of its trajectory
 TIMEOUT = 90.0  # first start may compile (or load cached) kernels
 RECORDS = ('linearization', 'trajectory', 'linearize_trajectory', 'trajectory_linearization')
@@ -55,10 +58,14 @@ def build_dir() -> pathlib.Path:
     return ROOT / 'build' / f'cpp_consumer-{hashlib.sha256(ident.encode()).hexdigest()[:10]}'
 
 
-@pytest.fixture(scope='module')
-def node():
-    proc = NodeProcess(NS, ['-p', 'use_default_robot:=true', '-p', 'state_source:=builtin',
-                            '-p', 'rate_hz:=20.0'])
+@pytest.fixture(scope='module', params=[False, True], ids=['whole', 'implied_rows'])
+def node(request):
+    # twice: every row sent (the consumer's zero-copy views), and the node's omit_implied_rows
+    # with continuous-time trajectories (the consumer's full(): the left-out rows restored)
+    proc = NodeProcess(f'{NS}_{int(request.param)}', [
+        '-p', 'use_default_robot:=true', '-p', 'state_source:=builtin', '-p', 'rate_hz:=20.0',
+        '-p', f'omit_implied_rows:={str(request.param).lower()}'])
+    proc.omit = request.param
     try:
         yield proc
     finally:
@@ -112,13 +119,14 @@ def assert_same_numbers(record: dict, msg, what: str) -> None:
     """Check that A, B, f (and the sizes) of a consumer record are ``msg``'s, bit for bit."""
     assert int(record['stamp']) == stamp_ns(msg), what
     assert (int(record['nx']), int(record['nu'])) == (msg.nx, msg.nu), what
-    if isinstance(msg, Linearization):
-        a, b = msg.a.data, msg.b.data
+    if isinstance(msg, Linearization):  # the full matrices (implied rows restored, if any)
+        lin = linearization_from_msg(msg)
+        a, b = lin.A, lin.B
     else:
         assert int(record['n_points']) == msg.n_points, what
-        a, b = msg.a, msg.b
+        a, b, _ = trajectory_linearization_arrays(msg)
     for name, want in (('A', a), ('B', b), ('f', msg.f)):
-        assert_same_bits(record[name], want, f'{what}: {name}')
+        assert_same_bits(record[name], np.ravel(want), f'{what}: {name}')
 
 
 def sent_trajectory(record: dict):
@@ -135,14 +143,15 @@ def sent_trajectory(record: dict):
                              time_model=record['time_model'], dt=record['dt'])
 
 
-def run_consumer(probe: Probe, program: pathlib.Path) -> list[dict]:
+def run_consumer(probe: Probe, program: pathlib.Path, linearizer: str,
+                 time_model: str) -> list[dict]:
     """Run the consumer while the probe spins; return its parsed output."""
     env = dict(os.environ)
     env.pop('LD_LIBRARY_PATH', None)  # the program finds its libraries through its RPATH
     with tempfile.TemporaryFile('w+') as out, tempfile.TemporaryFile('w+') as err:
         proc = subprocess.Popen(
-            [str(program), '--linearizer', LINEARIZER, '--count', str(COUNT),
-             '--points', str(POINTS), '--timeout', str(TIMEOUT)],
+            [str(program), '--linearizer', linearizer, '--count', str(COUNT),
+             '--points', str(POINTS), '--time-model', time_model, '--timeout', str(TIMEOUT)],
             stdout=out, stderr=err, text=True, env=env)
         try:
             probe.spin(TIMEOUT + 10, lambda: proc.poll() is not None)
@@ -158,20 +167,22 @@ def run_consumer(probe: Probe, program: pathlib.Path) -> list[dict]:
 
 
 def test_cpp_consumer_gets_the_same_bits_as_rclpy(node, consumer):
+    linearizer = f'{node.ns}/linearizer'
+    time_model = 'continuous' if node.omit else 'discrete'  # only continuous leaves rows out
     probe = Probe(node, name='rbd_cpp_consumer_probe', diagnostics=False)
     try:
         linearizations: list = []
         answers: list = []
-        probe.node.create_subscription(Linearization, f'{LINEARIZER}/linearization',
+        probe.node.create_subscription(Linearization, f'{linearizer}/linearization',
                                        linearizations.append, result_qos(100))
         probe.node.create_subscription(TrajectoryLinearization,
-                                       f'{LINEARIZER}/trajectory_linearization',
+                                       f'{linearizer}/trajectory_linearization',
                                        answers.append, result_qos(10))
         client = probe.node.create_client(LinearizeTrajectory,
-                                          f'{LINEARIZER}/linearize_trajectory')
+                                          f'{linearizer}/linearize_trajectory')
         # receiving already: every message the consumer gets, the probe gets too
         probe.wait(lambda: len(linearizations) > 0, 'the first linearization')
-        records = run_consumer(probe, consumer)
+        records = run_consumer(probe, consumer, linearizer, time_model)
         kinds = [r['kind'] for r in records]
         assert kinds == ['linearization'] * COUNT + list(RECORDS[1:]), kinds
 
@@ -179,6 +190,8 @@ def test_cpp_consumer_gets_the_same_bits_as_rclpy(node, consumer):
             msg = probe.output_for(linearizations, int(record['stamp']))
             assert_same_numbers(record, msg, f'linearization {k}')
             assert (msg.nx, msg.nu) == (24, 6)  # the default robot: 6 joints, 6 rotors
+            # implied rows: A without the 6 joint kinematic rows, B without the top 12
+            assert (msg.a.rows, msg.b.rows) == ((18, 12) if node.omit else (24, 24))
 
         sent, by_service, by_topic = records[COUNT:]
         # the trajectory starts at the last state received and carries its stamp
@@ -187,6 +200,8 @@ def test_cpp_consumer_gets_the_same_bits_as_rclpy(node, consumer):
         request = LinearizeTrajectory.Request(trajectory=sent_trajectory(sent))
         response = probe.call(client, request, retry_after=10.0)
         assert response.success, response.message
+        assert sent['time_model'] == response.linearization.time_model == time_model
+        assert response.linearization.implied_rows == ('kinematics' if node.omit else '')
         assert_same_numbers(by_service, response.linearization, '~/linearize_trajectory')
 
         published = probe.output_for(answers, int(by_topic['stamp']))

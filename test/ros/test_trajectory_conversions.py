@@ -115,6 +115,47 @@ def test_trajectory_linearization_round_trip_and_cdr(dt):
         msg = trajectory_linearization_to_msg(res, 'odom')
 
 
+@pytest.mark.parametrize('floating', [True, False], ids=['floating', 'fixed'])
+def test_implied_rows_left_out_and_restored(floating):
+    # omit_implied: a continuous answer leaves out A's joint kinematic rows and B's kinematic
+    # rows (online/implied.py); every reader returns the full matrices, bit for bit
+    rng = np.random.default_rng(7)
+    N, n, nu = 3, 3, 2
+    base = 6 if floating else 0
+    nv = base + n
+    nx = 2 * nv
+    A, B = _hostile(rng, (N, nx, nx)), _hostile(rng, (N, nx, nu))
+    A[:, base:nv] = 0.0
+    A[:, base + np.arange(n), nv + base + np.arange(n)] = 1.0
+    B[:, :nv] = 0.0
+    res = TrajectoryLinearization(
+        A=A, B=B, f=_hostile(rng, (N, nx)), dt=np.zeros(0), joint_names=('j1', 'j2', 'j3'),
+        input_names=('tau/j1', 'tau/j2'), velocity_representation='mixed',
+        time_model='continuous', model_name='m', model_hash='cd' * 32, floating_base=floating,
+        stamp=7, compute_time=1e-3)
+    enc = cdr.TrajectoryLinearizationEncoder()
+    for omit in (True, False, True):  # the encoder lays the message out again each time
+        msg = trajectory_linearization_to_msg(res, 'odom', omit_implied=omit)
+        assert msg.implied_rows == ('kinematics' if omit else '')
+        rows_a, rows_b = (nx - n, nx - nv) if omit else (nx, nx)
+        assert (len(msg.a), len(msg.b)) == (N * rows_a * nx, N * rows_b * nu)
+        _same(trajectory_linearization_from_msg(msg), res)
+        raw = enc.encode(res, 'odom', omit_implied=omit)
+        assert len(raw) == len(bytes(serialize_message(msg)))
+        _same(cdr.trajectory_linearization_from_cdr(raw), res)
+        _same(trajectory_linearization_from_msg(deserialize_message(
+            raw, TrajectoryLinearizationMsg)), res)
+    discrete = _result(rng)  # a discrete map fixes no row: nothing left out
+    assert trajectory_linearization_to_msg(discrete, omit_implied=True).implied_rows == ''
+    bad = trajectory_linearization_to_msg(res, omit_implied=True)
+    bad.implied_rows = ''  # says whole, is not
+    with pytest.raises(ConversionError, match='a, b, f hold'):
+        trajectory_linearization_arrays(bad)
+    bad.implied_rows = 'other'
+    with pytest.raises(ConversionError, match="unknown implied_rows 'other'"):
+        trajectory_linearization_arrays(bad)
+
+
 def test_inconsistent_or_malformed_messages_are_refused():
     res = _result(np.random.default_rng(4))
     msg = trajectory_linearization_to_msg(res)

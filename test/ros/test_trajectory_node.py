@@ -108,7 +108,9 @@ class TrajectoryProbe(Probe):
     def set(self, floating: bool, **values):
         req = SetParameters.Request()
         for name, value in values.items():
-            pv = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
+            pv = (ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=value)
+                  if isinstance(value, bool) else
+                  ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value))
             req.parameters.append(ParameterMsg(name=name, value=pv))
         results = self.call(self.params[floating], req, retry_after=10.0).results
         assert all(r.successful for r in results), results
@@ -223,6 +225,34 @@ def test_topic_answers_each_trajectory_with_the_same_numbers(probe, floating):
         node_dt = 0.01 if dt is None else dt  # continuous: unused
         _check_answer(msg, floating, _references(floating, Q, V, U, rep, tm, node_dt,
                                                  'lie_euler'), stamp, rep, tm, node_dt)
+
+
+@pytest.mark.parametrize('floating', [True, False], ids=['floating', 'fixed'])
+def test_implied_rows_left_out_on_request_and_restored(probe, floating):
+    # omit_implied_rows (set at run time: the trajectory process follows it too): continuous
+    # answers leave out A's joint kinematic rows and B's kinematic rows, read back whole
+    model = FLOATING if floating else FIXED
+    nx, nv, n, nu = 2 * model.nv, model.nv, model.n_joints, NU[floating]
+    rng = np.random.default_rng(31 + floating)
+    probe.set(floating, omit_implied_rows=True)
+    try:
+        for case, (tm, dt) in enumerate((('continuous', None), ('discrete', 0.004))):
+            Q, V, U = _trajectory(rng, floating)
+            stamp = 2_000_000_000 + case
+            traj = trajectory_to_msg(Q, V, U, stamp_ns=stamp, velocity_representation='mixed',
+                                     time_model=tm, dt=dt)
+            refs = _references(floating, Q, V, U, 'mixed', tm, dt or 0.01, 'lie_euler')
+            res = probe.linearize(floating, traj)
+            assert res.success, res.message
+            probe.pub[floating].publish(traj)
+            for msg in (res.linearization, probe.published(floating, stamp)):
+                omitted = tm == 'continuous'
+                assert msg.implied_rows == ('kinematics' if omitted else '')
+                rows_a, rows_b = (nx - n, nx - nv) if omitted else (nx, nx)
+                assert (len(msg.a), len(msg.b)) == (N * rows_a * nx, N * rows_b * nu)
+                _check_answer(msg, floating, refs, stamp, 'mixed', tm, dt or 0.01)
+    finally:
+        probe.set(floating, omit_implied_rows=False)
 
 
 def _diag(probe):

@@ -6,9 +6,17 @@
 // own std::vector<double>, valid as long as the message lives and is not modified.
 //
 // Every view checks the sizes first and throws std::invalid_argument on a mismatch, so a
-// message whose layout differs from what this code expects is refused, never misread. Read
-// A, B, f only through these functions: should a future version of the messages leave out
-// structurally fixed blocks, only these functions would change.
+// message whose layout differs from what this code expects is refused, never misread.
+//
+// Implied rows (docs/messages.md): a node with omit_implied_rows leaves out of continuous-time
+// messages the rows of A, B that the structure fixes (implied_rows == "kinematics"). full()
+// reads any message into full matrices (a copy, the left-out rows restored):
+//
+//   const auto lin = rbd_linearizer_eigen::full(msg);     // lin.A nx x nx, lin.B nx x nu
+//   const auto p = rbd_linearizer_eigen::full(traj, k);   // point k of a trajectory answer
+//
+// view() maps a message with every row in place without copying, and refuses one that left
+// rows out.
 //
 // Header-only; needs Eigen 3 and the C++ message types (rbd_linearizer/msg/*.hpp).
 #pragma once
@@ -16,6 +24,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <Eigen/Core>
 
@@ -42,6 +51,14 @@ struct LinearizationView
   VectorView f;  // nx
 };
 
+/// The linearized dynamics at one point as full matrices of their own (full()).
+struct Linearization
+{
+  RowMajorMatrix A;  // nx x nx
+  RowMajorMatrix B;  // nx x nu
+  Eigen::VectorXd f;  // nx
+};
+
 namespace detail
 {
 inline void expect(bool ok, const std::string & what)
@@ -49,6 +66,46 @@ inline void expect(bool ok, const std::string & what)
   if (!ok) {
     throw std::invalid_argument("rbd_linearizer message: " + what);
   }
+}
+
+/// Rows of A and B a message carries for implied_rows: {rows of A, rows of B}.
+inline std::pair<Eigen::Index, Eigen::Index> sent_rows(
+  const std::string & implied, Eigen::Index nx, Eigen::Index n_joints, bool floating_base)
+{
+  if (implied.empty()) {
+    return {nx, nx};
+  }
+  expect(implied == "kinematics", "unknown implied_rows '" + implied + "'");
+  const Eigen::Index nv = (floating_base ? 6 : 0) + n_joints;
+  expect(nx == 2 * nv, "nx = " + std::to_string(nx) + " does not fit " +
+    std::to_string(n_joints) + " joints");
+  return {nx - n_joints, nx - nv};
+}
+
+/// Full A, B from the rows a message carried (a: rows_a x nx, b: rows_b x nu, row-major):
+/// "kinematics" leaves out A's joint kinematic rows (d z_s/dt = z_sdot: zero but an identity
+/// on the z_sdot columns) and B's rows of z_H and z_s (zero).
+inline Linearization restore(
+  const double * a, const double * b, const double * f, const std::string & implied,
+  Eigen::Index nx, Eigen::Index nu, Eigen::Index n_joints, bool floating_base)
+{
+  const auto rows = sent_rows(implied, nx, n_joints, floating_base);
+  const MatrixView sa(a, rows.first, nx), sb(b, rows.second, nu);
+  Linearization out{RowMajorMatrix::Zero(nx, nx), RowMajorMatrix::Zero(nx, nu),
+    VectorView(f, nx)};
+  if (implied.empty()) {
+    out.A = sa;
+    out.B = sb;
+    return out;
+  }
+  const Eigen::Index base = floating_base ? 6 : 0, nv = base + n_joints;
+  out.A.topRows(base) = sa.topRows(base);
+  out.A.bottomRows(nx - nv) = sa.bottomRows(nx - nv);
+  for (Eigen::Index i = 0; i < n_joints; ++i) {
+    out.A(base + i, nv + base + i) = 1.0;
+  }
+  out.B.bottomRows(rows.second) = sb;
+  return out;
 }
 }  // namespace detail
 
@@ -62,9 +119,12 @@ inline MatrixView view(const rbd_linearizer::msg::Matrix & m)
   return MatrixView(m.data.data(), m.rows, m.cols);
 }
 
-/// View A, B, f of a Linearization (checks A is nx x nx, B nx x nu, f nx).
+/// View A, B, f of a Linearization (checks A is nx x nx, B nx x nu, f nx; refuses a message
+/// with implied rows left out: read those with full()).
 inline LinearizationView view(const rbd_linearizer::msg::Linearization & msg)
 {
+  detail::expect(msg.implied_rows.empty(), "Linearization: implied rows left out ('" +
+    msg.implied_rows + "'): read it with rbd_linearizer_eigen::full()");
   const Eigen::Index nx = msg.nx, nu = msg.nu;
   MatrixView A = view(msg.a), B = view(msg.b);
   detail::expect(A.rows() == nx && A.cols() == nx, "Linearization: a is not nx x nx");
@@ -77,6 +137,8 @@ inline LinearizationView view(const rbd_linearizer::msg::Linearization & msg)
 inline LinearizationView view(
   const rbd_linearizer::msg::TrajectoryLinearization & msg, std::size_t k)
 {
+  detail::expect(msg.implied_rows.empty(), "TrajectoryLinearization: implied rows left out ('" +
+    msg.implied_rows + "'): read it with rbd_linearizer_eigen::full()");
   const std::size_t n = msg.n_points, nx = msg.nx, nu = msg.nu;
   detail::expect(
     msg.a.size() == n * nx * nx && msg.b.size() == n * nx * nu && msg.f.size() == n * nx,
@@ -88,6 +150,41 @@ inline LinearizationView view(
     MatrixView(msg.a.data() + k * nx * nx, rows, rows),
     MatrixView(msg.b.data() + k * nx * nu, rows, cols),
     VectorView(msg.f.data() + k * nx, rows)};
+}
+
+/// A, B, f of a Linearization as full matrices (a copy): also from a message that left out
+/// implied rows. Checks the sizes against nx, nu and implied_rows.
+inline Linearization full(const rbd_linearizer::msg::Linearization & msg)
+{
+  const Eigen::Index nx = msg.nx, nu = msg.nu;
+  const auto rows = detail::sent_rows(
+    msg.implied_rows, nx, static_cast<Eigen::Index>(msg.joint_names.size()), msg.floating_base);
+  const MatrixView a = view(msg.a), b = view(msg.b);
+  detail::expect(a.rows() == rows.first && a.cols() == nx && b.rows() == rows.second &&
+    b.cols() == nu, "Linearization: a, b do not fit nx, nu and implied_rows");
+  detail::expect(msg.f.size() == static_cast<std::size_t>(nx), "Linearization: f is not nx");
+  return detail::restore(msg.a.data.data(), msg.b.data.data(), msg.f.data(), msg.implied_rows,
+    nx, nu, static_cast<Eigen::Index>(msg.joint_names.size()), msg.floating_base);
+}
+
+/// A_k, B_k, f_k of point k of a TrajectoryLinearization as full matrices (a copy): also from
+/// a message that left out implied rows. Checks the packed sizes.
+inline Linearization full(const rbd_linearizer::msg::TrajectoryLinearization & msg, std::size_t k)
+{
+  const std::size_t n = msg.n_points, nx = msg.nx, nu = msg.nu;
+  const auto rows = detail::sent_rows(
+    msg.implied_rows, static_cast<Eigen::Index>(nx),
+    static_cast<Eigen::Index>(msg.joint_names.size()), msg.floating_base);
+  const auto ra = static_cast<std::size_t>(rows.first), rb = static_cast<std::size_t>(rows.second);
+  detail::expect(
+    msg.a.size() == n * ra * nx && msg.b.size() == n * rb * nu && msg.f.size() == n * nx,
+    "TrajectoryLinearization: a, b, f do not fit n_points, nx, nu and implied_rows");
+  detail::expect(k < n, "TrajectoryLinearization: point " + std::to_string(k) + " of " +
+    std::to_string(n));
+  return detail::restore(msg.a.data() + k * ra * nx, msg.b.data() + k * rb * nu,
+    msg.f.data() + k * nx, msg.implied_rows, static_cast<Eigen::Index>(nx),
+    static_cast<Eigen::Index>(nu), static_cast<Eigen::Index>(msg.joint_names.size()),
+    msg.floating_base);
 }
 
 }  // namespace rbd_linearizer_eigen

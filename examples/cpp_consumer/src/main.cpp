@@ -13,11 +13,12 @@
 // docs/messages.md); the Eigen part is the same.
 //
 // Usage: rbd_cpp_consumer [--linearizer NODE] [--count N] [--points K] [--dt DT]
-//                         [--timeout SECONDS] [--ros-args ...]
+//                         [--time-model MODEL] [--timeout SECONDS] [--ros-args ...]
 //   NODE     the linearizer's fully qualified node name (default /linearizer): its topics
 //            and services are NODE/linearization, NODE/linearize_trajectory, ...
 //   N        linearizations to receive (default 3)
 //   K, DT    points and step [s] of the trajectory sent (default 5, 0.01)
+//   MODEL    time model of the trajectory sent: discrete (default) or continuous
 //   SECONDS  give up after this long (default 60)
 //
 // Output, on stdout: what it sent and received, every number a C99 hex float (printf "%a"),
@@ -31,7 +32,8 @@
 //   linearize_trajectory stamp=<ns> n_points=<K> nx=<nx> nu=<nu>  lines A, B, f (all points)
 //   trajectory_linearization stamp=<ns> n_points=<K> nx=<nx> nu=<nu>  lines A, B, f
 // A, B are written element by element through the Eigen views, row by row (point by point):
-// in the order of the message's row-major data. Progress and errors go to stderr. Exit
+// in the order of the message's row-major data. A message that left out implied rows (the
+// node's omit_implied_rows, continuous time) is read with full() instead: the full matrices. Progress and errors go to stderr. Exit
 // status: 0 on success, 1 on an error or a timeout.
 
 #include <algorithm>
@@ -290,16 +292,19 @@ private:
 // A stand-in for an MPC's predicted trajectory: `points` states from the linearization point
 // x0 of `lin`, the joints moving at their velocity for `dt` per point, the base and the input
 // u0 held. A real MPC sends its own prediction (and inputs) here.
-Trajectory predicted_trajectory(const Linearization & lin, std::size_t points, double dt)
+Trajectory predicted_trajectory(
+  const Linearization & lin, std::size_t points, double dt, const std::string & time_model)
 {
   Trajectory trajectory;
   trajectory.header = lin.header;  // the MPC iteration's stamp: the answers carry it back
   trajectory.joint_names = lin.joint_names;
   trajectory.n_points = static_cast<uint32_t>(points);
-  // base twists in the representation of lin's state; a discrete model with one step
+  // base twists in the representation of lin's state; a discrete model has one step
   trajectory.velocity_representation = lin.velocity_representation;
-  trajectory.time_model = Linearization::TIME_DISCRETE;
-  trajectory.dt = {dt};
+  trajectory.time_model = time_model;
+  if (time_model == Linearization::TIME_DISCRETE) {
+    trajectory.dt = {dt};
+  }
   const auto & x0 = lin.state;
   for (std::size_t k = 0; k < points; ++k) {
     if (lin.floating_base) {
@@ -327,8 +332,9 @@ void write_values(const char * label, const std::vector<double> & values)
   std::printf("\n");
 }
 
-// A matrix element by element through its Eigen view, row by row.
-void write_matrix(const rbd_linearizer_eigen::MatrixView & m, std::vector<double> & out)
+// A matrix element by element through its Eigen view (or full copy), row by row.
+template<class Matrix>
+void write_matrix(const Matrix & m, std::vector<double> & out)
 {
   for (Eigen::Index r = 0; r < m.rows(); ++r) {
     for (Eigen::Index c = 0; c < m.cols(); ++c) {
@@ -337,7 +343,9 @@ void write_matrix(const rbd_linearizer_eigen::MatrixView & m, std::vector<double
   }
 }
 
-void write_views(const std::vector<LinearizationView> & points)
+// Points as views (LinearizationView) or full copies (rbd_linearizer_eigen::Linearization).
+template<class Point>
+void write_views(const std::vector<Point> & points)
 {
   std::vector<double> a, b, f;
   for (const auto & p : points) {
@@ -352,21 +360,33 @@ void write_views(const std::vector<LinearizationView> & points)
 
 void write_linearization(const Linearization & msg)
 {
-  const LinearizationView lin = rbd_linearizer_eigen::view(msg);  // no copy
   std::printf("linearization stamp=%" PRId64 " nx=%u nu=%u\n", stamp_ns(msg.header.stamp),
     msg.nx, msg.nu);
-  write_views({lin});
+  if (msg.implied_rows.empty()) {
+    write_views(std::vector<LinearizationView>{rbd_linearizer_eigen::view(msg)});  // no copy
+  } else {  // implied rows left out: the full matrices, restored (a copy)
+    write_views(std::vector<rbd_linearizer_eigen::Linearization>{
+      rbd_linearizer_eigen::full(msg)});
+  }
 }
 
 void write_trajectory_linearization(const char * kind, const TrajectoryLinearization & msg)
 {
-  std::vector<LinearizationView> points;
-  for (std::size_t k = 0; k < msg.n_points; ++k) {
-    points.push_back(rbd_linearizer_eigen::view(msg, k));  // A_k, B_k, f_k: no copy
-  }
   std::printf("%s stamp=%" PRId64 " n_points=%u nx=%u nu=%u\n", kind,
     stamp_ns(msg.header.stamp), msg.n_points, msg.nx, msg.nu);
-  write_views(points);
+  if (msg.implied_rows.empty()) {
+    std::vector<LinearizationView> points;
+    for (std::size_t k = 0; k < msg.n_points; ++k) {
+      points.push_back(rbd_linearizer_eigen::view(msg, k));  // A_k, B_k, f_k: no copy
+    }
+    write_views(points);
+  } else {
+    std::vector<rbd_linearizer_eigen::Linearization> points;
+    for (std::size_t k = 0; k < msg.n_points; ++k) {
+      points.push_back(rbd_linearizer_eigen::full(msg, k));  // implied rows restored
+    }
+    write_views(points);
+  }
 }
 
 void write_trajectory(const Trajectory & t)
@@ -404,6 +424,7 @@ struct Options
   std::size_t count = 3;
   std::size_t points = 5;
   double dt = 0.01;
+  std::string time_model = "discrete";
   double timeout_s = 60.0;
 };
 
@@ -427,11 +448,16 @@ Options parse_options(int argc, char ** argv)
       o.points = std::stoul(value);
     } else if (arg == "--dt") {
       o.dt = std::stod(value);
+    } else if (arg == "--time-model") {
+      o.time_model = value;
     } else if (arg == "--timeout") {
       o.timeout_s = std::stod(value);
     } else {
       throw std::invalid_argument("unknown option: " + arg);
     }
+  }
+  if (o.time_model != "discrete" && o.time_model != "continuous") {
+    throw std::invalid_argument("--time-model is discrete or continuous");
   }
   if (o.count < 1 || o.points < 1) {
     throw std::invalid_argument("--count and --points must be at least 1");
@@ -452,14 +478,15 @@ int run(const Options & options, rcl_context_t * context)
     write_linearization(consumer.linearizations[i]);
   }
   const Linearization & last = consumer.linearizations[options.count - 1];
-  const LinearizationView lin = rbd_linearizer_eigen::view(last);
+  const auto lin = rbd_linearizer_eigen::full(last);  // any message: the full matrices
   std::fprintf(stderr, "rbd_cpp_consumer: linearization: nx = %ld, nu = %ld, |A| = %g, "
     "|B| = %g, |f| = %g\n", static_cast<long>(lin.A.rows()), static_cast<long>(lin.B.cols()),
     lin.A.norm(), lin.B.norm(), lin.f.norm());
 
   // 2. ~/linearize_trajectory with a trajectory starting at the last state received.
   LinearizeTrajectory::Request request;
-  request.trajectory = predicted_trajectory(last, options.points, options.dt);
+  request.trajectory = predicted_trajectory(last, options.points, options.dt,
+    options.time_model);
   write_trajectory(request.trajectory);
   const LinearizeTrajectory::Response response = consumer.call(request, deadline);
   if (!response.success) {
