@@ -278,13 +278,16 @@ class _LinearizerMixin:
     def _apply(self, cfg: dict[str, Any]) -> None:
         # Runs in the executor thread (parameter service), so between two ticks.
         old, self._cfg = self._cfg, cfg
+        process = self._trajectory_process
+        if process is not None:  # first: it reconfigures while this node does
+            process.configure(cfg)
         self._feed.sync.configure(int(cfg['max_state_skew_s'] * _NS),
                              int(cfg['max_state_age_s'] * _NS))
         if self._served is not None:
             self._served = self._served.reconfigured(cfg, self.get_logger().info)
         self._contacts.reconfigured(old, cfg)
-        if self._trajectory_process is not None:
-            self._trajectory_process.configure(cfg)
+        if process is not None:  # the parameter service answers after both applied it
+            process.confirmed()
         self._requests.depth = cfg['request_queue_depth']
         if cfg['rate_hz'] != old['rate_hz'] and self._active:
             self._start_timer()

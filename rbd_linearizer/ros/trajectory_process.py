@@ -16,7 +16,10 @@ one (``python -m rbd_linearizer.ros.trajectory_process``) when it is activated:
 * it follows the node over a socket pair (``--control-fd``; pickled tuples): the model (the
   URDF the node accepted, built again there and warmed up from the kernel cache the node
   filled), every parameter change, activation and deactivation, and ``stop``; it exits when
-  the node's end of the socket closes (the node stopped or died);
+  the node's end of the socket closes (the node stopped or died). A parameter change is
+  confirmed: the node's parameter service answers once the process applied it too (within
+  ``CONFIG_TIMEOUT_S``; logged otherwise), so a client that sets a parameter and then asks for
+  a trajectory gets it under the new value, as from the node itself;
 * it reports back what the node's diagnostics count (``online.stats.TrajectoryCounts``: the
   trajectory counters, compute times, its last error) every ``COUNTS_PERIOD_S``;
 * it runs with the normal scheduling policy even when the node runs under ``SCHED_FIFO`` /
@@ -39,6 +42,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -50,8 +54,8 @@ from rbd_linearizer.online.stats import Stats, TrajectoryCounts
 from rbd_linearizer.ros._argv import pop_option
 from rbd_linearizer.ros.trajectory import TrajectoryServer
 
-__all__ = ['COUNTS_PERIOD_S', 'TrajectoryProcess', 'TrajectoryProcessNode', 'below_the_tick',
-           'main']
+__all__ = ['CONFIG_TIMEOUT_S', 'COUNTS_PERIOD_S', 'TrajectoryProcess', 'TrajectoryProcessNode',
+           'below_the_tick', 'main']
 
 #: How often the trajectory process sends its counters to the node (when they changed) [s].
 COUNTS_PERIOD_S = 0.02
@@ -59,6 +63,9 @@ COUNTS_PERIOD_S = 0.02
 HEALTH_PERIOD_S = 0.5
 #: How long ``close`` waits for the process to stop before killing it [s].
 STOP_TIMEOUT_S = 5.0
+#: Longest wait for the process to confirm a parameter change [s] (it may be warming up a
+#: kernel family the change needs, as the node does in the same call).
+CONFIG_TIMEOUT_S = 5.0
 
 
 def resolved_names(node) -> dict[str, str]:
@@ -91,6 +98,8 @@ class TrajectoryProcess:
         self._active = False
         self._fallen_back = False
         self._closing = False
+        self._applied = threading.Condition()  # the last configuration the process confirmed
+        self._sent_seq = self._applied_seq = 0
         stats.trajectory_server = 'process'
 
     @property
@@ -106,9 +115,43 @@ class TrajectoryProcess:
         self._send(('model', urdf, cfg))
 
     def configure(self, cfg: dict[str, Any]) -> None:
-        """Apply a parameter change the node applied (``cfg``: its whole configuration)."""
+        """Send a parameter change the node applies (``cfg``: its whole configuration).
+
+        ``confirmed()`` then waits until the process applied it too (the node calls it after
+        its own reconfiguration: both run at once).
+        """
         self._cfg = cfg
-        self._send(('config', cfg))
+        with self._applied:
+            self._sent_seq += 1
+            seq = self._sent_seq
+        if not self._send(('config', cfg, seq)):
+            with self._applied:  # nothing to wait for (not started, or exited)
+                self._applied_seq = max(self._applied_seq, seq)
+
+    def confirmed(self) -> bool:
+        """Wait until the process applied the last ``configure``; return whether it did.
+
+        False when it exited or ``CONFIG_TIMEOUT_S`` passed (logged). The node's parameter
+        service answers after both applied a change, so a trajectory asked next is served
+        under it.
+        """
+        deadline = time.monotonic() + CONFIG_TIMEOUT_S
+        with self._applied:
+            seq = self._sent_seq
+            while self._applied_seq < seq:
+                left = deadline - time.monotonic()
+                proc = self._proc
+                if left <= 0 or proc is None or proc.poll() is not None:
+                    break
+                self._applied.wait(min(left, 0.05))
+            if self._applied_seq >= seq:
+                return True
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            self._node.get_logger().warning(
+                f'trajectory process {proc.pid} did not confirm the parameter change within '
+                f'{CONFIG_TIMEOUT_S:g} s: it applies it when it can')
+        return False
 
     def activate(self) -> list[tuple[str, Any]]:
         """Start the process (first time) and let it serve; return the health timer's handle."""
@@ -176,15 +219,16 @@ class TrajectoryProcess:
         node.get_logger().info(f'trajectory interfaces served by process {self._proc.pid} '
                                f'(node {node.get_namespace().rstrip("/")}/{name})')
 
-    def _send(self, message: tuple) -> None:
+    def _send(self, message: tuple) -> bool:
         conn = self._conn
         if conn is None:
-            return
+            return False
         try:
             with self._send_lock:
                 conn.send(message)
         except (OSError, ValueError):  # it exited: _check falls back
-            pass
+            return False
+        return True
 
     def _read(self, conn: Connection) -> None:
         # Its own thread: the process' counters, added to the node's as they come.
@@ -193,6 +237,10 @@ class TrajectoryProcess:
                 kind, payload = conn.recv()
                 if kind == 'counts':
                     TrajectoryCounts.add(self._stats, payload)
+                elif kind == 'applied':
+                    with self._applied:
+                        self._applied_seq = max(self._applied_seq, payload)
+                        self._applied.notify_all()
         except (EOFError, OSError):
             return
 
@@ -282,6 +330,7 @@ class TrajectoryProcessNode(Node):
             self._requests.depth = self._cfg['request_queue_depth']
             if self._served is not None:
                 self._served = self._served.reconfigured(self._cfg, self.get_logger().info)
+            self._conn.send(('applied', message[2]))  # the node's parameter service waits
         elif kind == 'active':
             self._set_active(message[1])
         elif kind == 'stop':

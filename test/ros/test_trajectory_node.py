@@ -255,6 +255,23 @@ def test_implied_rows_left_out_on_request_and_restored(probe, floating):
         probe.set(floating, omit_implied_rows=False)
 
 
+def test_a_parameter_change_applies_to_the_next_request(probe):
+    # the parameter service answers once the change is applied where trajectories are served
+    # (in process mode: the trajectory process confirmed it), so the very next request sees it
+    rng = np.random.default_rng(41)
+    Q, V, U = _trajectory(rng, True)
+    traj = trajectory_to_msg(Q, V, U, stamp_ns=3_000_000_000, velocity_representation='body')
+    try:
+        for k in range(8):
+            omit = k % 2 == 0
+            probe.set(True, omit_implied_rows=omit)
+            res = probe.linearize(True, traj)
+            assert res.success, res.message
+            assert res.linearization.implied_rows == ('kinematics' if omit else ''), k
+    finally:
+        probe.set(True, omit_implied_rows=False)
+
+
 def _diag(probe):
     """Return the values of a fresh diagnostics status of the floating-base node."""
     return probe.fresh_diagnostics()[1]
