@@ -1,39 +1,59 @@
-"""Rows of a continuous-time A, B that the structure fixes: left out of a message, restored.
+"""Rows of A, B that the structure implies: left out of a message, restored by its reader.
 
 Conventions: docs/conventions.md (error state ``z = (z_H, z_s, z_nu, z_r)``, ``z_r`` the joint
 velocities' error; fixed base ``z = (z_s, z_r)``), docs/messages.md "Implied rows".
 
-In continuous time, whatever the velocity representation, the inputs (torques, wrenches) and
-the contacts (a constrained acceleration), two blocks of ``dz/dt = A z + B w`` are fixed:
+Two kinds, named by a message's ``implied_rows``:
+
+``KINEMATICS`` (continuous time). Whatever the velocity representation, the inputs (torques,
+wrenches) and the contacts (a constrained acceleration):
 
 * the joints' kinematic rows of A: ``d z_s/dt = z_r``, zeros but an identity on the ``z_r``
   columns;
 * the kinematic rows of B, ``z_H`` and ``z_s``: zero (an input acts on accelerations only).
 
-The base's kinematic rows of A (``d z_H/dt``) depend on the state and the representation and
-always travel. A discrete map fixes no block (Lie-Euler and the zero-order hold move the pose
-by the step's velocity), so only continuous-time results leave rows out. Omitting them takes a
-g1 matrix pair from 70 x 70 + 70 x 29 to 41 x 70 + 35 x 29 numbers (-44 %).
+``LIE_EULER`` (discrete time, the semi-implicit Lie-Euler map the node uses,
+docs/linearization.md §5): ``s+ = s + dt sdot+``, so the joints' rows of A and B are ``dt``
+times their velocity rows, plus the identity on A's ``z_s`` columns:
+``A[z_s] = dt A[z_r] + [0 I 0 0]``, ``B[z_s] = dt B[z_r]``. The kernel computes them that way
+in the body representation, so the restored rows are its own to the bit there; in the mixed and
+inertial representations the kernel changes the columns of every row afterwards, and the
+restored rows differ from its own by rounding (measured: 2e-20 of A's largest entry).
 
-The node leaves them out when ``omit_implied_rows`` is true and says so in the message's
-``implied_rows`` (``KINEMATICS``); the package's readers (``ros.conversions``, ``ros.cdr``,
-the C++ header of examples/cpp_consumer) return the full matrices either way. ROS-free.
+The base's kinematic rows of A (``d z_H/dt``, and the pose step) depend on the state and always
+travel; so does ``f``; the zero-order hold implies nothing. Leaving the rows out takes g1's
+matrix pair from 70 x 70 + 70 x 29 numbers to 41 x 70 + 35 x 29 (continuous, -44 %) or
+41 x 70 + 41 x 29 (Lie-Euler, -41 %).
+
+The node leaves them out when ``omit_implied_rows`` is true; the package's readers
+(``ros.conversions``, ``ros.cdr``, the C++ header of examples/cpp_consumer) return the full
+matrices either way. ROS-free.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-#: ``implied_rows`` of a message that leaves out the kinematic rows above.
-KINEMATICS = 'kinematics'
 #: ``implied_rows`` of a message with the full matrices.
 NONE = ''
-VALUES = (NONE, KINEMATICS)
+#: Continuous time: A's joint kinematic rows and B's kinematic rows left out.
+KINEMATICS = 'kinematics'
+#: Discrete semi-implicit Lie-Euler: the joints' rows of A and B left out.
+LIE_EULER = 'lie_euler'
+VALUES = (NONE, KINEMATICS, LIE_EULER)
 
 
-def implied_for(time_model: str, omit: bool) -> str:
-    """Return the ``implied_rows`` of a result of ``time_model`` when asked to ``omit``."""
-    return KINEMATICS if omit and time_model == 'continuous' else NONE
+def implied_for(time_model: str, discrete_method: str, omit: bool) -> str:
+    """Return the ``implied_rows`` of a result of ``time_model`` when asked to ``omit``.
+
+    ``discrete_method``: the map of a discrete result (``'lie_euler'`` or ``'zoh'``: the
+    zero-order hold implies nothing).
+    """
+    if not omit:
+        return NONE
+    if time_model == 'continuous':
+        return KINEMATICS
+    return LIE_EULER if discrete_method == 'lie_euler' else NONE
 
 
 def _sizes(nx: int, n_joints: int, floating_base: bool) -> tuple[int, int]:
@@ -54,11 +74,20 @@ def sent_rows(implied: str, nx: int, n_joints: int,
     """
     if implied == NONE:
         return np.arange(nx), np.arange(nx)
-    base, nv = _sizes(nx, n_joints, floating_base)
-    if implied != KINEMATICS:
+    if implied not in VALUES:
         raise ValueError(f'unknown implied_rows {implied!r} (known: {VALUES})')
-    rows_a = np.concatenate((np.arange(base), np.arange(nv, nx)))
-    return rows_a, np.arange(nv, nx)
+    base, nv = _sizes(nx, n_joints, floating_base)
+    not_joints = np.concatenate((np.arange(base), np.arange(nv, nx)))
+    return not_joints, (np.arange(nv, nx) if implied == KINEMATICS else not_joints)
+
+
+def check(implied: str, time_model: str) -> None:
+    """ValueError unless a result of ``time_model`` may leave out ``implied`` rows."""
+    want = {NONE: time_model, KINEMATICS: 'continuous', LIE_EULER: 'discrete'}.get(implied)
+    if want is None:
+        raise ValueError(f'unknown implied_rows {implied!r} (known: {VALUES})')
+    if want != time_model:
+        raise ValueError(f'implied_rows {implied!r} is for {want} time, not {time_model}')
 
 
 def omit(A: np.ndarray, B: np.ndarray, implied: str, n_joints: int,
@@ -66,8 +95,8 @@ def omit(A: np.ndarray, B: np.ndarray, implied: str, n_joints: int,
     """Return the rows of A (..., nx, nx) and B (..., nx, nu) a message with ``implied`` carries.
 
     New C-contiguous arrays (or A, B themselves for ``NONE``). The caller vouches that the
-    left-out rows hold their implied values (they do for the package's continuous-time
-    results: test/online/test_implied.py checks it bit for bit).
+    left-out rows are what ``implied`` says (they are for the package's results:
+    test/online/test_implied.py).
     """
     if implied == NONE:
         return A, B
@@ -76,12 +105,14 @@ def omit(A: np.ndarray, B: np.ndarray, implied: str, n_joints: int,
 
 
 def restore(a: np.ndarray, b: np.ndarray, implied: str, nx: int, nu: int, n_joints: int,
-            floating_base: bool) -> tuple[np.ndarray, np.ndarray]:
+            floating_base: bool, dt=None) -> tuple[np.ndarray, np.ndarray]:
     """Return the full A (..., nx, nx) and B (..., nx, nu) from the rows a message carried.
 
-    ``a``, ``b``: (..., rows, nx) and (..., rows, nu) as ``sent_rows`` orders them. Returns
-    ``a``, ``b`` themselves for ``NONE``, new arrays otherwise. ValueError when the shapes do
-    not match ``implied`` (e.g. a message that says it left rows out and did not).
+    ``a``, ``b``: (..., rows, nx) and (..., rows, nu) as ``sent_rows`` orders them. ``dt``
+    (``LIE_EULER`` only): the step, one number or one per leading index (a trajectory's
+    points). Returns ``a``, ``b`` themselves for ``NONE``, new arrays otherwise. ValueError
+    when the shapes do not match ``implied`` (e.g. a message that says it left rows out and
+    did not) or a step is missing.
     """
     if implied == NONE:
         rows_a = rows_b = np.arange(nx)
@@ -99,18 +130,28 @@ def restore(a: np.ndarray, b: np.ndarray, implied: str, nx: int, nu: int, n_join
     A[..., rows_a, :] = a
     B[..., rows_b, :] = b
     base, nv = _sizes(nx, n_joints, floating_base)
-    joints = np.arange(n_joints)
-    A[..., base + joints, nv + base + joints] = 1.0
+    joints = base + np.arange(n_joints)
+    if implied == LIE_EULER:  # s+ = s + dt sdot+: as the kernel writes them (point._lie_euler)
+        step = np.asarray(dt, dtype=np.float64)
+        if dt is None or step.size not in (1, int(np.prod(lead))):
+            raise ValueError(f"implied_rows 'lie_euler' needs the step: one dt or one per "
+                             f'point, not {0 if dt is None else step.size}')
+        step = step.reshape(lead + (1, 1)) if step.size > 1 else step.reshape(())
+        A[..., joints, :] = step * A[..., nv + joints, :]
+        A[..., joints, joints] += 1.0
+        B[..., joints, :] = step * B[..., nv + joints, :]
+    else:
+        A[..., joints, nv + joints] = 1.0
     return A, B
 
 
 def restore_packed(a: np.ndarray, b: np.ndarray, implied: str, N: int, nx: int, nu: int,
-                   n_joints: int, floating_base: bool,
-                   f_size: int) -> tuple[np.ndarray, np.ndarray]:
+                   n_joints: int, floating_base: bool, f_size: int,
+                   dt=None) -> tuple[np.ndarray, np.ndarray]:
     """Return the full (N, nx, nx) A and (N, nx, nu) B of a trajectory message's flat a, b.
 
     ValueError naming the sizes when a, b (and f, ``f_size`` values) do not fit ``N``, ``nx``,
-    ``nu`` and ``implied``.
+    ``nu`` and ``implied``. ``dt``: the message's steps (``LIE_EULER``).
     """
     rows_a = rows_b = nx
     if implied:
@@ -121,5 +162,4 @@ def restore_packed(a: np.ndarray, b: np.ndarray, implied: str, N: int, nx: int, 
                          + (f', implied_rows {implied!r}' if implied else '')
                          + f' but a, b, f hold {a.size}, {b.size}, {f_size} values')
     return restore(a.reshape(N, rows_a, nx), b.reshape(N, rows_b, nu), implied, nx, nu,
-                   n_joints, floating_base)
-
+                   n_joints, floating_base, dt)

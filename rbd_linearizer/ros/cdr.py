@@ -41,7 +41,8 @@ import struct
 import numpy as np
 
 from rbd_linearizer.errors import StateError
-from rbd_linearizer.online.implied import implied_for, restore, restore_packed, sent_rows
+from rbd_linearizer.online.implied import check as check_implied
+from rbd_linearizer.online.implied import restore, restore_packed, sent_rows
 from rbd_linearizer.results import Linearization
 
 __all__ = ['JointStateDecoder', 'LinearizationDecoder', 'LinearizationEncoder', 'OdometryDecoder',
@@ -400,9 +401,10 @@ class LinearizationEncoder:
         nx, nu = lin.A.shape[0], lin.B.shape[1]
         rows_a, rows_b = sent_rows(implied, nx, len(lin.joint_names), lin.floating_base)
         ra, rb = rows_a.size, rows_b.size
-        # the rows sent: all, or A's without the joints' kinematic rows (two runs) and B's
-        # last rb (one run); implied.py
+        # the rows sent (implied.py): all, or A's without the joints' rows, and B's the same
+        # or its last rb
         self._rows_a = None if ra == nx else rows_a
+        self._rows_b = None if rb == nx or rb == nx - rows_b[0] else rows_b
         w = _Writer()
         self._at_stamp = w.stamp()
         w.string(frame_id)
@@ -441,7 +443,7 @@ class LinearizationEncoder:
         self._dt, self._pose = view(at_dt, 1), view(at_pose, 13)
         self._s, self._sdot = view(at_s, n), view(at_sdot, lin.joint_velocities.shape[0])
         self._u = view(at_u, lin.u0.shape[0])
-        self._a, self._b = view(at_a, ra * nx).reshape(ra, nx), view(at_b, rb * nu)
+        self._a, self._b = view(at_a, ra * nx).reshape(ra, nx), view(at_b, rb * nu).reshape(rb, nu)
         self._b_from = nx - rb
         self._f, self._ct = view(at_f, lin.f.shape[0]), view(at_ct, 1)
 
@@ -452,17 +454,16 @@ class LinearizationEncoder:
                 lin.joint_velocities.shape, contacts, implied)
 
     def encode(self, lin: Linearization, frame_id: str = 'world', contact_frames=(),
-               contact_types=(), omit_implied: bool = False) -> bytes:
+               contact_types=(), implied: str = '') -> bytes:
         """Return the serialized message (header.stamp = lin.stamp, frame_id = ``frame_id``).
 
         ``contact_frames`` / ``contact_types``: the contact set ``lin`` was computed with
-        (empty = none). ``omit_implied``: leave out the rows of A, B the structure fixes
-        (continuous time only; ``online.implied``).
+        (empty = none). ``implied``: the rows of A, B to leave out (``online.implied``).
         """
         contacts = (tuple(contact_frames), tuple(contact_types))
-        implied = implied_for(lin.time_model, omit_implied)
         key = self._key_of(lin, frame_id, contacts, implied)
         if key != self._key:
+            check_implied(implied, lin.time_model)
             self._layout(lin, frame_id, contacts, implied)
             self._key = key
         sec, nanosec = divmod(int(lin.stamp), _NS)
@@ -481,7 +482,10 @@ class LinearizationEncoder:
             self._a[:] = lin.A
         else:
             np.take(lin.A, self._rows_a, axis=0, out=self._a)
-        self._b[:] = lin.B[self._b_from:].reshape(-1)
+        if self._rows_b is None:
+            self._b[:] = lin.B[self._b_from:]
+        else:
+            np.take(lin.B, self._rows_b, axis=0, out=self._b)
         self._f[:] = lin.f
         self._ct[0] = lin.compute_time
         return bytes(self._buf)
@@ -561,6 +565,7 @@ class LinearizationDecoder(_LayoutDecoder):
             pose, index(s[0]), s[1], index(sdot[0]), sdot[1], index(u0[0]), u0[1],
             index(at_a), rows_a, cols_a, index(at_b), rows_b, cols_b, index(f[0]), f[1],
             index(last - 8), contacts, (implied, nx, nu, len(joint_names), floating_base))
+        # (restore's dt: the message's own, x[0], given at decode)
         return _Layout(r, decoded)
 
     def decode(self, raw, with_contacts: bool = False):
@@ -578,7 +583,7 @@ class LinearizationDecoder(_LayoutDecoder):
         x.setflags(write=False)  # the result's arrays are views of this copy, its own
         A, B = x[a:a + ra * ca].reshape(ra, ca), x[b:b + rb * cb].reshape(rb, cb)
         if implied[0]:
-            A, B = restore(A, B, *implied)
+            A, B = restore(A, B, *implied, float(x[0]))
         values = dict(
             names, A=A, B=B,
             f=x[f:f + nf], u0=x[u0:u0 + nu0], dt=float(x[0]), compute_time=float(x[ct]),
@@ -632,6 +637,7 @@ class TrajectoryLinearizationEncoder:
         rows_a, rows_b = sent_rows(implied, nx, len(res.joint_names), res.floating_base)
         ra, rb = rows_a.size, rows_b.size
         self._rows_a = None if ra == nx else rows_a  # as LinearizationEncoder
+        self._rows_b = None if rb == nx or rb == nx - rows_b[0] else rows_b
         w = _Writer()
         self._at_stamp = w.stamp()
         w.string(frame_id)
@@ -662,17 +668,16 @@ class TrajectoryLinearizationEncoder:
         self._b_from = nx - rb
         self._f, self._ct = view(at_f, N * nx), view(at_ct, 1)
 
-    def encode(self, res, frame_id: str = 'world', omit_implied: bool = False) -> bytes:
+    def encode(self, res, frame_id: str = 'world', implied: str = '') -> bytes:
         """Return the serialized message (header.stamp = res.stamp, frame_id = ``frame_id``).
 
-        ``omit_implied``: leave out the rows of every A_k, B_k the structure fixes (continuous
-        time only; ``online.implied``).
+        ``implied``: the rows of every A_k, B_k to leave out (``online.implied``).
         """
-        implied = implied_for(res.time_model, omit_implied)
         key = (frame_id, res.model_name, res.model_hash, res.floating_base, res.joint_names,
                res.input_names, res.velocity_representation, res.time_model, res.A.shape,
                res.B.shape, res.dt.shape, implied)
         if key != self._key:
+            check_implied(implied, res.time_model)
             self._layout(res, frame_id, implied)
             self._key = key
         sec, nanosec = divmod(int(res.stamp), _NS)
@@ -684,7 +689,10 @@ class TrajectoryLinearizationEncoder:
             self._a[:] = res.A
         else:
             np.take(res.A, self._rows_a, axis=1, out=self._a)
-        self._b[:] = res.B[:, self._b_from:]
+        if self._rows_b is None:
+            self._b[:] = res.B[:, self._b_from:]
+        else:
+            np.take(res.B, self._rows_b, axis=1, out=self._b)
         self._f[:] = res.f.reshape(-1)
         self._ct[0] = res.compute_time
         return bytes(self._buf)
@@ -737,7 +745,8 @@ def trajectory_linearization_from_cdr(raw):
     compute_time = r.f64()
     implied = '' if r.pos == r.size else r.string()  # appended last
     try:
-        A, B = restore_packed(a, b, implied, N, nx, nu, len(joint_names), floating_base, f.size)
+        A, B = restore_packed(a, b, implied, N, nx, nu, len(joint_names), floating_base, f.size,
+                              dt)
     except ValueError as e:
         raise StateError(f'TrajectoryLinearization: {e}') from None
     return TrajectoryLinearization(

@@ -138,15 +138,15 @@ class NodeContacts:
 
 
 def fill_linearize_response(response, lin=None, forces: ContactForces | None = None,
-                            frame: str = 'world', omit_implied: bool = False) -> None:
+                            frame: str = 'world', implied: str = '') -> None:
     """Write a ``~/linearize`` answer's linearization (with its contact set) and forces.
 
-    ``lin`` None (a refusal): empty messages, nothing of it is sent. ``omit_implied``: the
-    node's ``omit_implied_rows``.
+    ``lin`` None (a refusal): empty messages, nothing of it is sent. ``implied``: the rows of
+    A, B left out (``online.implied``).
     """
     response.linearization = (LinearizationMsg() if lin is None else
                               conv.linearization_to_msg(lin, frame, *contact_labels(forces),
-                                                        omit_implied))
+                                                        implied))
     response.contact_forces = (ContactForcesMsg() if forces is None else
                                conv.contact_forces_to_msg(forces, frame))
 

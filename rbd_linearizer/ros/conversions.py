@@ -40,7 +40,8 @@ from rbd_linearizer.msg import Trajectory as TrajectoryMsg
 from rbd_linearizer.msg import TrajectoryContactForces as TrajectoryContactForcesMsg
 from rbd_linearizer.msg import TrajectoryLinearization as TrajectoryLinearizationMsg
 from rbd_linearizer.online.contacts import ContactForces
-from rbd_linearizer.online.implied import implied_for, omit, restore, restore_packed
+from rbd_linearizer.online.implied import check as check_implied
+from rbd_linearizer.online.implied import omit, restore, restore_packed
 from rbd_linearizer.online.terms import DynamicsDerivatives
 from rbd_linearizer.online.trajectory import TrajectoryLinearization
 from rbd_linearizer.results import DynamicsTerms, Linearization, MultibodyState
@@ -184,13 +185,13 @@ def _identity_from_msg(msg) -> dict:
 # --- Linearization --------------------------------------------------------------------------
 
 def linearization_to_msg(lin: Linearization, frame_id: str = 'world', contact_frames=(),
-                         contact_types=(), omit_implied: bool = False) -> LinearizationMsg:
+                         contact_types=(), implied: str = '') -> LinearizationMsg:
     """``Linearization`` message; header.stamp = lin.stamp, header.frame_id = frame_id.
 
     ``contact_frames`` / ``contact_types``: the contact set ``lin`` was computed with (empty:
-    none, free-floating). ``omit_implied``: leave out the rows of A, B that the structure fixes
-    (continuous time only; ``online.implied``, the message's ``implied_rows``). The node
-    publishes the same message serialized by ``cdr.LinearizationEncoder`` (faster).
+    none, free-floating). ``implied``: the rows of A, B to leave out (``online.implied``:
+    ``implied_for`` chooses; the message's ``implied_rows``). The node publishes the same
+    message serialized by ``cdr.LinearizationEncoder`` (faster).
     """
     msg = _identity_to_msg(LinearizationMsg(), lin, frame_id)
     msg.input_names = list(lin.input_names)
@@ -199,7 +200,7 @@ def linearization_to_msg(lin: Linearization, frame_id: str = 'world', contact_fr
     msg.nx = lin.nx
     msg.nu = lin.nu
     msg.input = _f64_seq(lin.u0)
-    implied = implied_for(lin.time_model, omit_implied)
+    check_implied(implied, lin.time_model)
     a, b = omit(lin.A, lin.B, implied, len(lin.joint_names), lin.floating_base)
     msg.a = matrix_to_msg(a)
     msg.b = matrix_to_msg(b)
@@ -222,7 +223,7 @@ def linearization_from_msg(msg: LinearizationMsg) -> Linearization:
     if msg.implied_rows:
         try:
             a, b = restore(a, b, msg.implied_rows, msg.nx, msg.nu, len(msg.joint_names),
-                           bool(msg.floating_base))
+                           bool(msg.floating_base), msg.dt)
         except ValueError as e:
             raise ConversionError(f'Linearization message is inconsistent: {e}') from None
     if a.shape[0] != msg.nx or b.shape[1] != msg.nu:
@@ -623,12 +624,12 @@ def trajectory_arrays(msg: TrajectoryMsg, nu: int | None = None) -> TrajectoryAr
 
 
 def trajectory_linearization_to_msg(res: TrajectoryLinearization, frame_id: str = 'world',
-                                    omit_implied: bool = False) -> TrajectoryLinearizationMsg:
+                                    implied: str = '') -> TrajectoryLinearizationMsg:
     """``TrajectoryLinearization`` message (A_k, B_k, f_k packed row-major) of a result.
 
-    ``omit_implied``: leave out the rows of every A_k, B_k that the structure fixes
-    (continuous time only; ``online.implied``, the message's ``implied_rows``). The node
-    publishes the same message serialized by ``cdr.TrajectoryLinearizationEncoder``.
+    ``implied``: the rows of every A_k, B_k to leave out (``online.implied``; the message's
+    ``implied_rows``). The node publishes the same message serialized by
+    ``cdr.TrajectoryLinearizationEncoder``.
     """
     msg = TrajectoryLinearizationMsg()
     msg.header.stamp = stamp_to_msg(res.stamp)
@@ -639,7 +640,7 @@ def trajectory_linearization_to_msg(res: TrajectoryLinearization, frame_id: str 
     msg.velocity_representation, msg.time_model = res.velocity_representation, res.time_model
     msg.dt = _f64_seq(res.dt)
     msg.n_points, msg.nx, msg.nu = res.n_points, res.nx, res.nu
-    implied = implied_for(res.time_model, omit_implied)
+    check_implied(implied, res.time_model)
     a, b = omit(res.A, res.B, implied, len(res.joint_names), res.floating_base)
     msg.a, msg.b, msg.f = _f64_seq(a), _f64_seq(b), _f64_seq(res.f)
     msg.compute_time = float(res.compute_time)
@@ -699,7 +700,8 @@ def trajectory_linearization_arrays(msg) -> tuple[np.ndarray, np.ndarray, np.nda
     a, b, f = _f64_from_seq(msg.a), _f64_from_seq(msg.b), _f64_from_seq(msg.f)
     try:
         return (*restore_packed(a, b, msg.implied_rows, N, nx, nu, len(msg.joint_names),
-                                bool(msg.floating_base), f.size), f.reshape(N, nx))
+                                bool(msg.floating_base), f.size, _f64_from_seq(msg.dt)),
+                f.reshape(N, nx))
     except ValueError as e:
         raise ConversionError(f'TrajectoryLinearization message is inconsistent: {e}') from None
 

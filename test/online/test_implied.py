@@ -1,11 +1,17 @@
-"""Implied rows (online/implied.py): the rows left out are exactly what the structure fixes.
+"""Implied rows (online/implied.py): the rows left out are exactly what the structure implies.
 
-The premise, bit for bit, on the package's own continuous-time results: for go2, g1 (floating
-base, with contacts and wrench inputs), a fixed-base UR5 and the hexarotor, every velocity
-representation, random states and inputs, single states and the horizon, A's joint kinematic
-rows are zeros with an identity on the joint-velocity columns and B's kinematic rows are zero,
-so ``restore(omit(A, B))`` gives A and B back bit for bit. Then the sizes, the discrete case
-and the refusals. ROS-free.
+The premise, on the package's own results: for go2, g1 (floating base, with contacts and wrench
+inputs), a fixed-base UR5 and the hexarotor, every velocity representation, random states and
+inputs, single states and the horizon (one step and a step per point), ``restore(omit(A, B))``
+gives A and B back:
+
+* continuous time (``kinematics``): bit for bit in every representation: A's joint kinematic
+  rows are zeros with an identity on the joint-velocity columns, B's kinematic rows are zero;
+* discrete Lie-Euler (``lie_euler``): bit for bit in the body representation (the joints' rows
+  are dt times their velocity rows, + I, as the kernel writes them); in mixed and inertial to
+  within 1e-15 of A's largest entry (the representation change rounds each row on its own).
+
+Then the sizes and the refusals. ROS-free.
 """
 
 import numpy as np
@@ -31,11 +37,26 @@ def _model(name: str, **kw):
         pytest.skip(f'example-robot-data is not installed: {e}')
 
 
-def _round_trip_is_exact(A, B, n_joints, floating):
-    a, b = implied.omit(A, B, implied.KINEMATICS, n_joints, floating)
-    nx, nu = A.shape[-1], B.shape[-1]
-    back_a, back_b = implied.restore(a, b, implied.KINEMATICS, nx, nu, n_joints, floating)
+def _round_trip(A, B, n_joints, floating, kind=implied.KINEMATICS, dt=None):
+    """Return the full matrices from the rows a message would carry."""
+    a, b = implied.omit(A, B, kind, n_joints, floating)
+    assert a.shape[-2] < A.shape[-2] and b.shape[-2] < B.shape[-2]
+    return implied.restore(a, b, kind, A.shape[-1], B.shape[-1], n_joints, floating, dt)
+
+
+def _round_trip_is_exact(A, B, n_joints, floating, kind=implied.KINEMATICS, dt=None):
+    back_a, back_b = _round_trip(A, B, n_joints, floating, kind, dt)
     return back_a.tobytes() == A.tobytes() and back_b.tobytes() == B.tobytes()
+
+
+def _lie_euler_holds(lin_or_batch, n_joints, floating, rep, dt):
+    A, B = lin_or_batch.A, lin_or_batch.B
+    if rep == 'body':
+        return _round_trip_is_exact(A, B, n_joints, floating, implied.LIE_EULER, dt)
+    back_a, back_b = _round_trip(A, B, n_joints, floating, implied.LIE_EULER, dt)
+    scale = float(np.abs(A).max())
+    return (np.abs(back_a - A).max() <= 1e-15 * scale
+            and back_b.tobytes() == B.tobytes())  # B's columns are not changed: exact
 
 
 @pytest.mark.parametrize('name', ['go2', 'g1', 'ur5', 'hextilt'])
@@ -48,8 +69,13 @@ def test_left_out_rows_are_the_structure_of_every_continuous_result(name):
         for _ in range(4):
             q = random_configuration(model, rng)
             v = rng.normal(size=model.nv) * 2
-            lin = linearize(model, data, q, v, rng.normal(size=nu) * 5, representation=rep)
+            u = rng.normal(size=nu) * 5
+            lin = linearize(model, data, q, v, u, representation=rep)
             assert _round_trip_is_exact(lin.A, lin.B, model.n_joints, model.floating_base), rep
+            dt = float(rng.uniform(1e-4, 0.02))
+            lin = linearize(model, data, q, v, u, representation=rep, time_model='discrete',
+                            dt=dt)
+            assert _lie_euler_holds(lin, model.n_joints, model.floating_base, rep, dt), rep
 
 
 def test_contacts_wrench_inputs_and_the_horizon_keep_the_structure():
@@ -70,6 +96,14 @@ def test_contacts_wrench_inputs_and_the_horizon_keep_the_structure():
         assert _round_trip_is_exact(one.A, one.B, model.n_joints, True), rep
         batch = linearize_batch(model, data, Q, V, U, inputs, representation=rep)
         assert _round_trip_is_exact(batch.A, batch.B, model.n_joints, True), rep
+        dt = 0.01
+        one = linearize_contact(model, data, Q[0], V[0], U[0], contacts, inputs,
+                                representation=rep, time_model='discrete', dt=dt)
+        assert _lie_euler_holds(one, model.n_joints, True, rep, dt), rep
+        steps = np.array([0.01, 0.002, 0.0037, 0.02, 1e-4])  # a step per point
+        batch = linearize_batch(model, data, Q, V, U, inputs, representation=rep,
+                                time_model='discrete', dt=steps)
+        assert _lie_euler_holds(batch, model.n_joints, True, rep, steps), rep
 
 
 def test_sizes_and_the_messages_field():
@@ -81,8 +115,16 @@ def test_sizes_and_the_messages_field():
     assert 0.43 < 1 - sent / whole < 0.45  # the parameter's description: ~44 % fewer
     assert rows_a.tolist() == [*range(6), *range(nv, nx)]
     assert implied.sent_rows(implied.KINEMATICS, 12, 6, False)[0].tolist() == list(range(6, 12))
-    assert implied.implied_for('continuous', True) == 'kinematics'
-    assert implied.implied_for('discrete', True) == implied.implied_for('continuous', False) == ''
+    rows_a, rows_b = implied.sent_rows(implied.LIE_EULER, nx, n, True)
+    assert (rows_a.size, rows_b.size) == (41, 41)
+    assert 0.40 < 1 - (41 * nx + 41 * nu) / whole < 0.42
+    assert implied.implied_for('continuous', 'zoh', True) == 'kinematics'
+    assert implied.implied_for('discrete', 'lie_euler', True) == 'lie_euler'
+    assert implied.implied_for('discrete', 'zoh', True) == ''  # the hold implies nothing
+    assert implied.implied_for('continuous', 'lie_euler', False) == ''
+    implied.check('lie_euler', 'discrete')
+    with pytest.raises(ValueError, match="'kinematics' is for continuous time, not discrete"):
+        implied.check('kinematics', 'discrete')
     A, B = np.ones((4, 4)), np.ones((4, 1))
     assert implied.omit(A, B, '', 2, False) == (A, B)  # nothing left out: the same arrays
 
@@ -100,6 +142,8 @@ def test_restore_refuses_what_does_not_fit():
         implied.restore(a, b, 'dynamics', 24, 3, 6, True)
     with pytest.raises(ValueError, match='does not fit 5 joints'):
         implied.restore(a, b, implied.KINEMATICS, 24, 3, 5, True)
+    with pytest.raises(ValueError, match='needs the step'):
+        implied.restore(a, np.zeros((18, 3)), implied.LIE_EULER, 24, 3, 6, True)
     with pytest.raises(ValueError, match='a, b, f hold'):
         implied.restore_packed(np.zeros(10), np.zeros(3), implied.KINEMATICS, 2, 24, 3, 6,
                                True, 48)

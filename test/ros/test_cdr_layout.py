@@ -108,8 +108,8 @@ def sequence(rng) -> list[bytes]:
         kw['compute_time'] = payloads.scalar(rng)
         return kw
 
-    def msg(kw, frame='world', contacts=((), ()), omit=False):
-        return cv.linearization_to_msg(Linearization(**kw), frame, *contacts, omit)
+    def msg(kw, frame='world', contacts=((), ()), implied=''):
+        return cv.linearization_to_msg(Linearization(**kw), frame, *contacts, implied)
 
     enc = cdr.LinearizationEncoder()
     m0 = msg(base)
@@ -133,10 +133,12 @@ def sequence(rng) -> list[bytes]:
         msg(base, contacts=(('foot_a', 'foot_b'), ('point', 'surfa'))),
         msg({**base, 'compute_time': SNAN, 'stamp': -5}),
         msg({**base, 'time_model': 'continuous', 'dt': 0.0}),
-        msg({**base, 'time_model': 'continuous', 'dt': 0.0}, omit=True),  # implied rows
-        msg({**new_numbers(base), 'time_model': 'continuous', 'dt': 0.0}, omit=True),
+        msg({**base, 'time_model': 'continuous', 'dt': 0.0}, implied='kinematics'),
+        msg({**new_numbers(base), 'time_model': 'continuous', 'dt': 0.0}, implied='kinematics'),
         msg(new_numbers({**base_values(rng, n=4, nu=3, floating=False), 'dt': 0.0,
-                         'time_model': 'continuous'}), omit=True),
+                         'time_model': 'continuous'}), implied='kinematics'),
+        msg(new_numbers(base), implied='lie_euler'),  # discrete: the joints' rows
+        msg({**new_numbers(base), 'dt': 0.008}, implied='lie_euler'),  # the step differs
     ]
     out = [serialize_message(m) for m in variants]
     # the node's own bytes (LinearizationEncoder) for the first ones, and a pre-contacts
@@ -178,6 +180,13 @@ def test_sequence_has_the_cases_it_claims(messages):
     assert not want[19][0].B[:10].any() and bits(want[19][0].A[:6]) == bits(want[18][0].A[:6])
     assert deserialize_message(raws[19], LinearizationMsg).implied_rows == 'kinematics'
     assert deserialize_message(raws[21], LinearizationMsg).a.rows == 8 - 4
+    # Lie-Euler: the joints' rows are dt times their velocity rows (+ I on A's z_s columns)
+    for i in (22, 23):
+        lin, dt = want[i][0], want[i][0].dt
+        assert bits(lin.B[6:10]) == bits(dt * lin.B[16:20]), i
+        rows = dt * lin.A[16:20]
+        rows[np.arange(4), 6 + np.arange(4)] += 1.0
+        assert bits(lin.A[6:10]) == bits(rows), i
 
 
 def test_every_order_and_decoder_gives_the_oracle(messages):

@@ -61,7 +61,8 @@ def build_dir() -> pathlib.Path:
 @pytest.fixture(scope='module', params=[False, True], ids=['whole', 'implied_rows'])
 def node(request):
     # twice: every row sent (the consumer's zero-copy views), and the node's omit_implied_rows
-    # with continuous-time trajectories (the consumer's full(): the left-out rows restored)
+    # (the consumer's full(): the rows restored; 'kinematics' on ~/linearization, continuous,
+    # and 'lie_euler' on the trajectory answers, discrete)
     proc = NodeProcess(f'{NS}_{int(request.param)}', [
         '-p', 'use_default_robot:=true', '-p', 'state_source:=builtin', '-p', 'rate_hz:=20.0',
         '-p', f'omit_implied_rows:={str(request.param).lower()}'])
@@ -168,7 +169,7 @@ def run_consumer(probe: Probe, program: pathlib.Path, linearizer: str,
 
 def test_cpp_consumer_gets_the_same_bits_as_rclpy(node, consumer):
     linearizer = f'{node.ns}/linearizer'
-    time_model = 'continuous' if node.omit else 'discrete'  # only continuous leaves rows out
+    time_model = 'discrete'
     probe = Probe(node, name='rbd_cpp_consumer_probe', diagnostics=False)
     try:
         linearizations: list = []
@@ -201,7 +202,7 @@ def test_cpp_consumer_gets_the_same_bits_as_rclpy(node, consumer):
         response = probe.call(client, request, retry_after=10.0)
         assert response.success, response.message
         assert sent['time_model'] == response.linearization.time_model == time_model
-        assert response.linearization.implied_rows == ('kinematics' if node.omit else '')
+        assert response.linearization.implied_rows == ('lie_euler' if node.omit else '')
         assert_same_numbers(by_service, response.linearization, '~/linearize_trajectory')
 
         published = probe.output_for(answers, int(by_topic['stamp']))

@@ -234,8 +234,10 @@ def test_outputs_equal_the_core_at_the_published_states(probe):
 
 
 def test_implied_rows_left_out_on_request_and_restored_bit_for_bit(probe):
-    # omit_implied_rows: ~/linearization and ~/linearize leave out A's joint kinematic rows and
-    # B's kinematic rows (continuous time), say so, and read back as the full matrices
+    # omit_implied_rows: ~/linearization and ~/linearize leave out the rows of A, B that the
+    # structure implies (continuous: A's joint kinematic rows and B's kinematic rows; discrete
+    # Lie-Euler: the joints' rows), say so, and read back as the full matrices (body
+    # representation, the node's default: bit for bit)
     rng = np.random.default_rng(17)
     nx, nv, n, nu = 2 * MODEL.nv, MODEL.nv, MODEL.n_joints, len(JOINTS) + 6
     q, v = _random_state(rng)
@@ -244,25 +246,26 @@ def test_implied_rows_left_out_on_request_and_restored_bit_for_bit(probe):
         assert all(r.successful for r in _set(probe, omit_implied_rows=omit))
         stamp = probe.now_ns()
         probe.publish_state(stamp, q, v)
-        msg = probe.output_for(stamp)
+        msgs = {'topic': probe.output_for(stamp)}
         req = Linearize.Request()
         req.joint_names = list(MODEL.joint_names)
         req.state.joint_positions, req.state.joint_velocities = list(q[7:]), list(v[6:])
         req.state.base_pose.orientation.w = 1.0
-        res = probe.call(probe.srv, req)
-        assert res.success, res.message
-        for what, m in (('topic', msg), ('service', res.linearization)):
-            assert m.implied_rows == ('kinematics' if omit else ''), what
-            assert (m.a.rows, m.a.cols, m.b.rows, m.b.cols) == (
-                (nx - n, nx, nx - nv, nu) if omit else (nx, nx, nx, nu)), what
+        for tm, dt in (('continuous', 0.0), ('discrete', 0.01)):
+            req.time_model, req.dt = tm, dt
+            res = probe.call(probe.srv, req)
+            assert res.success, res.message
+            msgs[tm] = res.linearization
+        for what, m in msgs.items():
+            kind = ('lie_euler' if what == 'discrete' else 'kinematics') if omit else ''
+            assert m.implied_rows == kind, what
+            rows = {'': (nx, nx), 'kinematics': (nx - n, nx - nv), 'lie_euler': (nx - n, nx - n)}
+            assert (m.a.rows, m.a.cols, m.b.rows, m.b.cols) == (*rows[kind][:1], nx,
+                                                                rows[kind][1], nu), what
             lin = linearization_from_msg(m)
-            got = full.setdefault(what, lin)  # the full message's, then compared with it
+            got = full.setdefault(what, lin)  # the whole message's, then compared with it
             assert lin.A.tobytes() == got.A.tobytes() and lin.B.tobytes() == got.B.tobytes()
             assert lin.f.tobytes() == got.f.tobytes()
-    req.time_model, req.dt = 'discrete', 0.01  # a discrete map fixes no row: all sent
-    res = probe.call(probe.srv, req)
-    assert res.success and res.linearization.implied_rows == ''
-    assert res.linearization.a.rows == nx and res.linearization.b.rows == nx
     assert all(r.successful for r in _set(probe, omit_implied_rows=False))
 
 

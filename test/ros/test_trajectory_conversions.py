@@ -135,25 +135,60 @@ def test_implied_rows_left_out_and_restored(floating):
         stamp=7, compute_time=1e-3)
     enc = cdr.TrajectoryLinearizationEncoder()
     for omit in (True, False, True):  # the encoder lays the message out again each time
-        msg = trajectory_linearization_to_msg(res, 'odom', omit_implied=omit)
-        assert msg.implied_rows == ('kinematics' if omit else '')
+        implied = 'kinematics' if omit else ''
+        msg = trajectory_linearization_to_msg(res, 'odom', implied)
+        assert msg.implied_rows == implied
         rows_a, rows_b = (nx - n, nx - nv) if omit else (nx, nx)
         assert (len(msg.a), len(msg.b)) == (N * rows_a * nx, N * rows_b * nu)
         _same(trajectory_linearization_from_msg(msg), res)
-        raw = enc.encode(res, 'odom', omit_implied=omit)
+        raw = enc.encode(res, 'odom', implied)
         assert len(raw) == len(bytes(serialize_message(msg)))
         _same(cdr.trajectory_linearization_from_cdr(raw), res)
         _same(trajectory_linearization_from_msg(deserialize_message(
             raw, TrajectoryLinearizationMsg)), res)
-    discrete = _result(rng)  # a discrete map fixes no row: nothing left out
-    assert trajectory_linearization_to_msg(discrete, omit_implied=True).implied_rows == ''
-    bad = trajectory_linearization_to_msg(res, omit_implied=True)
+    with pytest.raises(ValueError, match="'kinematics' is for continuous time, not discrete"):
+        trajectory_linearization_to_msg(_result(rng), implied='kinematics')
+    with pytest.raises(ValueError, match="'lie_euler' is for discrete time, not continuous"):
+        enc.encode(res, implied='lie_euler')
+    bad = trajectory_linearization_to_msg(res, implied='kinematics')
     bad.implied_rows = ''  # says whole, is not
     with pytest.raises(ConversionError, match='a, b, f hold'):
         trajectory_linearization_arrays(bad)
     bad.implied_rows = 'other'
     with pytest.raises(ConversionError, match="unknown implied_rows 'other'"):
         trajectory_linearization_arrays(bad)
+
+
+@pytest.mark.parametrize('floating', [True, False], ids=['floating', 'fixed'])
+def test_lie_euler_rows_left_out_and_restored_with_each_points_step(floating):
+    # discrete Lie-Euler: the joints' rows of A_k, B_k are dt[k] times their velocity rows
+    # (+ I on A's z_s columns), rebuilt with each point's own step
+    rng = np.random.default_rng(8)
+    N, n, nu = 4, 3, 2
+    base = 6 if floating else 0
+    nv = base + n
+    nx = 2 * nv
+    dt = np.array([0.01, 0.0037, 0.02, 1e-4])
+    A, B = rng.normal(size=(N, nx, nx)), rng.normal(size=(N, nx, nu))
+    joints = base + np.arange(n)
+    A[:, joints] = dt[:, None, None] * A[:, nv + joints]
+    A[:, joints, joints] += 1.0
+    B[:, joints] = dt[:, None, None] * B[:, nv + joints]
+    res = TrajectoryLinearization(
+        A=A, B=B, f=rng.normal(size=(N, nx)), dt=dt, joint_names=('j1', 'j2', 'j3'),
+        input_names=('tau/j1', 'tau/j2'), velocity_representation='body',
+        time_model='discrete', model_name='m', model_hash='ef' * 32, floating_base=floating,
+        stamp=9, compute_time=1e-3)
+    msg = trajectory_linearization_to_msg(res, 'odom', 'lie_euler')
+    assert msg.implied_rows == 'lie_euler'
+    assert (len(msg.a), len(msg.b)) == (N * (nx - n) * nx, N * (nx - n) * nu)
+    _same(trajectory_linearization_from_msg(msg), res)
+    raw = cdr.TrajectoryLinearizationEncoder().encode(res, 'odom', 'lie_euler')
+    assert len(raw) == len(bytes(serialize_message(msg)))
+    _same(cdr.trajectory_linearization_from_cdr(raw), res)
+    msg.dt = list(dt[:2])  # a step per point is needed
+    with pytest.raises(ConversionError, match='needs the step'):
+        trajectory_linearization_arrays(msg)
 
 
 def test_inconsistent_or_malformed_messages_are_refused():

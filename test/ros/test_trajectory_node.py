@@ -229,30 +229,37 @@ def test_topic_answers_each_trajectory_with_the_same_numbers(probe, floating):
 
 @pytest.mark.parametrize('floating', [True, False], ids=['floating', 'fixed'])
 def test_implied_rows_left_out_on_request_and_restored(probe, floating):
-    # omit_implied_rows (set at run time: the trajectory process follows it too): continuous
-    # answers leave out A's joint kinematic rows and B's kinematic rows, read back whole
+    # omit_implied_rows (set at run time: the trajectory process follows it too): answers
+    # leave out the rows the structure implies (continuous: A's joint kinematic rows and B's
+    # kinematic rows; discrete Lie-Euler: the joints' rows; the hold: none), read back whole
     model = FLOATING if floating else FIXED
     nx, nv, n, nu = 2 * model.nv, model.nv, model.n_joints, NU[floating]
     rng = np.random.default_rng(31 + floating)
     probe.set(floating, omit_implied_rows=True)
     try:
-        for case, (tm, dt) in enumerate((('continuous', None), ('discrete', 0.004))):
+        for case, (tm, dt, method) in enumerate((
+                ('continuous', None, 'lie_euler'), ('discrete', 0.004, 'lie_euler'),
+                ('discrete', [0.001, 0.002, 0.004, 0.008, 0.016, 0.005], 'lie_euler'),
+                ('discrete', 0.004, 'zoh'))):
+            probe.set(floating, discrete_method=method)
             Q, V, U = _trajectory(rng, floating)
             stamp = 2_000_000_000 + case
             traj = trajectory_to_msg(Q, V, U, stamp_ns=stamp, velocity_representation='mixed',
                                      time_model=tm, dt=dt)
-            refs = _references(floating, Q, V, U, 'mixed', tm, dt or 0.01, 'lie_euler')
+            refs = _references(floating, Q, V, U, 'mixed', tm, dt or 0.01, method)
             res = probe.linearize(floating, traj)
             assert res.success, res.message
             probe.pub[floating].publish(traj)
+            kind = ('kinematics' if tm == 'continuous' else
+                    'lie_euler' if method == 'lie_euler' else '')
+            rows_a, rows_b = {'kinematics': (nx - n, nx - nv), 'lie_euler': (nx - n, nx - n),
+                              '': (nx, nx)}[kind]
             for msg in (res.linearization, probe.published(floating, stamp)):
-                omitted = tm == 'continuous'
-                assert msg.implied_rows == ('kinematics' if omitted else '')
-                rows_a, rows_b = (nx - n, nx - nv) if omitted else (nx, nx)
+                assert msg.implied_rows == kind
                 assert (len(msg.a), len(msg.b)) == (N * rows_a * nx, N * rows_b * nu)
                 _check_answer(msg, floating, refs, stamp, 'mixed', tm, dt or 0.01)
     finally:
-        probe.set(floating, omit_implied_rows=False)
+        probe.set(floating, omit_implied_rows=False, discrete_method='lie_euler')
 
 
 def test_a_parameter_change_applies_to_the_next_request(probe):

@@ -8,9 +8,9 @@
 // Every view checks the sizes first and throws std::invalid_argument on a mismatch, so a
 // message whose layout differs from what this code expects is refused, never misread.
 //
-// Implied rows (docs/messages.md): a node with omit_implied_rows leaves out of continuous-time
-// messages the rows of A, B that the structure fixes (implied_rows == "kinematics"). full()
-// reads any message into full matrices (a copy, the left-out rows restored):
+// Implied rows (docs/messages.md): a node with omit_implied_rows leaves out the rows of A, B
+// that the structure implies (implied_rows "kinematics" in continuous time, "lie_euler" in
+// discrete time). full() reads any message into full matrices (a copy, the rows restored):
 //
 //   const auto lin = rbd_linearizer_eigen::full(msg);     // lin.A nx x nx, lin.B nx x nu
 //   const auto p = rbd_linearizer_eigen::full(traj, k);   // point k of a trajectory answer
@@ -75,19 +75,24 @@ inline std::pair<Eigen::Index, Eigen::Index> sent_rows(
   if (implied.empty()) {
     return {nx, nx};
   }
-  expect(implied == "kinematics", "unknown implied_rows '" + implied + "'");
+  expect(implied == "kinematics" || implied == "lie_euler",
+    "unknown implied_rows '" + implied + "'");
   const Eigen::Index nv = (floating_base ? 6 : 0) + n_joints;
   expect(nx == 2 * nv, "nx = " + std::to_string(nx) + " does not fit " +
     std::to_string(n_joints) + " joints");
-  return {nx - n_joints, nx - nv};
+  return {nx - n_joints, implied == "kinematics" ? nx - nv : nx - n_joints};
 }
 
 /// Full A, B from the rows a message carried (a: rows_a x nx, b: rows_b x nu, row-major):
 /// "kinematics" leaves out A's joint kinematic rows (d z_s/dt = z_sdot: zero but an identity
-/// on the z_sdot columns) and B's rows of z_H and z_s (zero).
+/// on the z_sdot columns) and B's rows of z_H and z_s (zero); "lie_euler" the joints' rows
+/// of A and B, which are dt times their velocity rows (plus the identity on A's z_s columns),
+/// rebuilt here with the same floating-point operations as the node's kernel (the same bits,
+/// unless the compiler fuses the multiply and the add, e.g. GCC with -march=native: then
+/// within one rounding).
 inline Linearization restore(
   const double * a, const double * b, const double * f, const std::string & implied,
-  Eigen::Index nx, Eigen::Index nu, Eigen::Index n_joints, bool floating_base)
+  Eigen::Index nx, Eigen::Index nu, Eigen::Index n_joints, bool floating_base, double dt)
 {
   const auto rows = sent_rows(implied, nx, n_joints, floating_base);
   const MatrixView sa(a, rows.first, nx), sb(b, rows.second, nu);
@@ -101,10 +106,24 @@ inline Linearization restore(
   const Eigen::Index base = floating_base ? 6 : 0, nv = base + n_joints;
   out.A.topRows(base) = sa.topRows(base);
   out.A.bottomRows(nx - nv) = sa.bottomRows(nx - nv);
-  for (Eigen::Index i = 0; i < n_joints; ++i) {
-    out.A(base + i, nv + base + i) = 1.0;
+  if (implied == "kinematics") {
+    for (Eigen::Index i = 0; i < n_joints; ++i) {
+      out.A(base + i, nv + base + i) = 1.0;
+    }
+    out.B.bottomRows(rows.second) = sb;
+    return out;
   }
-  out.B.bottomRows(rows.second) = sb;
+  out.B.topRows(base) = sb.topRows(base);  // lie_euler: B's rows as A's
+  out.B.bottomRows(nx - nv) = sb.bottomRows(nx - nv);
+  for (Eigen::Index i = 0; i < n_joints; ++i) {  // s+ = s + dt sdot+
+    for (Eigen::Index c = 0; c < nx; ++c) {
+      out.A(base + i, c) = dt * out.A(nv + base + i, c);
+    }
+    out.A(base + i, base + i) += 1.0;
+    for (Eigen::Index c = 0; c < nu; ++c) {
+      out.B(base + i, c) = dt * out.B(nv + base + i, c);
+    }
+  }
   return out;
 }
 }  // namespace detail
@@ -164,7 +183,7 @@ inline Linearization full(const rbd_linearizer::msg::Linearization & msg)
     b.cols() == nu, "Linearization: a, b do not fit nx, nu and implied_rows");
   detail::expect(msg.f.size() == static_cast<std::size_t>(nx), "Linearization: f is not nx");
   return detail::restore(msg.a.data.data(), msg.b.data.data(), msg.f.data(), msg.implied_rows,
-    nx, nu, static_cast<Eigen::Index>(msg.joint_names.size()), msg.floating_base);
+    nx, nu, static_cast<Eigen::Index>(msg.joint_names.size()), msg.floating_base, msg.dt);
 }
 
 /// A_k, B_k, f_k of point k of a TrajectoryLinearization as full matrices (a copy): also from
@@ -181,10 +200,12 @@ inline Linearization full(const rbd_linearizer::msg::TrajectoryLinearization & m
     "TrajectoryLinearization: a, b, f do not fit n_points, nx, nu and implied_rows");
   detail::expect(k < n, "TrajectoryLinearization: point " + std::to_string(k) + " of " +
     std::to_string(n));
+  detail::expect(msg.implied_rows != "lie_euler" || msg.dt.size() == n,
+    "TrajectoryLinearization: implied_rows 'lie_euler' needs a dt per point");
   return detail::restore(msg.a.data() + k * ra * nx, msg.b.data() + k * rb * nu,
     msg.f.data() + k * nx, msg.implied_rows, static_cast<Eigen::Index>(nx),
     static_cast<Eigen::Index>(nu), static_cast<Eigen::Index>(msg.joint_names.size()),
-    msg.floating_base);
+    msg.floating_base, msg.dt.empty() ? 0.0 : msg.dt[k]);
 }
 
 }  // namespace rbd_linearizer_eigen
