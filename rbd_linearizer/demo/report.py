@@ -587,13 +587,14 @@ def linearization_record(msg) -> dict | None:
     ``prediction_errors`` reads (the aerial and the legged demo's recorders).
     """
     from rbd_linearizer.demo._ros import stamp_ns
-    from rbd_linearizer.ros.conversions import matrix_from_msg
+    from rbd_linearizer.ros.conversions import linearization_from_msg
 
     if msg.time_model != 'discrete' or msg.velocity_representation != 'body':
         return None
+    lin = linearization_from_msg(msg)  # the full A, B (also with implied rows left out)
     return {'stamp': stamp_ns(msg.header.stamp), 'dt': msg.dt,
             'input_names': tuple(msg.input_names), 'u0': np.array(msg.input),
-            'f': np.array(msg.f), 'A': matrix_from_msg(msg.a), 'B': matrix_from_msg(msg.b)}
+            'f': np.array(msg.f), 'A': lin.A, 'B': lin.B}
 
 
 def save_recording(path, states: dict, applied: dict, lins: list) -> None:

@@ -220,9 +220,10 @@ def linearization_from_msg(msg: LinearizationMsg) -> Linearization:
     """
     a = matrix_from_msg(msg.a)
     b = matrix_from_msg(msg.b)
-    if msg.implied_rows:
+    implied = getattr(msg, 'implied_rows', '')  # (a bag's older definition has none)
+    if implied:
         try:
-            a, b = restore(a, b, msg.implied_rows, msg.nx, msg.nu, len(msg.joint_names),
+            a, b = restore(a, b, implied, msg.nx, msg.nu, len(msg.joint_names),
                            bool(msg.floating_base), msg.dt)
         except ValueError as e:
             raise ConversionError(f'Linearization message is inconsistent: {e}') from None
@@ -699,7 +700,8 @@ def trajectory_linearization_arrays(msg) -> tuple[np.ndarray, np.ndarray, np.nda
     N, nx, nu = int(msg.n_points), int(msg.nx), int(msg.nu)
     a, b, f = _f64_from_seq(msg.a), _f64_from_seq(msg.b), _f64_from_seq(msg.f)
     try:
-        return (*restore_packed(a, b, msg.implied_rows, N, nx, nu, len(msg.joint_names),
+        implied = getattr(msg, 'implied_rows', '')  # (a bag's older definition has none)
+        return (*restore_packed(a, b, implied, N, nx, nu, len(msg.joint_names),
                                 bool(msg.floating_base), f.size, _f64_from_seq(msg.dt)),
                 f.reshape(N, nx))
     except ValueError as e:

@@ -20,6 +20,8 @@ import sys
 import numpy as np
 
 from rbd_linearizer.errors import RbdError
+from rbd_linearizer.online.implied import check as check_implied
+from rbd_linearizer.online.implied import omit as omit_implied
 
 PACKAGE = 'rbd_linearizer'
 #: Our message names, in dependency order (MultibodyState and Matrix first).
@@ -230,21 +232,26 @@ def _state(s):
         joint_velocities=np.array(s.joint_velocities, dtype=np.float64))
 
 
-def linearization_msg(lin, frame_id: str = 'world', contact_frames=(), contact_types=()):
+def linearization_msg(lin, frame_id: str = 'world', contact_frames=(), contact_types=(),
+                      implied: str = ''):
     """rbd_linearizer/msg/Linearization (rosbags object) from a ``results.Linearization``.
 
     ``contact_frames`` / ``contact_types``: the contact set it was computed with (empty: none).
+    ``implied``: the rows of A, B left out, as a node with ``omit_implied_rows`` sends them
+    (``online.implied``; docs/messages.md).
     """
+    check_implied(implied, lin.time_model)
+    a, b = omit_implied(lin.A, lin.B, implied, len(lin.joint_names), lin.floating_base)
     return _types()[f'{PACKAGE}/msg/Linearization'](
         header=header(lin.stamp, frame_id), model_name=lin.model_name,
         model_hash=lin.model_hash, floating_base=bool(lin.floating_base),
         joint_names=list(lin.joint_names), input_names=list(lin.input_names),
         velocity_representation=lin.velocity_representation, time_model=lin.time_model,
         dt=float(lin.dt), nx=lin.nx, nu=lin.nu, state=_state(lin.state),
-        input=np.array(lin.u0, dtype=np.float64), a=_matrix(lin.A), b=_matrix(lin.B),
+        input=np.array(lin.u0, dtype=np.float64), a=_matrix(a), b=_matrix(b),
         f=np.array(lin.f, dtype=np.float64), compute_time=float(lin.compute_time),
         contact_frames=[str(x) for x in contact_frames],
-        contact_types=[str(x) for x in contact_types])
+        contact_types=[str(x) for x in contact_types], implied_rows=implied)
 
 
 def _pose(position, quaternion_xyzw):
@@ -292,14 +299,17 @@ def trajectory_msg(ns: int, Q, V, U=None, *, floating_base: bool = True, joint_n
 
 
 def trajectory_linearization_msg(batch, model, ns: int, frame_id: str = 'world',
-                                 compute_time: float = 0.0):
+                                 compute_time: float = 0.0, implied: str = ''):
     """rbd_linearizer/msg/TrajectoryLinearization (rosbags object) from a LinearizationBatch.
 
     ``model`` gives the identity (name, URDF hash, base, joint order); ``ns`` is the stamp of
     the Trajectory it answers; ``dt`` holds N steps in discrete time (the batch's scalar or
-    per-point ``dt``), none in continuous time.
+    per-point ``dt``), none in continuous time. ``implied``: the rows of every A_k, B_k left
+    out, as a node with ``omit_implied_rows`` sends them (``online.implied``).
     """
+    check_implied(implied, batch.time_model)
     A, B, f = (np.asarray(x, dtype=np.float64) for x in (batch.A, batch.B, batch.f))
+    a, b = omit_implied(A, B, implied, len(model.joint_names), model.floating_base)
     n = int(A.shape[0])
     dt = (np.broadcast_to(np.asarray(batch.dt, dtype=np.float64), (n,)).copy()
           if batch.time_model == 'discrete' else np.zeros(0))
@@ -309,8 +319,8 @@ def trajectory_linearization_msg(batch, model, ns: int, frame_id: str = 'world',
         input_names=list(batch.input_names),
         velocity_representation=batch.velocity_representation, time_model=batch.time_model,
         dt=dt, n_points=n, nx=int(A.shape[1]), nu=int(B.shape[2]),
-        a=A.reshape(-1).copy(), b=B.reshape(-1).copy(), f=f.reshape(-1).copy(),
-        compute_time=float(compute_time))
+        a=a.reshape(-1).copy(), b=b.reshape(-1).copy(), f=f.reshape(-1).copy(),
+        compute_time=float(compute_time), implied_rows=implied)
 
 
 def trajectory_contact_forces_msg(batch, model, ns: int, types, baumgarte=(0.0, 0.0),

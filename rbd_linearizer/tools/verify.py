@@ -53,6 +53,7 @@ import time
 import numpy as np
 
 from rbd_linearizer.errors import RbdError
+from rbd_linearizer.online.implied import restore as restore_implied
 from rbd_linearizer.online.params import defaults as _node_defaults
 
 BLOCKS = ('position', 'attitude', 'joints', 'linear_velocity', 'angular_velocity',
@@ -565,6 +566,11 @@ def _agreement(lins, segments, report, discrete_method: str = 'lie_euler') -> di
         try:
             a_ref = _arr(m.a.data).reshape(m.a.rows, m.a.cols)
             b_ref = _arr(m.b.data).reshape(m.b.rows, m.b.cols)
+            implied = getattr(m, 'implied_rows', '')  # rows the node left out: restored
+            if implied:
+                a_ref, b_ref = restore_implied(a_ref, b_ref, implied, int(m.nx), int(m.nu),
+                                               len(m.joint_names), bool(m.floating_base),
+                                               float(m.dt))
             lin = linearize(model, seg.data, q, v, _arr(m.input), inputs=seg.selection,
                             representation=m.velocity_representation,
                             time_model=m.time_model, dt=m.dt or None,

@@ -23,6 +23,7 @@ from _bag_fixtures import INPUTS_YAML  # noqa: E402
 
 from rbd_linearizer.linearization.batch import linearize_batch  # noqa: E402
 from rbd_linearizer.linearization.representation import base_twist_from_body  # noqa: E402
+from rbd_linearizer.online.implied import implied_for  # noqa: E402
 from rbd_linearizer.tools import bag as bagio  # noqa: E402
 from rbd_linearizer.tools.cli import main  # noqa: E402
 from rbd_linearizer.tools.verify import _build  # noqa: E402
@@ -71,7 +72,7 @@ def _batch(model, data, sel, Q, V, U, rep, tm, dts):
                            dt=dt)
 
 
-def _pairs(model, data, sel, corrupt=None):
+def _pairs(model, data, sel, corrupt=None, omit=False):
     """[(stamp, Trajectory msg, TrajectoryLinearization msg)], one per CASES entry.
 
     ``corrupt(i, arrays) -> arrays`` may alter the answer i's (A, B, f, U used, rep) before it
@@ -101,7 +102,9 @@ def _pairs(model, data, sel, corrupt=None):
         batch = _batch(model, data, sel, Q, V, used['U'], used['rep'], tm, dts)
         if corrupt:
             batch = corrupt(i, batch) or batch
-        out.append((stamp, traj, bagio.trajectory_linearization_msg(batch, model, stamp)))
+        implied = implied_for(tm, 'lie_euler', omit)  # as a node with omit_implied_rows
+        out.append((stamp, traj, bagio.trajectory_linearization_msg(batch, model, stamp,
+                                                                    implied=implied)))
     return out
 
 
@@ -150,6 +153,21 @@ def test_recorded_trajectory_linearizations_agree_at_every_point(tmp_path, hexar
         assert max(m['max_abs']) <= 1e-9
     assert 'trajectory agreement with 4/4 recorded trajectory linearizations (24 points)' in out
     assert rep['states']['used'] == 5   # the states are verified as before
+
+
+def test_recorded_answers_with_implied_rows_are_restored_and_agree(tmp_path, hexarotor, capsys):
+    # answers recorded from a node with omit_implied_rows ('kinematics' in continuous time,
+    # 'lie_euler' in discrete): verify compares the full matrices
+    urdf, model, data, sel = hexarotor
+    pairs = _pairs(model, data, sel, omit=True)
+    assert {str(tl.implied_rows) for _, _, tl in pairs} == {'kinematics', 'lie_euler'}
+    _write(tmp_path / 'bag', urdf, model, pairs)
+    code, out, err, rep = _verify(capsys, tmp_path, tmp_path / 'bag',
+                                  '--max-agreement-error', 1e-9)
+    assert code == 0, out + err
+    ta = rep['trajectory_agreement']
+    assert (ta['recorded'], ta['compared'], ta['points']) == (4, 4, 4 * N)
+    assert ta['skipped'] == {} and ta['failed_points'] == 0
 
 
 def _bump_point(i, arrays):

@@ -119,6 +119,47 @@ def test_verify_sqlite3_bag_and_wrong_recorded_output(tmp_path, states, capsys):
     assert 'FAIL: agreement: A max abs error 0.001' in out
 
 
+def test_verify_restores_implied_rows_of_recorded_linearizations(tmp_path, states, capsys):
+    # a node with omit_implied_rows records A, B without their implied rows: verify compares
+    # the full matrices (continuous 'kinematics', discrete 'lie_euler'), and still catches an
+    # error in a row that was sent
+    import numpy as np
+    import yaml
+
+    from rbd_linearizer.linearization import linearize
+    from rbd_linearizer.results import Linearization
+    from rbd_linearizer.tools import bag as bagio
+    from rbd_linearizer.tools.verify import _build
+
+    urdf, st = states
+    model, data, sel = _build(urdf, False, yaml.safe_load(INPUTS_YAML)['inputs'])
+    (tmp_path / 'inputs.yaml').write_text(INPUTS_YAML)
+    for kind, opts in (('kinematics', {}), ('lie_euler', {'time_model': 'discrete', 'dt': 0.01})):
+        lins = [linearize(model, data, q, v, u, inputs=sel, stamp=ns, **opts)
+                for ns, q, v, u in st[:5]]
+        A = np.array(lins[2].A)
+        A[-1, 4] += 1e-3  # a joint velocity row: sent
+        bad = Linearization(**{**{k: getattr(lins[2], k) for k in lins[2].__dataclass_fields__},
+                               'A': A})
+        for name, recorded, code_want in (('good', lins, 0), ('bad', lins[:2] + [bad], 1)):
+            path = tmp_path / f'{kind}_{name}'
+            with bagio.BagWriter(path, 'mcap') as w:
+                w.write('/robot_description', bagio.string_msg(urdf), st[0][0] - 1)
+                for (ns_k, qk, vk, uk), lin in zip(st[:5], recorded, strict=False):
+                    w.write('/odom', bagio.odometry_msg(ns_k, qk[0:3], qk[3:7], vk[0:6]), ns_k)
+                    w.write('/joint_states', bagio.joint_state_msg(
+                        ns_k, model.joint_names, qk[7:], vk[6:]), ns_k)
+                    w.write(INPUTS_TOPIC, bagio.joint_state_msg(ns_k, lin.input_names, [], [],
+                                                                uk), ns_k)
+                    w.write('/lin', bagio.linearization_msg(lin, implied=kind), ns_k + 5)
+            code, out, _ = _run(capsys, path, '--inputs', tmp_path / 'inputs.yaml',
+                                '--inputs-topic', INPUTS_TOPIC, '--max-agreement-error', '1e-6')
+            assert code == code_want, (kind, name, out)
+            assert ('FAIL: agreement: A max abs error 0.001' in out) == (name == 'bad'), out
+            if name == 'good':
+                assert f'agreement with {len(recorded)}/{len(recorded)} recorded' in out, out
+
+
 def test_progress_bar_only_on_a_tty(monkeypatch):
     import io
 
