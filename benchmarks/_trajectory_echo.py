@@ -1,8 +1,10 @@
 """The floor of the trajectory round trip: bare rclpy answering with a ready answer, no work.
 
 Usage (from bench_trajectory_service.py ``--floor``): python benchmarks/_trajectory_echo.py NS
-ROBOT N_POINTS NU PROFILE. With the node's DDS profile choice (PROFILE: ``package`` or
-``none``, ros/dds.py) and its allocator thresholds (ros/malloc.py), a node named
+ROBOT N_POINTS NU PROFILE [IMPLIED] (IMPLIED: the answer's ``implied_rows``, its A_k, B_k as
+small as the node's with ``omit_implied_rows``; none by default). With the node's DDS profile
+choice (PROFILE: ``package`` or ``none``, ros/dds.py) and its allocator thresholds
+(ros/malloc.py), a node named
 ``linearizer`` in namespace NS, on the node's executor (``DirectExecutor``), with the
 linearizer's trajectory interfaces and nothing behind them:
 
@@ -35,6 +37,7 @@ def main() -> int:
     from rbd_linearizer.model import build_model
     from rbd_linearizer.model.robots import example_robot_urdf
     from rbd_linearizer.msg import Trajectory, TrajectoryLinearization
+    from rbd_linearizer.online.implied import sent_rows
     from rbd_linearizer.ros.executor import DirectExecutor
     from rbd_linearizer.ros.qos import result_qos
     from rbd_linearizer.srv import LinearizeTrajectory
@@ -50,8 +53,12 @@ def main() -> int:
     answer.velocity_representation, answer.time_model = 'mixed', 'discrete'
     answer.dt = [0.01] * n_points
     answer.n_points, answer.nx, answer.nu = n_points, nx, nu
-    answer.a = [0.0] * (n_points * nx * nx)
-    answer.b = [0.0] * (n_points * nx * nu)
+    answer.implied_rows = sys.argv[6] if len(sys.argv) > 6 else ''
+    rows_a, rows_b = sent_rows(answer.implied_rows, nx, model.n_joints, model.floating_base)
+    if answer.implied_rows == 'kinematics':  # continuous time: no steps
+        answer.time_model, answer.dt = 'continuous', []
+    answer.a = [0.0] * (n_points * rows_a.size * nx)
+    answer.b = [0.0] * (n_points * rows_b.size * nu)
     answer.f = [0.0] * (n_points * nx)
     response = LinearizeTrajectory.Response(success=True, linearization=answer)
     raw = bytearray(serialize_message(answer))

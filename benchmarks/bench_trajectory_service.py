@@ -3,13 +3,15 @@
 Usage: python benchmarks/bench_trajectory_service.py [--robots g1 go2] [--points 20]
            [--calls 500] [--representation mixed] [--dt 0.01] [--rt-priority N]
            [--ticking HZ] [--dds-profile package none] [--malloc tuned default]
-           [--trajectory-server thread process] [--floor]
+           [--trajectory-server thread process] [--implied-rows send omit] [--floor]
 
 Per robot and node DDS profile (``--dds-profile``: the node's option, ros/dds.py; both by
 default, the package's large-data profile first, then Fast DDS's built-in transports) and
 node allocator (``--malloc``: the node's option, ros/malloc.py; ``tuned`` by default, both
 with ``--malloc tuned default``) and where the node serves trajectories
-(``--trajectory-server``: its ``trajectory_server`` parameter; ``thread`` by default):
+(``--trajectory-server``: its ``trajectory_server`` parameter; ``thread`` by default) and
+whether it leaves implied rows out of its answers (``--implied-rows``: ``omit`` sets its
+``omit_implied_rows``, docs/messages.md "Implied rows"; ``send`` by default):
 starts ``python -m rbd_linearizer.ros.node`` (its own ROS domain, localhost discovery, the
 robot's URDF; no state topics needed) and, in this process, a client. Then
 ``--calls`` times, one after the other:
@@ -99,13 +101,15 @@ def _tick_figures(stamps: list[int], windows: list[tuple[int, int]], hz: float,
 
 def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
         rt_priority: int, ticking: float = 0.0, dds_profile: str = 'package',
-        malloc: str = 'tuned', trajectory_server: str = 'thread', floor: bool = False) -> dict:
+        malloc: str = 'tuned', trajectory_server: str = 'thread', floor: bool = False,
+        implied_rows: str = 'send') -> dict:
     """Start the node for ``robot``, time ``calls`` service and topic round trips."""
     import rclpy
 
     from rbd_linearizer.model import build_model
     from rbd_linearizer.model.robots import example_robot_urdf
     from rbd_linearizer.msg import Linearization, Trajectory, TrajectoryLinearization
+    from rbd_linearizer.online.implied import implied_for
     from rbd_linearizer.ros.cdr import trajectory_linearization_from_cdr
     from rbd_linearizer.ros.conversions import (
         trajectory_linearization_arrays,
@@ -125,6 +129,7 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
            '-p', f'robot_description_file:={urdf}', '-p', 'check_triangle_inequality:=false',
            '-p', 'status_period_s:=0.0', '-p', f'max_trajectory_points:={max(n_points, 1000)}',
            '-p', f'trajectory_server:={trajectory_server}',
+           '-p', f'omit_implied_rows:={"true" if implied_rows == "omit" else "false"}',
            '-r', f'__ns:={ns}']
     if ticking > 0:
         cmd[-2:-2] = ['-p', 'state_source:=builtin', '-p', 'tick_mode:=timer',
@@ -132,7 +137,9 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
     if floor:  # bare rclpy with a prepared answer (module docstring)
         nu = model.nv - (6 if model.floating_base else 0)
         cmd = [sys.executable, str(Path(__file__).with_name('_trajectory_echo.py')), ns, robot,
-               str(n_points), str(nu), dds_profile]
+               str(n_points), str(nu), dds_profile,
+               implied_for('continuous' if dt <= 0 else 'discrete', 'lie_euler',
+                           implied_rows == 'omit')]
         trajectory_server = 'floor'
     prefix = ('chrt', '-f', str(rt_priority)) if rt_priority > 0 else ()
     log = open(log_path, 'w')  # noqa: SIM115
@@ -202,6 +209,7 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
                     not (np.isfinite(A).all() and np.isfinite(B).all() and np.isfinite(f).all()):
                 raise RuntimeError(f'call {k}: bad answer ({response.message})')
             compute_ms.append(response.linearization.compute_time * 1e3)
+            sent_rows = response.linearization.implied_rows
         if ticking > 0:
             end = time.monotonic() + 0.5
             while time.monotonic() < end:  # the ticks of the last window still in flight
@@ -238,8 +246,8 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
         s, t = np.array(service_ms), np.array(topic_ms)
         return {
             'robot': robot, 'trajectory_server': trajectory_server,
-                    'dds_profile': dds_profile, 'malloc': malloc, 'nv': model.nv,
-            'points': n_points,
+            'dds_profile': dds_profile, 'malloc': malloc, 'nv': model.nv,
+            'implied_rows': sent_rows or 'none', 'points': n_points,
             'calls': calls,
             'representation': representation, 'time_model': kw['time_model'],
             'service_ms_p50': round(float(np.percentile(s, 50)), 3),
@@ -290,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--trajectory-server', nargs='+', default=['thread'],
                         choices=('thread', 'process'),
                         help="the node's trajectory_server, each in turn")
+    parser.add_argument('--implied-rows', nargs='+', default=['send'], choices=('send', 'omit'),
+                        help="'omit': the node's omit_implied_rows (and the floor's answer as "
+                             'small), each in turn')
     parser.add_argument('--floor', action='store_true',
                         help='also measure bare rclpy answering with a prepared answer '
                              '(module docstring)')
@@ -299,16 +310,18 @@ def main(argv: list[str] | None = None) -> int:
     isolate_ros_domain()
     for robot in args.robots:
         for profile in args.dds_profile:
-            for server in args.trajectory_server:
-                for choice in args.malloc:
-                    figures = run(robot, args.points, args.calls, args.representation,
-                                  args.dt, args.rt_priority, args.ticking, profile, choice,
-                                  server)
+            for implied in args.implied_rows:
+                for server in args.trajectory_server:
+                    for choice in args.malloc:
+                        figures = run(robot, args.points, args.calls, args.representation,
+                                      args.dt, args.rt_priority, args.ticking, profile, choice,
+                                      server, implied_rows=implied)
+                        print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
+                if args.floor:
+                    figures = run(robot, args.points, args.calls, args.representation, args.dt,
+                                  args.rt_priority, args.ticking, profile, floor=True,
+                                  implied_rows=implied)
                     print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
-            if args.floor:
-                figures = run(robot, args.points, args.calls, args.representation, args.dt,
-                              args.rt_priority, args.ticking, profile, floor=True)
-                print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
     return 0
 
 
