@@ -200,9 +200,11 @@ class _LinearizerMixin:
             self._diagnostics.error(f'rejected robot description from {origin}{problem}'
                                     + (' (keeping the last good model)' if self._served else ''))
             return False
+        process = self._trajectory_process
+        if process is not None:  # it swaps first (this thread waits, not the tick): once this
+            process.model(urdf, self._cfg)  # node serves the new model, trajectories do too
+            process.confirmed('model swap')
         self._served = served  # one assignment: a tick sees the old or the new model
-        if self._trajectory_process is not None:
-            self._trajectory_process.model(urdf, self._cfg)
         self._feed.sync.reset(served.model.floating_base)
         self.get_logger().info(f'serving model {served.summary()} from {origin}')
         return True

@@ -16,10 +16,11 @@ one (``python -m rbd_linearizer.ros.trajectory_process``) when it is activated:
 * it follows the node over a socket pair (``--control-fd``; pickled tuples): the model (the
   URDF the node accepted, built again there and warmed up from the kernel cache the node
   filled), every parameter change, activation and deactivation, and ``stop``; it exits when
-  the node's end of the socket closes (the node stopped or died). A parameter change is
-  confirmed: the node's parameter service answers once the process applied it too (within
-  ``CONFIG_TIMEOUT_S``; logged otherwise), so a client that sets a parameter and then asks for
-  a trajectory gets it under the new value, as from the node itself;
+  the node's end of the socket closes (the node stopped or died). A parameter change and a
+  model swap are confirmed: the node's parameter service answers, and the node swaps its own
+  model, once the process applied them too (within ``CONFIG_TIMEOUT_S``; logged otherwise), so
+  a client that sets a parameter, or sees the new model in ``~/linearization``, and then asks
+  for a trajectory gets it under the new value, as from the node itself;
 * it reports back what the node's diagnostics count (``online.stats.TrajectoryCounts``: the
   trajectory counters, compute times, its last error) every ``COUNTS_PERIOD_S``;
 * it runs with the normal scheduling policy even when the node runs under ``SCHED_FIFO`` /
@@ -110,9 +111,12 @@ class TrajectoryProcess:
     # --- the node's calls -------------------------------------------------------------------
 
     def model(self, urdf: str, cfg: dict[str, Any]) -> None:
-        """Serve the node's new model (``urdf``, accepted with ``cfg``) in the process too."""
+        """Serve the node's new model (``urdf``, accepted with ``cfg``) in the process too.
+
+        ``confirmed()`` then waits until the process serves it (the node swaps after it).
+        """
         self._urdf, self._cfg = urdf, cfg
-        self._send(('model', urdf, cfg))
+        self._post('model', urdf, cfg)
 
     def configure(self, cfg: dict[str, Any]) -> None:
         """Send a parameter change the node applies (``cfg``: its whole configuration).
@@ -121,19 +125,23 @@ class TrajectoryProcess:
         its own reconfiguration: both run at once).
         """
         self._cfg = cfg
+        self._post('config', cfg)
+
+    def _post(self, *message) -> None:
+        # a change the process confirms: numbered, the number sent last
         with self._applied:
             self._sent_seq += 1
             seq = self._sent_seq
-        if not self._send(('config', cfg, seq)):
+        if not self._send((*message, seq)):
             with self._applied:  # nothing to wait for (not started, or exited)
                 self._applied_seq = max(self._applied_seq, seq)
 
-    def confirmed(self) -> bool:
-        """Wait until the process applied the last ``configure``; return whether it did.
+    def confirmed(self, what: str = 'parameter change') -> bool:
+        """Wait until the process applied the last ``configure`` / ``model``; return whether.
 
-        False when it exited or ``CONFIG_TIMEOUT_S`` passed (logged). The node's parameter
-        service answers after both applied a change, so a trajectory asked next is served
-        under it.
+        False when it exited or ``CONFIG_TIMEOUT_S`` passed (logged, naming ``what``). The
+        node's parameter service answers, and the node swaps a model, after both applied it,
+        so a trajectory asked next is served under it.
         """
         deadline = time.monotonic() + CONFIG_TIMEOUT_S
         with self._applied:
@@ -149,7 +157,7 @@ class TrajectoryProcess:
         proc = self._proc
         if proc is not None and proc.poll() is None:
             self._node.get_logger().warning(
-                f'trajectory process {proc.pid} did not confirm the parameter change within '
+                f'trajectory process {proc.pid} did not confirm the {what} within '
                 f'{CONFIG_TIMEOUT_S:g} s: it applies it when it can')
         return False
 
@@ -325,6 +333,7 @@ class TrajectoryProcessNode(Node):
         if kind == 'model':
             self._cfg = message[2]
             self._install(message[1])
+            self._conn.send(('applied', message[3]))  # the node swaps once this one did
         elif kind == 'config':
             self._cfg = message[1]
             self._requests.depth = self._cfg['request_queue_depth']

@@ -12,7 +12,8 @@ process on go2 (its built-in state source, a timer tick at ``RATE_HZ``) with
   while it converts them;
 * the diagnostics say where trajectories are served (``trajectory_server: process (pid N)``)
   and count what the process answered (``trajectory_requests``, ``trajectory_compute_ms_*``);
-* a new robot description reaches the process: the next answer carries the new model's hash;
+* a new robot description reaches the process before the node swaps: from the first
+  linearization of the new model on, every answer carries the new model's hash;
 * the process killed: the node logs it, reports it (``trajectory_server``, ``last_error``) and
   answers the next request itself; a process that cannot be started: the same, at once;
 * a node started without a description: the process refuses with the reason until the node
@@ -42,6 +43,7 @@ from std_msgs.msg import String  # noqa: E402
 from rbd_linearizer.model import build_model  # noqa: E402
 from rbd_linearizer.model.robots import example_robot_urdf  # noqa: E402
 from rbd_linearizer.msg import Linearization  # noqa: E402
+from rbd_linearizer.ros.cdr import linearization_from_cdr  # noqa: E402
 from rbd_linearizer.ros.conversions import trajectory_to_msg  # noqa: E402
 from rbd_linearizer.srv import LinearizeTrajectory  # noqa: E402
 
@@ -77,10 +79,10 @@ class ProcessProbe(Probe):
         super().__init__(node, name='rbd_trajectory_process_probe')
         base = f'{node.ns}/linearizer'
         self.ticks: list[int] = []
+        self.last: list[bytes] = [b'']  # the newest ~/linearization, decoded when needed
         # raw: only the stamp is read (a probe decoding 200 messages a second falls behind,
         # and its diagnostics with it)
-        self.node.create_subscription(Linearization, f'{base}/linearization',
-                                      lambda raw: self.ticks.append(_raw_stamp(raw)),
+        self.node.create_subscription(Linearization, f'{base}/linearization', self._tick,
                                       QoSProfile(depth=1000,
                                                  reliability=ReliabilityPolicy.RELIABLE),
                                       raw=True)
@@ -89,6 +91,10 @@ class ProcessProbe(Probe):
             String, f'{node.ns}/robot_description',
             QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                        durability=DurabilityPolicy.TRANSIENT_LOCAL))
+
+    def _tick(self, raw: bytes) -> None:
+        self.ticks.append(_raw_stamp(raw))
+        self.last[0] = raw
 
     def linearize(self, n_points: int, seed: int = 0):
         rng = np.random.default_rng(seed)
@@ -181,13 +187,12 @@ def test_a_new_description_reaches_the_trajectory_process(probe):
     swapped = build_model(urdf)
     assert swapped.urdf_hash != MODEL.urdf_hash
     probe.description.publish(String(data=urdf))
-    deadline = time.monotonic() + 60.0
-    while True:  # the node, then the process, build the new model
-        res = probe.linearize(3, seed=7)
-        assert res.success, res.message
-        if res.linearization.model_hash == swapped.urdf_hash or time.monotonic() > deadline:
-            break
-        probe.spin(0.2)
+    # the node swaps once the process serves the new model (confirmed): from the first
+    # ~/linearization of the new model on, every trajectory answer is of the new model too
+    probe.wait(lambda: linearization_from_cdr(probe.last[0]).model_hash == swapped.urdf_hash,
+               'a linearization of the new model', timeout=60.0)
+    res = probe.linearize(3, seed=7)
+    assert res.success, res.message
     assert res.linearization.model_hash == swapped.urdf_hash
 
 
