@@ -115,24 +115,42 @@ def test_trajectory_linearization_round_trip_and_cdr(dt):
         msg = trajectory_linearization_to_msg(res, 'odom')
 
 
-@pytest.mark.parametrize('floating', [True, False], ids=['floating', 'fixed'])
-def test_implied_rows_left_out_and_restored(floating):
-    # omit_implied: a continuous answer leaves out A's joint kinematic rows and B's kinematic
-    # rows (online/implied.py); every reader returns the full matrices, bit for bit
-    rng = np.random.default_rng(7)
-    N, n, nu = 3, 3, 2
+def _structured(rng, floating: bool, dt=None, N: int = 3, n: int = 3, nu: int = 2):
+    """Return ``(res, nx, nv)``: a result whose implied rows hold their values.
+
+    Continuous (``dt`` None: 'kinematics') or discrete Lie-Euler with a step per point
+    (``dt``: 'lie_euler').
+    """
     base = 6 if floating else 0
     nv = base + n
     nx = 2 * nv
     A, B = _hostile(rng, (N, nx, nx)), _hostile(rng, (N, nx, nu))
-    A[:, base:nv] = 0.0
-    A[:, base + np.arange(n), nv + base + np.arange(n)] = 1.0
-    B[:, :nv] = 0.0
+    joints = base + np.arange(n)
+    if dt is None:  # d z_s/dt = z_sdot; B's kinematic rows zero
+        A[:, base:nv] = 0.0
+        A[:, joints, nv + joints] = 1.0
+        B[:, :nv] = 0.0
+    else:  # s+ = s + dt sdot+, as the kernel writes them
+        A, B = rng.normal(size=(N, nx, nx)), rng.normal(size=(N, nx, nu))
+        A[:, joints] = dt[:, None, None] * A[:, nv + joints]
+        A[:, joints, joints] += 1.0
+        B[:, joints] = dt[:, None, None] * B[:, nv + joints]
     res = TrajectoryLinearization(
-        A=A, B=B, f=_hostile(rng, (N, nx)), dt=np.zeros(0), joint_names=('j1', 'j2', 'j3'),
-        input_names=('tau/j1', 'tau/j2'), velocity_representation='mixed',
-        time_model='continuous', model_name='m', model_hash='cd' * 32, floating_base=floating,
-        stamp=7, compute_time=1e-3)
+        A=A, B=B, f=rng.normal(size=(N, nx)), dt=np.zeros(0) if dt is None else dt,
+        joint_names=tuple(f'j{k}' for k in range(n)),
+        input_names=tuple(f'tau/j{k}' for k in range(nu)),
+        velocity_representation='mixed' if dt is None else 'body',
+        time_model='continuous' if dt is None else 'discrete', model_name='m',
+        model_hash='cd' * 32, floating_base=floating, stamp=7, compute_time=1e-3)
+    return res, nx, nv
+
+
+@pytest.mark.parametrize('floating', [True, False], ids=['floating', 'fixed'])
+def test_implied_rows_left_out_and_restored(floating):
+    # 'kinematics': a continuous answer leaves out A's joint kinematic rows and B's kinematic
+    # rows (online/implied.py); every reader returns the full matrices, bit for bit
+    N, n, nu = 3, 3, 2
+    res, nx, nv = _structured(np.random.default_rng(7), floating, N=N, n=n, nu=nu)
     enc = cdr.TrajectoryLinearizationEncoder()
     for omit in (True, False, True):  # the encoder lays the message out again each time
         implied = 'kinematics' if omit else ''
@@ -147,7 +165,7 @@ def test_implied_rows_left_out_and_restored(floating):
         _same(trajectory_linearization_from_msg(deserialize_message(
             raw, TrajectoryLinearizationMsg)), res)
     with pytest.raises(ValueError, match="'kinematics' is for continuous time, not discrete"):
-        trajectory_linearization_to_msg(_result(rng), implied='kinematics')
+        trajectory_linearization_to_msg(_result(np.random.default_rng(9)), implied='kinematics')
     with pytest.raises(ValueError, match="'lie_euler' is for discrete time, not continuous"):
         enc.encode(res, implied='lie_euler')
     bad = trajectory_linearization_to_msg(res, implied='kinematics')
@@ -161,24 +179,11 @@ def test_implied_rows_left_out_and_restored(floating):
 
 @pytest.mark.parametrize('floating', [True, False], ids=['floating', 'fixed'])
 def test_lie_euler_rows_left_out_and_restored_with_each_points_step(floating):
-    # discrete Lie-Euler: the joints' rows of A_k, B_k are dt[k] times their velocity rows
-    # (+ I on A's z_s columns), rebuilt with each point's own step
-    rng = np.random.default_rng(8)
+    # 'lie_euler': the joints' rows of A_k, B_k are dt[k] times their velocity rows (+ I on A's
+    # z_s columns), rebuilt with each point's own step
     N, n, nu = 4, 3, 2
-    base = 6 if floating else 0
-    nv = base + n
-    nx = 2 * nv
     dt = np.array([0.01, 0.0037, 0.02, 1e-4])
-    A, B = rng.normal(size=(N, nx, nx)), rng.normal(size=(N, nx, nu))
-    joints = base + np.arange(n)
-    A[:, joints] = dt[:, None, None] * A[:, nv + joints]
-    A[:, joints, joints] += 1.0
-    B[:, joints] = dt[:, None, None] * B[:, nv + joints]
-    res = TrajectoryLinearization(
-        A=A, B=B, f=rng.normal(size=(N, nx)), dt=dt, joint_names=('j1', 'j2', 'j3'),
-        input_names=('tau/j1', 'tau/j2'), velocity_representation='body',
-        time_model='discrete', model_name='m', model_hash='ef' * 32, floating_base=floating,
-        stamp=9, compute_time=1e-3)
+    res, nx, _ = _structured(np.random.default_rng(8), floating, dt, N=N, n=n, nu=nu)
     msg = trajectory_linearization_to_msg(res, 'odom', 'lie_euler')
     assert msg.implied_rows == 'lie_euler'
     assert (len(msg.a), len(msg.b)) == (N * (nx - n) * nx, N * (nx - n) * nu)
