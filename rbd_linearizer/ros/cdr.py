@@ -42,7 +42,7 @@ import numpy as np
 
 from rbd_linearizer.errors import StateError
 from rbd_linearizer.online.implied import check as check_implied
-from rbd_linearizer.online.implied import restore, restore_packed, sent_rows
+from rbd_linearizer.online.implied import restore, restore_packed, runs, sent_rows
 from rbd_linearizer.results import Linearization
 
 __all__ = ['JointStateDecoder', 'LinearizationDecoder', 'LinearizationEncoder', 'OdometryDecoder',
@@ -401,10 +401,8 @@ class LinearizationEncoder:
         nx, nu = lin.A.shape[0], lin.B.shape[1]
         rows_a, rows_b = sent_rows(implied, nx, len(lin.joint_names), lin.floating_base)
         ra, rb = rows_a.size, rows_b.size
-        # the rows sent (implied.py): all, or A's without the joints' rows, and B's the same
-        # or its last rb
-        self._rows_a = None if ra == nx else rows_a
-        self._rows_b = None if rb == nx or rb == nx - rows_b[0] else rows_b
+        # the rows sent (implied.py), as runs of rows copied with slices
+        self._runs = (runs(rows_a), runs(rows_b))
         w = _Writer()
         self._at_stamp = w.stamp()
         w.string(frame_id)
@@ -444,7 +442,6 @@ class LinearizationEncoder:
         self._s, self._sdot = view(at_s, n), view(at_sdot, lin.joint_velocities.shape[0])
         self._u = view(at_u, lin.u0.shape[0])
         self._a, self._b = view(at_a, ra * nx).reshape(ra, nx), view(at_b, rb * nu).reshape(rb, nu)
-        self._b_from = nx - rb
         self._f, self._ct = view(at_f, lin.f.shape[0]), view(at_ct, 1)
 
     def _key_of(self, lin: Linearization, frame_id: str, contacts: tuple, implied: str) -> tuple:
@@ -478,14 +475,10 @@ class LinearizationEncoder:
         self._s[:] = lin.joint_positions
         self._sdot[:] = lin.joint_velocities
         self._u[:] = lin.u0
-        if self._rows_a is None:
-            self._a[:] = lin.A
-        else:
-            np.take(lin.A, self._rows_a, axis=0, out=self._a)
-        if self._rows_b is None:
-            self._b[:] = lin.B[self._b_from:]
-        else:
-            np.take(lin.B, self._rows_b, axis=0, out=self._b)
+        (runs_a, runs_b) = self._runs
+        for sent, full, spans in ((self._a, lin.A, runs_a), (self._b, lin.B, runs_b)):
+            for first, end, at in spans:
+                sent[at:at + end - first] = full[first:end]
         self._f[:] = lin.f
         self._ct[0] = lin.compute_time
         return bytes(self._buf)
@@ -636,8 +629,7 @@ class TrajectoryLinearizationEncoder:
         N, nx, nu, ndt = res.n_points, res.nx, res.nu, res.dt.shape[0]
         rows_a, rows_b = sent_rows(implied, nx, len(res.joint_names), res.floating_base)
         ra, rb = rows_a.size, rows_b.size
-        self._rows_a = None if ra == nx else rows_a  # as LinearizationEncoder
-        self._rows_b = None if rb == nx or rb == nx - rows_b[0] else rows_b
+        self._runs = (runs(rows_a), runs(rows_b))  # as LinearizationEncoder
         w = _Writer()
         self._at_stamp = w.stamp()
         w.string(frame_id)
@@ -665,7 +657,6 @@ class TrajectoryLinearizationEncoder:
         self._dt = view(at_dt, ndt)
         self._a = view(at_a, N * ra * nx).reshape(N, ra, nx)
         self._b = view(at_b, N * rb * nu).reshape(N, rb, nu)
-        self._b_from = nx - rb
         self._f, self._ct = view(at_f, N * nx), view(at_ct, 1)
 
     def encode(self, res, frame_id: str = 'world', implied: str = '') -> bytes:
@@ -685,14 +676,10 @@ class TrajectoryLinearizationEncoder:
             raise StateError(f'stamp {res.stamp} ns does not fit builtin_interfaces/Time')
         struct.pack_into('<iI', self._buf, self._at_stamp, sec, nanosec)
         self._dt[:] = res.dt
-        if self._rows_a is None:
-            self._a[:] = res.A
-        else:
-            np.take(res.A, self._rows_a, axis=1, out=self._a)
-        if self._rows_b is None:
-            self._b[:] = res.B[:, self._b_from:]
-        else:
-            np.take(res.B, self._rows_b, axis=1, out=self._b)
+        (runs_a, runs_b) = self._runs
+        for sent, full, spans in ((self._a, res.A, runs_a), (self._b, res.B, runs_b)):
+            for first, end, at in spans:
+                sent[:, at:at + end - first] = full[:, first:end]
         self._f[:] = res.f.reshape(-1)
         self._ct[0] = res.compute_time
         return bytes(self._buf)

@@ -115,6 +115,9 @@ def test_sizes_and_the_messages_field():
     assert 0.43 < 1 - sent / whole < 0.45  # the parameter's description: ~44 % fewer
     assert rows_a.tolist() == [*range(6), *range(nv, nx)]
     assert implied.sent_rows(implied.KINEMATICS, 12, 6, False)[0].tolist() == list(range(6, 12))
+    # the encoders copy the rows as runs of slices
+    assert implied.runs(rows_a) == ((0, 6, 0), (nv, nx, 6))
+    assert implied.runs(np.arange(4)) == ((0, 4, 0),) and implied.runs(np.arange(0)) == ()
     rows_a, rows_b = implied.sent_rows(implied.LIE_EULER, nx, n, True)
     assert (rows_a.size, rows_b.size) == (41, 41)
     assert 0.40 < 1 - (41 * nx + 41 * nu) / whole < 0.42
