@@ -4,6 +4,7 @@ Usage: python benchmarks/bench_trajectory_service.py [--robots g1 go2] [--points
            [--calls 500] [--representation mixed] [--dt 0.01] [--rt-priority N]
            [--ticking HZ] [--dds-profile package none] [--malloc tuned default]
            [--trajectory-server thread process] [--implied-rows send omit] [--floor]
+           [--client-malloc default|tuned]
 
 Per robot and node DDS profile (``--dds-profile``: the node's option, ros/dds.py; both by
 default, the package's large-data profile first, then Fast DDS's built-in transports) and
@@ -28,6 +29,11 @@ responses' ``compute_time``), the machine's load, and checks every answer is the
 and finite. ``--rt-priority N`` runs the node under ``chrt -f N`` and this process in SCHED_FIFO
 N (as bench_node_latency.py; needs CAP_SYS_NICE). Not a timed test: figures depend on the
 machine; see docs/performance.md ("Horizon").
+
+``--client-malloc tuned``: this client process takes its large answers with the allocator
+thresholds the node uses (``ros.malloc.tune_malloc``, as a consumer can): with glibc's
+defaults (the default here) each 0.3-1.1 MB answer it receives is mapped fresh and
+page-faulted in, ~0.9 ms of a g1 round trip (docs/performance.md).
 
 ``--floor``: per robot, after the node, the same round trips against bare rclpy answering with
 a prepared answer of the same size (``_trajectory_echo.py``: no checks, no computation), in the
@@ -301,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--implied-rows', nargs='+', default=['send'], choices=('send', 'omit'),
                         help="'omit': the node's omit_implied_rows (and the floor's answer as "
                              'small), each in turn')
+    parser.add_argument('--client-malloc', default='default', choices=('default', 'tuned'),
+                        help="this client's allocator: glibc's defaults, or the node's "
+                             'thresholds (ros.malloc.tune_malloc)')
     parser.add_argument('--floor', action='store_true',
                         help='also measure bare rclpy answering with a prepared answer '
                              '(module docstring)')
@@ -308,6 +317,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.rt_priority > 0:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
     isolate_ros_domain()
+    if args.client_malloc == 'tuned':
+        from rbd_linearizer.ros.malloc import tune_malloc
+
+        print(f'client: {tune_malloc([])}', flush=True)
     for robot in args.robots:
         for profile in args.dds_profile:
             for implied in args.implied_rows:
