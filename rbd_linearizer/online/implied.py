@@ -74,11 +74,24 @@ def sent_rows(implied: str, nx: int, n_joints: int,
     """
     if implied == NONE:
         return np.arange(nx), np.arange(nx)
-    if implied not in VALUES:
-        raise ValueError(f'unknown implied_rows {implied!r} (known: {VALUES})')
+    _known(implied)
     base, nv = _sizes(nx, n_joints, floating_base)
     not_joints = np.concatenate((np.arange(base), np.arange(nv, nx)))
     return not_joints, (np.arange(nv, nx) if implied == KINEMATICS else not_joints)
+
+
+def _row_counts(implied: str, nx: int, n_joints: int, floating_base: bool) -> tuple[int, int]:
+    """Return the numbers of rows of A and of B ``sent_rows`` returns, without building them."""
+    if implied == NONE:
+        return nx, nx
+    _known(implied)
+    base, nv = _sizes(nx, n_joints, floating_base)
+    return nx - n_joints, (nx - nv if implied == KINEMATICS else nx - n_joints)
+
+
+def _known(implied: str) -> None:
+    if implied not in VALUES:
+        raise ValueError(f'unknown implied_rows {implied!r} (known: {VALUES})')
 
 
 def runs(rows: np.ndarray) -> tuple[tuple[int, int, int], ...]:
@@ -110,9 +123,8 @@ def _spans(rows: np.ndarray):
 
 def check(implied: str, time_model: str) -> None:
     """ValueError unless a result of ``time_model`` may leave out ``implied`` rows."""
-    want = {NONE: time_model, KINEMATICS: 'continuous', LIE_EULER: 'discrete'}.get(implied)
-    if want is None:
-        raise ValueError(f'unknown implied_rows {implied!r} (known: {VALUES})')
+    _known(implied)
+    want = {NONE: time_model, KINEMATICS: 'continuous', LIE_EULER: 'discrete'}[implied]
     if want != time_model:
         raise ValueError(f'implied_rows {implied!r} is for {want} time, not {time_model}')
 
@@ -141,34 +153,36 @@ def restore(a: np.ndarray, b: np.ndarray, implied: str, nx: int, nu: int, n_join
     when the shapes do not match ``implied`` (e.g. a message that says it left rows out and
     did not) or a step is missing.
     """
-    if implied == NONE:
-        rows_a = rows_b = np.arange(nx)
-    else:
-        rows_a, rows_b = sent_rows(implied, nx, n_joints, floating_base)
-    if a.shape[-2:] != (rows_a.size, nx) or b.shape[-2:] != (rows_b.size, nu):
+    rows_a, rows_b = _row_counts(implied, nx, n_joints, floating_base)
+    if a.shape[-2:] != (rows_a, nx) or b.shape[-2:] != (rows_b, nu):
         raise ValueError(f'implied_rows {implied!r}: A and B should arrive as '
-                         f'{rows_a.size} x {nx} and {rows_b.size} x {nu}, not '
+                         f'{rows_a} x {nx} and {rows_b} x {nu}, not '
                          f'{a.shape[-2]} x {a.shape[-1]} and {b.shape[-2]} x {b.shape[-1]}')
     if implied == NONE:
         return a, b
     lead = a.shape[:-2]
-    A = np.zeros(lead + (nx, nx))
-    B = np.zeros(lead + (nx, nu))
-    A[..., rows_a, :] = a
-    B[..., rows_b, :] = b
-    base, nv = _sizes(nx, n_joints, floating_base)
-    joints = base + np.arange(n_joints)
-    if implied == LIE_EULER:  # s+ = s + dt sdot+: as the kernel writes them (point._lie_euler)
+    step = None
+    if implied == LIE_EULER:
         step = np.asarray(dt, dtype=np.float64)
         if dt is None or step.size not in (1, int(np.prod(lead))):
             raise ValueError(f"implied_rows 'lie_euler' needs the step: one dt or one per "
                              f'point, not {0 if dt is None else step.size}')
         step = step.reshape(lead + (1, 1)) if step.size > 1 else step.reshape(())
-        A[..., joints, :] = step * A[..., nv + joints, :]
-        A[..., joints, joints] += 1.0
-        B[..., joints, :] = step * B[..., nv + joints, :]
-    else:
+    base, nv = _sizes(nx, n_joints, floating_base)
+    A = np.zeros(lead + (nx, nx))
+    B = np.zeros(lead + (nx, nu))
+    joints = base + np.arange(n_joints)
+    A[..., :base, :] = a[..., :base, :]  # the rows sent, in sent_rows' order (slices)
+    A[..., nv:, :] = a[..., base:, :]
+    if step is None:  # d z_s/dt = z_sdot; B's kinematic rows zero
+        B[..., nv:, :] = b
         A[..., joints, nv + joints] = 1.0
+    else:  # s+ = s + dt sdot+: as the kernel writes them (point._lie_euler)
+        B[..., :base, :] = b[..., :base, :]
+        B[..., nv:, :] = b[..., base:, :]
+        np.multiply(step, A[..., nv + base:, :], out=A[..., base:nv, :])
+        A[..., joints, joints] += 1.0
+        np.multiply(step, B[..., nv + base:, :], out=B[..., base:nv, :])
     return A, B
 
 
@@ -180,10 +194,7 @@ def restore_packed(a: np.ndarray, b: np.ndarray, implied: str, N: int, nx: int, 
     ValueError naming the sizes when a, b (and f, ``f_size`` values) do not fit ``N``, ``nx``,
     ``nu`` and ``implied``. ``dt``: the message's steps (``LIE_EULER``).
     """
-    rows_a = rows_b = nx
-    if implied:
-        ra, rb = sent_rows(implied, nx, n_joints, floating_base)
-        rows_a, rows_b = ra.size, rb.size
+    rows_a, rows_b = _row_counts(implied, nx, n_joints, floating_base)
     if (a.size, b.size, f_size) != (N * rows_a * nx, N * rows_b * nu, N * nx):
         raise ValueError(f'n_points = {N}, nx = {nx}, nu = {nu}'
                          + (f', implied_rows {implied!r}' if implied else '')
