@@ -56,6 +56,14 @@ def implied_for(time_model: str, discrete_method: str, omit: bool) -> str:
     return LIE_EULER if discrete_method == 'lie_euler' else NONE
 
 
+def configured(time_model: str, cfg: dict) -> str:
+    """Return the ``implied_rows`` the node sends for a result of ``time_model``.
+
+    ``cfg``: the node's configuration (``discrete_method``, ``omit_implied_rows``).
+    """
+    return implied_for(time_model, cfg['discrete_method'], cfg['omit_implied_rows'])
+
+
 def _sizes(nx: int, n_joints: int, floating_base: bool) -> tuple[int, int]:
     """``(first joint row, nv)``, checked against ``nx``."""
     base = 6 if floating_base else 0

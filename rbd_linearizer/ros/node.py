@@ -32,11 +32,11 @@ from rbd_linearizer.errors import ConfigError, RbdError, StateError
 from rbd_linearizer.msg import DynamicsDerivatives as DynamicsDerivativesMsg
 from rbd_linearizer.msg import DynamicsTerms as DynamicsTermsMsg
 from rbd_linearizer.msg import Linearization as LinearizationMsg
+from rbd_linearizer.online import implied
 from rbd_linearizer.online import params as P
 from rbd_linearizer.online import served as online_served
 from rbd_linearizer.online import state as online_state
 from rbd_linearizer.online.finite import non_finite_fields
-from rbd_linearizer.online.implied import implied_for
 from rbd_linearizer.online.requests import RequestQueue
 from rbd_linearizer.online.served import Served
 from rbd_linearizer.online.state import BaseSample, JointSample, joints_in_model_order
@@ -332,10 +332,8 @@ class _LinearizerMixin:
             return
         frame = cfg['world_frame']
         if lin is not None:  # serialized here (ros/cdr.py): 0.1 ms less than rclpy's way
-            implied = implied_for(lin.time_model, cfg['discrete_method'],
-                                  cfg['omit_implied_rows'])
             self._lin_pub.publish(self._lin_cdr.encode(lin, frame, *contact_labels(forces),
-                                                        implied))
+                                                        implied.configured(lin.time_model, cfg)))
             self._contacts.publish_forces(forces, frame)  # ~/contact_forces, same stamp
         if dyn is not None:
             self._dyn_pub.publish(conv.dynamics_terms_to_msg(dyn, frame))
@@ -377,8 +375,8 @@ class _LinearizerMixin:
             bad = non_finite_fields(lin, forces)
             if bad:
                 raise StateError(f'non-finite {", ".join(bad)} at this state (overflow)')
-            fill_linearize_response(response, lin, forces, cfg['world_frame'], implied_for(
-                lin.time_model, cfg['discrete_method'], cfg['omit_implied_rows']))
+            fill_linearize_response(response, lin, forces, cfg['world_frame'],
+                                    implied.configured(lin.time_model, cfg))
             response.success, response.message = True, ''
             bad = non_finite_fields(response)  # every number sent, whatever its origin
             if bad:

@@ -42,8 +42,8 @@ from rbd_linearizer.errors import ConfigError, RbdError, StateError
 from rbd_linearizer.msg import Trajectory as TrajectoryMsg
 from rbd_linearizer.msg import TrajectoryContactForces as TrajectoryContactForcesMsg
 from rbd_linearizer.msg import TrajectoryLinearization as TrajectoryLinearizationMsg
+from rbd_linearizer.online import implied
 from rbd_linearizer.online.finite import non_finite_fields
-from rbd_linearizer.online.implied import implied_for
 from rbd_linearizer.online.requests import RequestQueue
 from rbd_linearizer.online.trajectory import NewestOnly, TrajectoryLinearization, check_trajectory
 from rbd_linearizer.ros import conversions as conv
@@ -64,12 +64,6 @@ def _first_non_finite_point(res: TrajectoryLinearization) -> int:
              & np.isfinite(res.f).all(axis=1))
     bad = np.flatnonzero(rows)
     return int(bad[0]) if bad.size else -1
-
-
-
-def _implied(res, cfg) -> str:
-    """Return the rows of an answer's A_k, B_k to leave out (``online.implied``)."""
-    return implied_for(res.time_model, cfg['discrete_method'], cfg['omit_implied_rows'])
 
 
 class TrajectoryServer:
@@ -157,7 +151,7 @@ class TrajectoryServer:
         try:
             # read from the bytes (ros/cdr.py): no Python object per pose, twist or number
             res = self.result(served, cfg, trajectory_fields(raw), served.trajectory_data)
-            out = encoder.encode(res, cfg['world_frame'], _implied(res, cfg))
+            out = encoder.encode(res, cfg['world_frame'], implied.configured(res.time_model, cfg))
             forces = (conv.trajectory_contact_forces_to_msg(res, cfg['world_frame'])
                       if res.contact_forces is not None else None)
         except Exception as e:  # noqa: BLE001 - a bad trajectory is refused, never the node
@@ -195,7 +189,7 @@ class TrajectoryServer:
             res = self.result(served, cfg, conv.trajectory_fields(request.trajectory),
                               served.request_data)
             response.linearization = conv.trajectory_linearization_to_msg(
-                res, cfg['world_frame'], _implied(res, cfg))
+                res, cfg['world_frame'], implied.configured(res.time_model, cfg))
             response.contact_forces = conv.trajectory_contact_forces_to_msg(res,
                                                                             cfg['world_frame'])
             response.success, response.message = True, ''

@@ -125,6 +125,9 @@ def test_sizes_and_the_messages_field():
     assert implied.implied_for('discrete', 'lie_euler', True) == 'lie_euler'
     assert implied.implied_for('discrete', 'zoh', True) == ''  # the hold implies nothing
     assert implied.implied_for('continuous', 'lie_euler', False) == ''
+    cfg = {'discrete_method': 'lie_euler', 'omit_implied_rows': True}  # the node's rule
+    assert implied.configured('discrete', cfg) == 'lie_euler'
+    assert implied.configured('continuous', dict(cfg, omit_implied_rows=False)) == ''
     implied.check('lie_euler', 'discrete')
     with pytest.raises(ValueError, match="'kinematics' is for continuous time, not discrete"):
         implied.check('kinematics', 'discrete')
