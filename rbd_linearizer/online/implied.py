@@ -137,14 +137,16 @@ def check(implied: str, time_model: str) -> None:
         raise ValueError(f'implied_rows {implied!r} is for {want} time, not {time_model}')
 
 
-def omit(A: np.ndarray, B: np.ndarray, implied: str, n_joints: int,
-         floating_base: bool) -> tuple[np.ndarray, np.ndarray]:
+def omit(A: np.ndarray, B: np.ndarray, implied: str, n_joints: int, floating_base: bool,
+         time_model: str) -> tuple[np.ndarray, np.ndarray]:
     """Return the rows of A (..., nx, nx) and B (..., nx, nu) a message with ``implied`` carries.
 
-    New C-contiguous arrays (or A, B themselves for ``NONE``). The caller vouches that the
+    New C-contiguous arrays (or A, B themselves for ``NONE``). ValueError (``check``) when a
+    result of ``time_model`` cannot leave out ``implied`` rows. The caller vouches that the
     left-out rows are what ``implied`` says (they are for the package's results:
     test/online/test_implied.py).
     """
+    check(implied, time_model)
     if implied == NONE:
         return A, B
     rows_a, rows_b = sent_rows(implied, A.shape[-1], n_joints, floating_base)

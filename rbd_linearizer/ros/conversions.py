@@ -40,7 +40,6 @@ from rbd_linearizer.msg import Trajectory as TrajectoryMsg
 from rbd_linearizer.msg import TrajectoryContactForces as TrajectoryContactForcesMsg
 from rbd_linearizer.msg import TrajectoryLinearization as TrajectoryLinearizationMsg
 from rbd_linearizer.online.contacts import ContactForces
-from rbd_linearizer.online.implied import check as check_implied
 from rbd_linearizer.online.implied import omit, restore, restore_packed
 from rbd_linearizer.online.terms import DynamicsDerivatives
 from rbd_linearizer.online.trajectory import TrajectoryLinearization
@@ -200,8 +199,7 @@ def linearization_to_msg(lin: Linearization, frame_id: str = 'world', contact_fr
     msg.nx = lin.nx
     msg.nu = lin.nu
     msg.input = _f64_seq(lin.u0)
-    check_implied(implied, lin.time_model)
-    a, b = omit(lin.A, lin.B, implied, len(lin.joint_names), lin.floating_base)
+    a, b = omit(lin.A, lin.B, implied, len(lin.joint_names), lin.floating_base, lin.time_model)
     msg.a = matrix_to_msg(a)
     msg.b = matrix_to_msg(b)
     msg.f = _f64_seq(lin.f)
@@ -641,8 +639,7 @@ def trajectory_linearization_to_msg(res: TrajectoryLinearization, frame_id: str 
     msg.velocity_representation, msg.time_model = res.velocity_representation, res.time_model
     msg.dt = _f64_seq(res.dt)
     msg.n_points, msg.nx, msg.nu = res.n_points, res.nx, res.nu
-    check_implied(implied, res.time_model)
-    a, b = omit(res.A, res.B, implied, len(res.joint_names), res.floating_base)
+    a, b = omit(res.A, res.B, implied, len(res.joint_names), res.floating_base, res.time_model)
     msg.a, msg.b, msg.f = _f64_seq(a), _f64_seq(b), _f64_seq(res.f)
     msg.compute_time = float(res.compute_time)
     msg.implied_rows = implied

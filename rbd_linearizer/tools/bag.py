@@ -20,7 +20,6 @@ import sys
 import numpy as np
 
 from rbd_linearizer.errors import RbdError
-from rbd_linearizer.online.implied import check as check_implied
 from rbd_linearizer.online.implied import omit as omit_implied
 
 PACKAGE = 'rbd_linearizer'
@@ -240,8 +239,8 @@ def linearization_msg(lin, frame_id: str = 'world', contact_frames=(), contact_t
     ``implied``: the rows of A, B left out, as a node with ``omit_implied_rows`` sends them
     (``online.implied``; docs/messages.md).
     """
-    check_implied(implied, lin.time_model)
-    a, b = omit_implied(lin.A, lin.B, implied, len(lin.joint_names), lin.floating_base)
+    a, b = omit_implied(lin.A, lin.B, implied, len(lin.joint_names), lin.floating_base,
+                        lin.time_model)
     return _types()[f'{PACKAGE}/msg/Linearization'](
         header=header(lin.stamp, frame_id), model_name=lin.model_name,
         model_hash=lin.model_hash, floating_base=bool(lin.floating_base),
@@ -307,9 +306,9 @@ def trajectory_linearization_msg(batch, model, ns: int, frame_id: str = 'world',
     per-point ``dt``), none in continuous time. ``implied``: the rows of every A_k, B_k left
     out, as a node with ``omit_implied_rows`` sends them (``online.implied``).
     """
-    check_implied(implied, batch.time_model)
     A, B, f = (np.asarray(x, dtype=np.float64) for x in (batch.A, batch.B, batch.f))
-    a, b = omit_implied(A, B, implied, len(model.joint_names), model.floating_base)
+    a, b = omit_implied(A, B, implied, len(model.joint_names), model.floating_base,
+                        batch.time_model)
     n = int(A.shape[0])
     dt = (np.broadcast_to(np.asarray(batch.dt, dtype=np.float64), (n,)).copy()
           if batch.time_model == 'discrete' else np.zeros(0))

@@ -39,7 +39,8 @@ def _model(name: str, **kw):
 
 def _round_trip(A, B, n_joints, floating, kind=implied.KINEMATICS, dt=None):
     """Return the full matrices from the rows a message would carry."""
-    a, b = implied.omit(A, B, kind, n_joints, floating)
+    time_model = 'continuous' if kind == implied.KINEMATICS else 'discrete'
+    a, b = implied.omit(A, B, kind, n_joints, floating, time_model)
     assert a.shape[-2] < A.shape[-2] and b.shape[-2] < B.shape[-2]
     return implied.restore(a, b, kind, A.shape[-1], B.shape[-1], n_joints, floating, dt)
 
@@ -132,7 +133,9 @@ def test_sizes_and_the_messages_field():
     with pytest.raises(ValueError, match="'kinematics' is for continuous time, not discrete"):
         implied.check('kinematics', 'discrete')
     A, B = np.ones((4, 4)), np.ones((4, 1))
-    assert implied.omit(A, B, '', 2, False) == (A, B)  # nothing left out: the same arrays
+    assert implied.omit(A, B, '', 2, False, 'discrete') == (A, B)  # nothing left out: the same
+    with pytest.raises(ValueError, match="'lie_euler' is for discrete time, not continuous"):
+        implied.omit(A, B, 'lie_euler', 2, False, 'continuous')
 
 
 def test_restore_refuses_what_does_not_fit():
