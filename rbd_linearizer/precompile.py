@@ -66,6 +66,88 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 )}
 
 
+#: The kernel trees compiled in two processes at once when a family is cold and two cores are
+#: idle (``_groups``): the callees of ``point.point_kernel`` in two halves of about equal
+#: compile time (~17-20 s each on this machine), each compiled into the cache by its argument
+#: types (those ``point_kernel`` calls it with, ``_signature``), one half in each process; the
+#: process of the first half then waits for the second half's cache entries and compiles the
+#: family's entry (``point_kernel`` and ``horizon.points_kernel``: ~18 s), which loads them.
+#: numba compiles under one lock per process, so one process uses one core; the tree's two
+#: halves are independent (measured: docs/performance.md "Start-up"). A signature here that
+#: no longer matches the caller's costs time, not correctness (the caller compiles its own:
+#: ``test_precompile.py`` checks each is compiled once).
+SPLITS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {
+    'linearization': (
+        (  # the ABA side: M^-1, the RNEA and its derivatives (aba_derivatives_passes)
+            ('rbd_linearizer.algorithm._joints:check_config', 'i1 f1'),
+            ('rbd_linearizer.algorithm.aba:minverse_passes', 'i1 f1 f1 f1'),
+            ('rbd_linearizer.algorithm.rnea:rnea_passes', 'i1 f1 f1 f1 f1 f1 f1 i f1'),
+            ('rbd_linearizer.algorithm.rnea_derivatives:rnea_derivatives_passes',
+             'i1 f1 f1 f2 f2 f2 f1'),
+            ('rbd_linearizer.algorithm.aba_derivatives:_neg_matmul', 'f2 f2 f2'),
+        ),
+        (  # the inputs, the wrench columns, the representations and time models
+            ('rbd_linearizer.linearization.point:_generalized_inputs',
+             'i1 f1 f1 f1 f1 f1 i1 f3 f2A i1 i1 f3 f2 i1 i1 i1'),
+            ('rbd_linearizer.linearization.point:_wrench_terms',
+             'i1 f1 f1 f1 f1 f1 i1 f2A f2A f2A f2 f2 f3 f2A f1 f2 i1 f3 f2 i1 i1 i1'),
+            ('rbd_linearizer.linearization.point:_finish', 'f1 f1 f f2 f2 f1 f1 f2 f1 i1'),
+        ),
+    ),
+}
+
+#: Wall time of a split family's two steps from an empty cache on an idle 2-core machine [s]:
+#: the first half and the entry (after the wait), the second half (docs/performance.md
+#: "Start-up").
+SPLIT_S: dict[str, dict[str, float]] = {'linearization': {'/first': 35.0, '/second': 18.0}}
+
+#: How long the process of a split family's first half waits for the second half [s]; then
+#: it compiles what is missing itself (a second process that failed or is slow).
+SPLIT_WAIT_S = 180.0
+
+
+def _signature(spec: str) -> tuple:
+    # 'i1 f2A f ...': int64 / float64; a digit: an array of that many dimensions (C-contiguous,
+    # 'A': any layout: a strided view); none: a scalar
+    from numba import types
+
+    out = []
+    for tok in spec.split():
+        dtype = {'f': types.float64, 'i': types.int64}[tok[0]]
+        out.append(dtype if len(tok) == 1 else
+                   types.Array(dtype, int(tok[1]), 'A' if tok.endswith('A') else 'C'))
+    return tuple(out)
+
+
+def _dispatcher(kernel: str):
+    import importlib
+
+    module, name = kernel.split(':')
+    return getattr(importlib.import_module(module), name)
+
+
+def compile_parts(parts: Iterable[tuple[str, str]]) -> None:
+    """Compile (or load) each ``(kernel, argument types)`` of ``parts`` (``SPLITS``)."""
+    for kernel, spec in parts:
+        _dispatcher(kernel).compile(_signature(spec))
+
+
+def wait_cached(kernels: Iterable[str], timeout_s: float, period_s: float = 0.05) -> bool:
+    """Wait until every kernel of ``kernels`` is in the cache (another process compiles them).
+
+    True when they are, False after ``timeout_s``. The cache directory is specific to the
+    sources' content hash (``_kernel_cache``), so an entry there is of the current sources.
+    """
+    kernels = list(kernels)
+    where = _cache_dir()
+    deadline = time.monotonic() + timeout_s
+    while not all(_index_files(k, where) for k in kernels):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(period_s)
+    return True
+
+
 def node_families(cfg: dict[str, Any], has_wrenches: bool = False,
                   has_world_wrenches: bool = False) -> list[str]:
     """Return the families a node configuration uses (``online.params`` names), in order.
@@ -127,9 +209,22 @@ def missing(families: Iterable[str]) -> list[str]:
     return out
 
 
-def estimate_s(families: Iterable[str]) -> float:
-    """Typical compile time of ``families`` on one core [s] (0 when none)."""
-    return sum(FAMILIES[f].seconds for f in families)
+def estimate_s(families: Iterable[str], jobs: int = 1) -> float:
+    """Return the typical compile time of ``families`` [s] (0 when none).
+
+    On one core, or in ``jobs`` >= 2 processes grouped as ``compile_in_processes`` does (the
+    longest group; ``SPLIT_S``).
+    """
+    fams = list(families)
+    groups = _groups(fams, set(fams), jobs, forced=False)
+    if groups is None:
+        return sum(FAMILIES[f].seconds for f in fams)
+
+    def step_s(step: str) -> float:
+        fam, _, half = step.partition('/')
+        return SPLIT_S[fam]['/' + half] if half else FAMILIES[fam].seconds
+
+    return max(sum(step_s(s) for s in group) for group in groups)
 
 
 def describe(families: Iterable[str]) -> str:
@@ -219,9 +314,10 @@ def run_reporting(work: Callable[[], Any], report: Callable[[str], None], what: 
             if not worker.is_alive():
                 break
             elapsed = time.monotonic() - t0
+            # (nothing compiles in this process while worker processes do)
+            done = f', {watch.done} compiled' if watch.done or watch.current else ''
             now = f', now {watch.current}' if watch.current else ''
-            report(f'still compiling kernels for {what}: {elapsed:.0f} s, {watch.done} '
-                   f'compiled{now}')
+            report(f'still compiling kernels for {what}: {elapsed:.0f} s{done}{now}')
     if 'error' in box:
         raise box['error']
     report(f'kernels for {what} compiled in {time.monotonic() - t0:.1f} s')
@@ -303,6 +399,16 @@ def _idle_cores(sample_s: float = 0.5) -> float | None:
     return cores * (idle1 - idle0) / max(total1 - total0, 1)
 
 
+def usable_cores() -> int:
+    """Return how many cores this process may run on (all where the affinity is unknown)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def default_jobs() -> int:
     """Return how many processes the set-up's pre-compile uses: 2 when two cores are free.
 
@@ -315,10 +421,7 @@ def default_jobs() -> int:
     """
     import os
 
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
+    cores = usable_cores()
     if cores < 2:
         return 1
     idle = _idle_cores()
@@ -333,12 +436,13 @@ def default_jobs() -> int:
 def compile_in_processes(families: list[str], jobs: int | None = None) -> bool:
     """Compile ``families`` into the cache in worker processes when that is faster; whether so.
 
-    For a node starting with a cold cache: with two families or more to compile and two idle
-    cores (``default_jobs``), the families are compiled in two processes at once (grouped as
-    the set-up's pre-compile does), and the caller then loads them from the cache instead of
-    compiling them in its own process, one core only. Returns False (nothing done) otherwise.
-    A failing worker raises RuntimeError with its error; the caller can still compile in
-    process.
+    For a node starting with a cold cache, on two idle cores (``default_jobs``): the families
+    are compiled in two processes at once, grouped as the set-up's pre-compile does
+    (``_groups``: a cold linearization's kernel tree in two halves, ``SPLITS``, even when it
+    is the only family), and the caller then loads them from the cache instead of compiling
+    them in its own process, one core only. Returns False (nothing done) when there is
+    nothing to share. A failing worker raises RuntimeError with its error; the caller can
+    still compile in process.
     """
     jobs = default_jobs() if jobs is None else jobs
     groups = _groups(list(families), set(families), jobs, forced=False)
@@ -348,35 +452,61 @@ def compile_in_processes(families: list[str], jobs: int | None = None) -> bool:
     return True
 
 
+#: Separator of a worker's step naming half of a split family: 'linearization/first' (that
+#: half, a wait for the other, then the family), 'linearization/second' (the other half).
+FIRST, SECOND = '/first', '/second'
+
+#: Families the set-up's first worker compiles after the linearization (and its first half):
+#: the estimates balance the two processes (the contact family last in the second, when the
+#: point kernel it calls is in the cache).
+_FIRST_GROUP = ('linearization', 'zero_order_hold', 'derivatives')
+
+
 def _groups(families: list[str], cold: set[str], jobs: int, forced: bool) -> list | None:
-    # The families of each worker process, or None: compile in this process. The linearization
-    # (the largest) and the zero-order hold in one, the others in the other in FAMILIES order
-    # (the contact family last: the point kernel it calls is loaded if the first worker has
-    # cached it by then). Only when there is something to share (two cold families), or
-    # forced (--jobs given). Measured from an empty cache on 2 idle cores: 85.7 s (the second
-    # worker's contact family, ~48 s, is the longer path).
-    if jobs < 2 or len(families) < 2 or not (forced or len(cold & set(families)) >= 2):
+    # The steps of each worker process, or None: compile in this process. Only with two jobs
+    # and something to share: two cold families, or a cold family with a split kernel tree
+    # (SPLITS: its two halves then start the two workers), or forced (--jobs given). The
+    # linearization, the zero-order hold and the derivatives in one, the others in the other
+    # in FAMILIES order (the contact family last: the point kernel it calls is loaded if the
+    # first worker has cached it by then).
+    split = [f for f in families if f in SPLITS and f in cold]
+    if jobs < 2 or not (forced or len(cold & set(families)) >= 2 or split):
         return None
-    first = [f for f in families if f in ('linearization', 'zero_order_hold')] or families[:1]
+    first = [f for f in families if f in _FIRST_GROUP] or families[:1]
     rest = [f for f in families if f not in first]
-    return [first, rest]
+    first = [f + FIRST if f in split else f for f in first]
+    rest = [f + SECOND for f in split] + rest
+    return [first, rest] if rest else None
 
 
-def _worker(families: list[str]) -> int:
-    # python -m rbd_linearizer.precompile --worker a,b: compile the families in order, one
-    # JSON line per family when done (the parent prints the progress)
+def _worker(steps: list[str]) -> int:
+    # python -m rbd_linearizer.precompile --worker a,b: compile the steps in order, one JSON
+    # line per family when done (the parent prints the progress); 'f/first', 'f/second': the
+    # halves of a split family (SPLITS)
     import json
 
     from rbd_linearizer.model import build_model
     from rbd_linearizer.model.robots import default_robot_urdf
 
     calls = dict(_node_paths(build_model(default_robot_urdf())))
-    unknown = [f for f in families if f not in calls]
+    unknown = [s for s in steps if s.split('/')[0] not in calls
+               or ('/' in s and (s.split('/')[0] not in SPLITS
+                                 or '/' + s.split('/')[1] not in (FIRST, SECOND)))]
     if unknown:
         print(f'rbd_linearizer.precompile: unknown kernel families {unknown}', file=sys.stderr)
         return 2
-    for fam in families:
+    for step in steps:
         t = time.perf_counter()
+        fam = step.split('/')[0]
+        if step.endswith(SECOND):
+            compile_parts(SPLITS[fam][1])
+            print(json.dumps({'part': step, 'seconds': time.perf_counter() - t}), flush=True)
+            continue
+        if step.endswith(FIRST):
+            compile_parts(SPLITS[fam][0])
+            # the other half, compiled meanwhile by the other worker; when it is not there in
+            # time, the family's compile below compiles what is missing itself
+            wait_cached((k for k, _ in SPLITS[fam][1]), SPLIT_WAIT_S)
         calls[fam]()
         print(json.dumps({'family': fam, 'seconds': time.perf_counter() - t}), flush=True)
     return 0
@@ -401,7 +531,9 @@ def _run_workers(groups: list[list[str]], report: Callable[[str, float], None]) 
     def read(proc) -> None:
         for line in proc.stdout:
             if line.startswith('{'):
-                events.put(json.loads(line))
+                ev = json.loads(line)
+                if 'family' in ev:  # (a split family's second half: no progress step)
+                    events.put(ev)
         events.put(None)  # this worker's output ended
 
     readers = [threading.Thread(target=read, args=(p,), daemon=True) for p in procs]
@@ -461,8 +593,8 @@ def precompile(everything: bool = False, out=sys.stdout, jobs: int | None = None
         import rbd_linearizer.linearization.batch  # noqa: F401 - and the batch's
         steps += [(f'library: {name}', library(fn)) for name, fn in _jit._WARMUPS.items()]
     todo = set(missing(f for f in node_families if f in FAMILIES))
-    if jobs is None:  # sample the idle cores only when there are two families to share
-        n_jobs = default_jobs() if len(todo) >= 2 else 1
+    if jobs is None:  # sample the idle cores only when there is something to share
+        n_jobs = default_jobs() if len(todo) >= 2 or todo & SPLITS.keys() else 1
     else:
         n_jobs = jobs
     groups = _groups(node_families, todo, n_jobs, forced=jobs is not None)

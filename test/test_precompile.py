@@ -90,6 +90,12 @@ def test_describe_and_estimate():
     assert precompile.estimate_s([]) == 0
     assert precompile.estimate_s(['linearization', 'dynamics']) == (
         precompile.FAMILIES['linearization'].seconds + precompile.FAMILIES['dynamics'].seconds)
+    # in two processes: the longest group (the linearization's first half and its entry)
+    split = precompile.SPLIT_S['linearization']
+    assert precompile.estimate_s(['linearization'], jobs=2) == split['/first']
+    assert precompile.estimate_s(['linearization', 'dynamics'], jobs=2) == max(
+        split['/first'], split['/second'] + precompile.FAMILIES['dynamics'].seconds)
+    assert precompile.estimate_s(['dynamics'], jobs=2) == precompile.FAMILIES['dynamics'].seconds
 
 
 def test_two_worker_processes_report_every_family_once():
@@ -138,21 +144,76 @@ def test_idle_cores_is_a_share_of_the_cores():
 def test_the_linearization_and_the_rest_in_two_groups():
     fams = list(precompile.FAMILIES)
     every = set(fams)
+    # a cold linearization: its kernel tree's halves start the two processes
     assert precompile._groups(fams, every, 2, forced=False) == [
-        ['linearization', 'zero_order_hold'], ['dynamics', 'derivatives', 'contact']]
+        ['linearization/first', 'zero_order_hold', 'derivatives'],
+        ['linearization/second', 'dynamics', 'contact']]
     assert precompile._groups(fams, every, 1, forced=False) is None
     assert precompile._groups(fams, {'contact'}, 2, forced=False) is None  # one to compile
-    assert precompile._groups(fams, set(), 2, forced=True) is not None
+    assert precompile._groups(fams, {'linearization'}, 2, forced=False) == [
+        ['linearization/first', 'zero_order_hold', 'derivatives'],
+        ['linearization/second', 'dynamics', 'contact']]
+    assert precompile._groups(fams, set(), 2, forced=True) == [  # cached: no halves
+        ['linearization', 'zero_order_hold', 'derivatives'], ['dynamics', 'contact']]
 
 
-def test_compile_in_processes_only_with_two_cold_families_and_two_jobs(monkeypatch):
+def test_compile_in_processes_only_with_something_to_share_and_two_jobs(monkeypatch):
     calls = []
     monkeypatch.setattr(precompile, '_run_workers', lambda groups, report: calls.append(groups))
     assert precompile.compile_in_processes(['linearization', 'contact'], jobs=2)
-    assert calls == [[['linearization'], ['contact']]]
+    assert calls == [[['linearization/first'], ['linearization/second', 'contact']]]
+    # the default configuration: the linearization's two halves
+    assert precompile.compile_in_processes(['linearization'], jobs=2)
+    assert calls[-1] == [['linearization/first'], ['linearization/second']]
     assert not precompile.compile_in_processes(['linearization', 'contact'], jobs=1)
-    assert not precompile.compile_in_processes(['linearization'], jobs=2)  # nothing to share
-    assert len(calls) == 1
+    assert not precompile.compile_in_processes(['dynamics'], jobs=2)  # nothing to share
+    assert len(calls) == 2
+
+
+def test_a_split_family_compiles_in_two_processes_each_part_once(tmp_path):
+    # From an empty cache, the linearization's two halves in two worker processes, as a node
+    # on two idle cores compiles them: every part's argument types (SPLITS) are those its
+    # caller uses (its cache then holds that one compiled version: a part compiled by its
+    # types and again by its caller would hold two), and the family is then cached whole.
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    env.pop('NUMBA_DISABLE_JIT', None)
+    script = (
+        'import json\n'
+        'from rbd_linearizer import precompile\n'
+        "precompile._run_workers([['linearization/first'], ['linearization/second']], "
+        'lambda family, seconds: print(json.dumps(family)))\n'
+        'counts = {}\n'
+        'for half in precompile.SPLITS["linearization"]:\n'
+        '    for kernel, spec in half:\n'
+        '        index = precompile._dispatcher(kernel)._cache._cache_file._load_index()\n'
+        '        counts[kernel] = [key[0] == precompile._signature(spec) for key in index]\n'
+        "print(json.dumps([counts, precompile.missing(['linearization'])]))\n")
+    res = subprocess.run([sys.executable, '-c', script], env=env, capture_output=True,
+                         text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    lines = res.stdout.strip().splitlines()
+    assert json.loads(lines[0]) == 'linearization'  # one progress step: the family
+    counts, cold = json.loads(lines[-1])
+    assert cold == []
+    assert len(counts) == sum(len(half) for half in precompile.SPLITS['linearization'])
+    assert all(found == [True] for found in counts.values()), counts
+
+
+def test_the_first_half_waits_for_the_second_in_the_cache(tmp_path, monkeypatch):
+    kernel = 'rbd_linearizer.linearization.point:_finish'
+    monkeypatch.setattr(precompile, '_cache_dir', lambda: tmp_path)
+    assert not precompile.wait_cached([kernel], timeout_s=0.05, period_s=0.01)
+    (tmp_path / 'linearization').mkdir()
+
+    def later():
+        (tmp_path / 'linearization' / 'point._finish-695.py312.nbi').write_bytes(b'')
+
+    timer = threading.Timer(0.1, later)
+    timer.start()
+    try:
+        assert precompile.wait_cached([kernel], timeout_s=30, period_s=0.01)
+    finally:
+        timer.cancel()
 
 
 def _served_cold(monkeypatch, in_processes):

@@ -134,26 +134,30 @@ class Served:
         change enabled since. ``report``: when a kernel is not in the cache, called with a line
         saying what compiles and for about how long, then with progress every
         ``precompile.PROGRESS_PERIOD_S`` (the compilation runs in a worker thread meanwhile;
-        two cold families or more on two idle cores: in two processes,
-        ``precompile.compile_in_processes``, then loaded from the cache).
+        on two idle cores in two processes, ``precompile.compile_in_processes``, then loaded
+        from the cache).
         """
         families = self.cold_families(cfg)
         known = [f for f in families if f in precompile.FAMILIES]
         cold = precompile.missing(known) if report is not None else []
         if cold:
             def work():
-                # two cold families or more and two idle cores: compiled in two processes at
-                # once (the cache), then loaded here; a failing worker: compiled here
-                if len(cold) >= 2:
-                    try:
-                        if precompile.compile_in_processes(cold):
-                            report(f'compiled {", ".join(cold)} in two processes; loading')
-                    except (RuntimeError, OSError) as err:
-                        report(f'compiling in two processes failed, compiling here: {err}')
+                # two idle cores: compiled in two processes at once into the cache (two cold
+                # families, or the halves of the linearization's kernel tree), then loaded
+                # here; a failing worker: compiled here
+                try:
+                    if precompile.compile_in_processes(cold):
+                        report(f'compiled {", ".join(cold)} in two processes; loading')
+                    elif estimate < one_core:
+                        report('two cores are not idle: compiling in this process (about '
+                               f'{one_core:.0f} s)')
+                except (RuntimeError, OSError) as err:
+                    report(f'compiling in two processes failed, compiling here: {err}')
                 self._warm_up(cfg, families)
 
-            precompile.run_reporting(work, report, precompile.describe(cold),
-                                     precompile.estimate_s(cold))
+            one_core = precompile.estimate_s(cold)
+            estimate = precompile.estimate_s(cold, jobs=min(precompile.usable_cores(), 2))
+            precompile.run_reporting(work, report, precompile.describe(cold), estimate)
         else:
             self._warm_up(cfg, families)
 

@@ -173,6 +173,8 @@ def test_node_logs_what_it_compiles_before_the_warm_up_ends(context, monkeypatch
     monkeypatch.setattr(RcutilsLogger, 'info', logged)
     monkeypatch.setattr(Served, '_warm_up', slow_warm_up)
     monkeypatch.setattr(precompile, 'missing', lambda families: list(families))
+    # compiled here (in its worker thread), not in worker processes: the cores may be idle
+    monkeypatch.setattr(precompile, 'compile_in_processes', lambda families: False)
     monkeypatch.setattr(precompile, 'PROGRESS_PERIOD_S', 0.05)
     node = node_module.LinearizerNode(
         'warmup_log', context=context, namespace='/h2_warmup', parameter_overrides=[
