@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/bench_startup.py [--python VENV/bin/python] [--runs 3] [--cold-runs 1]
        [--no-cold] [--no-precompile] [--precompile-jobs auto|N ...] [--timeout 600]
+       [--node-param NAME:=VALUE ...]
 
 For the Python (venv) given by ``--python`` (default: this one), so one run measures one ROS
 distribution:
@@ -111,21 +112,24 @@ def _env(cache_dir: str) -> dict:
     return env
 
 
-def node_command(python: str, module: bool = False) -> list[str]:
+def node_command(python: str, module: bool = False, params: tuple[str, ...] = ()) -> list[str]:
     """``linearizer_node`` of the venv of ``python`` (its console script), default robot.
 
     ``module``: ``python -m rbd_linearizer.ros.node`` instead (the package ``PYTHONPATH``
-    finds first, e.g. an older checkout to compare with).
+    finds first, e.g. an older checkout to compare with); ``params``: more ``name:=value``.
     """
     script = Path(python).parent / 'linearizer_node'
     use_script = script.exists() and not module
     cmd = [str(script)] if use_script else [python, '-m', 'rbd_linearizer.ros.node']
-    return [*cmd, '--ros-args', '-p', 'use_default_robot:=true', '-p', 'state_source:=builtin']
+    extra = [arg for p in params for arg in ('-p', p)]
+    return [*cmd, '--ros-args', '-p', 'use_default_robot:=true', '-p', 'state_source:=builtin',
+            *extra]
 
 
-def first_output(python: str, cache_dir: str, timeout: float, module: bool = False) -> dict:
+def first_output(python: str, cache_dir: str, timeout: float, module: bool = False,
+                 params: tuple[str, ...] = ()) -> dict:
     """Start the node once with ``cache_dir`` as numba cache; the probe's figures."""
-    res = subprocess.run([python, '-c', PROBE, json.dumps(node_command(python, module)),
+    res = subprocess.run([python, '-c', PROBE, json.dumps(node_command(python, module, params)),
                           str(timeout)],
                          env=_env(cache_dir), capture_output=True, text=True,
                          timeout=timeout + 120, check=False)
@@ -188,12 +192,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--show-log', action='store_true', help="print the node's first log lines")
     ap.add_argument('--node-module', action='store_true',
                     help='start the node as python -m rbd_linearizer.ros.node (PYTHONPATH)')
+    ap.add_argument('--node-param', action='append', default=[], metavar='NAME:=VALUE',
+                    help="another node parameter, e.g. \"contact_frames:=['B7']\" (repeatable)")
     args = ap.parse_args(argv)
+    params = tuple(args.node_param)
 
     python = args.python
     print(f'bench_startup: {_versions(python)}; {platform.machine()}, '
           f'{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}')
-    print(f'node: {" ".join(node_command(python, args.node_module))}')
+    print(f'node: {" ".join(node_command(python, args.node_module, params))}')
     rows = []
     with tempfile.TemporaryDirectory(prefix='rbd-startup-') as tmp:
         set_up = None  # the cache after the set-up step (precompile)
@@ -213,14 +220,14 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_cold:
             for k in range(args.cold_runs):
                 r = first_output(python, str(Path(tmp) / f'cold{k}'), args.timeout,
-                                 args.node_module)
+                                 args.node_module, params)
                 rows.append(('cold', r))
                 _print_run(f'cold {k}', r, args.show_log)
         warm_dir = args.cache_dir or set_up or str(Path(tmp) / 'warm')
         if warm_dir != set_up:  # warm = after one start (no set-up step to measure after)
-            first_output(python, warm_dir, args.timeout, args.node_module)
+            first_output(python, warm_dir, args.timeout, args.node_module, params)
         for k in range(args.runs):
-            r = first_output(python, warm_dir, args.timeout, args.node_module)
+            r = first_output(python, warm_dir, args.timeout, args.node_module, params)
             rows.append(('warm', r))
             _print_run(f'warm {k}', r, args.show_log and k == 0)
     for kind in ('warm', 'cold'):

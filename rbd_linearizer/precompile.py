@@ -12,8 +12,10 @@ upgrade or an edit of the kernel sources they are not: the cache is per content 
 
 The node (``ros/node.py``) uses the same families: ``node_families(cfg)`` says which ones a
 configuration needs, ``missing`` which of them are not in the cache yet, ``estimate_s`` how
-long compiling them takes, and ``run_reporting`` runs the warm-up in a worker thread while the
-calling thread reports progress. No ROS import here (usable at build time).
+long compiling them takes, ``compile_in_processes`` compiles them in two processes on two
+idle cores (a family's kernel tree in two halves, ``SPLITS``, when it is the only one), and
+``run_reporting`` runs the warm-up in a worker thread while the calling thread reports
+progress. No ROS import here (usable at build time).
 """
 
 from __future__ import annotations
