@@ -310,8 +310,11 @@ def in_process(robot: str, pairs: int, period_s: float) -> dict:
 
 def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int) -> dict:
     # The tick's steps one by one, with the node's own functions and objects (p50 [us] each).
+    from rbd_linearizer.online import implied
+    from rbd_linearizer.online.finite import non_finite_fields
     from rbd_linearizer.online.state import BaseSample, JointSample, joints_in_model_order
     from rbd_linearizer.ros import conversions as conv
+    from rbd_linearizer.ros.contacts import contact_labels
 
     served, cfg, feed = node._served, node._cfg, node._feed
     now = node.get_clock().now
@@ -344,11 +347,13 @@ def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int) -> dic
         if got is None:
             continue
         q, v, u, stamp_ns = got
-        lin, dyn, der = served.outputs(q, v, u, cfg, stamp_ns)
+        contacts = node._contacts.tick_set(served, stamp_ns)
+        lin, dyn, der, forces = served.outputs_with_contacts(q, v, u, cfg, stamp_ns, contacts)
         t.append(P())
-        conv.non_finite_fields(lin, dyn, der)
+        non_finite_fields(lin, dyn, der, forces)
         t.append(P())
-        raw = node._lin_cdr.encode(lin, cfg['world_frame'])
+        raw = node._lin_cdr.encode(lin, cfg['world_frame'], *contact_labels(forces),
+                                   implied.configured(lin.time_model, cfg))
         t.append(P())
         node._lin_pub.publish(raw)
         t.append(P())
