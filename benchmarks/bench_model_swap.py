@@ -1,7 +1,7 @@
-"""The control tick during a model swap (issue 24 item 2: "the same ... for a model swap").
+"""The control tick during a model swap and a parameter change (issue 24 item 2).
 
 Usage: python benchmarks/bench_model_swap.py [--robots g1 go2] [--rate 1000] [--swaps 5]
-           [--switch-interval S]
+           [--changes 10] [--trajectory-server thread|process] [--switch-interval S]
 
 Per robot: a linearizer node in this process (its built-in state source, a timer tick at
 ``--rate``, spun by ``DirectExecutor`` in a thread of its own) and a publisher of
@@ -9,7 +9,12 @@ Per robot: a linearizer node in this process (its built-in state source, a timer
 description (the robot's URDF with one link's mass changed: a new model hash) is published
 and the node's served model watched until it changes. Printed per robot: the longest gap
 between two ticks in the idle 2 s and during each swap (from the publication to the new
-model), and the swap's duration. The node builds a new model off the executor thread
+model), and the swap's duration. Then ``--changes`` times a parameter change (``dt``
+toggled) through the node's parameter service (a parameter client in the publisher's
+context, as ``ros2 param set`` would): the longest gap between two ticks from the request to
+the answer, and the answer's time. With ``--trajectory-server process`` the node's parameter
+service answers only after its trajectory process confirmed the change (in the executor
+thread: the tick waits for it). The node builds a new model off the executor thread
 (``online.served.DescriptionQueue``), but in the same interpreter: the build's Python and
 the tick take the interpreter lock in turns. ``--switch-interval S``: the interpreter's
 switch interval (``sys.setswitchinterval``; Python's default 0.005 s) for the run.
@@ -28,11 +33,17 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 
-def run(robot: str, rate: float, swaps: int) -> dict:
-    """Swap ``robot``'s model ``swaps`` times under a ticking node; return the figures."""
+def run(robot: str, rate: float, swaps: int, changes: int = 0,
+        trajectory_server: str = 'thread') -> dict:
+    """Return the tick's figures under ``swaps`` model swaps, then ``changes`` parameter changes.
+
+    The node ticks at ``rate`` on ``robot``'s built-in state source; ``trajectory_server``:
+    its parameter of that name.
+    """
     import rclpy
     from rclpy.context import Context
     from rclpy.parameter import Parameter
+    from rclpy.parameter_client import AsyncParameterClient
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from std_msgs.msg import String
 
@@ -50,7 +61,8 @@ def run(robot: str, rate: float, swaps: int) -> dict:
         Parameter('check_triangle_inequality', value=False),
         Parameter('state_source', value='builtin'), Parameter('tick_mode', value='timer'),
         Parameter('rate_hz', value=rate), Parameter('diagnostics_period_s', value=0.0),
-        Parameter('status_period_s', value=0.0)])
+        Parameter('status_period_s', value=0.0),
+        Parameter('trajectory_server', value=trajectory_server)])
     executor = DirectExecutor(context=node_ctx)
     executor.add_node(node)
     spinner = threading.Thread(target=executor.spin, daemon=True)
@@ -93,10 +105,30 @@ def run(robot: str, rate: float, swaps: int) -> dict:
             spin(0.05)
             durations.append((t1 - t0) * 1e3)
             gaps.append(longest_gap(t0 - 0.002, t1 + 0.002))
-        return {'robot': robot, 'rate_hz': rate, 'switch_interval_s': sys.getswitchinterval(),
+        client = AsyncParameterClient(pub_node, f'{ns}/linearizer')
+        if changes and not client.wait_for_services(timeout_sec=10.0):
+            raise RuntimeError('no parameter service')
+        change_ms, change_gaps = [], []
+        for k in range(changes):
+            spin(0.2)
+            t0 = time.monotonic()
+            future = client.set_parameters([Parameter('dt', value=0.004 + 0.001 * (k % 2))])
+            end = t0 + 30.0
+            while not future.done() and time.monotonic() < end:
+                pub_exec.spin_once(timeout_sec=0.001)
+            t1 = time.monotonic()
+            if not (future.done() and all(r.successful for r in future.result().results)):
+                raise RuntimeError(f'parameter change {k} failed: {future.result()}')
+            spin(0.05)
+            change_ms.append((t1 - t0) * 1e3)
+            change_gaps.append(longest_gap(t0 - 0.002, t1 + 0.002))
+        return {'robot': robot, 'rate_hz': rate, 'trajectory_server': trajectory_server,
+                'switch_interval_s': sys.getswitchinterval(),
                 'idle_gap_ms_max': round(idle, 2),
                 'swap_ms': [round(d, 1) for d in durations],
-                'swap_gap_ms_max': [round(g, 2) for g in gaps]}
+                'swap_gap_ms_max': [round(g, 2) for g in gaps],
+                'change_ms': [round(d, 1) for d in change_ms],
+                'change_gap_ms_max': [round(g, 2) for g in change_gaps]}
     finally:
         executor.shutdown(timeout_sec=5.0)
         pub_exec.shutdown()
@@ -113,13 +145,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--robots', nargs='+', default=['g1', 'go2'])
     parser.add_argument('--rate', type=float, default=1000.0, help='tick rate [Hz]')
     parser.add_argument('--swaps', type=int, default=5)
+    parser.add_argument('--changes', type=int, default=0,
+                        help='parameter changes after the swaps (dt toggled)')
+    parser.add_argument('--trajectory-server', choices=('thread', 'process'), default='thread')
     parser.add_argument('--switch-interval', type=float, default=None,
                         help="the interpreter's switch interval [s] (default: Python's)")
     args = parser.parse_args(argv)
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
     for robot in args.robots:
-        figures = run(robot, args.rate, args.swaps)
+        figures = run(robot, args.rate, args.swaps, args.changes, args.trajectory_server)
         print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
     return 0
 
