@@ -530,30 +530,30 @@ def _run_workers(groups: list[list[str]], report: Callable[[str, float], None]) 
                                ','.join(group)], stdout=subprocess.PIPE, stderr=err, text=True)
              for group, err in zip(groups, errors, strict=True)]
 
-    def read(proc) -> None:
-        for line in proc.stdout:
+    def read(k: int) -> None:
+        for line in procs[k].stdout:
             if line.startswith('{'):
                 ev = json.loads(line)
                 if 'family' in ev:  # (a split family's second half: no progress step)
                     events.put(ev)
-        events.put(None)  # this worker's output ended
+        events.put(k)  # this worker's output ended
 
-    readers = [threading.Thread(target=read, args=(p,), daemon=True) for p in procs]
+    readers = [threading.Thread(target=read, args=(k,), daemon=True) for k in range(len(procs))]
     for r in readers:
         r.start()
     try:
         open_workers = len(procs)
         while open_workers:
             ev = events.get()
-            if ev is None:
-                open_workers -= 1
+            if isinstance(ev, int):  # a worker ended: a failure stops the others at once
+                open_workers -= 1  # (one waiting for a split's other half would wait long)
+                if procs[ev].wait() != 0:
+                    errors[ev].seek(0)
+                    raise RuntimeError(f'pre-compiling {", ".join(groups[ev])} failed (exit '
+                                       f'code {procs[ev].returncode}):\n'
+                                       f'{errors[ev].read()[-3000:]}')
             else:
                 report(ev['family'], ev['seconds'])
-        for proc, group, err in zip(procs, groups, errors, strict=True):
-            if proc.wait() != 0:
-                err.seek(0)
-                raise RuntimeError(f'pre-compiling {", ".join(group)} failed (exit code '
-                                   f'{proc.returncode}):\n{err.read()[-3000:]}')
     finally:
         for proc in procs:
             if proc.poll() is None:

@@ -125,6 +125,19 @@ def test_a_failing_worker_fails_the_precompile_with_its_error():
     assert seen == []
 
 
+def test_a_failing_worker_stops_the_other_at_once(tmp_path, monkeypatch):
+    # The other worker compiles the linearization's first half from an empty cache and would
+    # then wait for the second half (SPLIT_WAIT_S) and compile the family, minutes; the
+    # failure ends the run as soon as it is known, that worker stopped before it reports.
+    monkeypatch.setenv('NUMBA_CACHE_DIR', str(tmp_path))
+    monkeypatch.delenv('NUMBA_DISABLE_JIT', raising=False)
+    seen = []
+    with pytest.raises(RuntimeError, match='no_such_family'):
+        precompile._run_workers([['linearization/first'], ['no_such_family']],
+                                lambda fam, s: seen.append(fam))
+    assert seen == []
+
+
 @pytest.mark.parametrize('cores, idle, load, jobs', [
     (2, 2.0, 9.0, 2), (2, 1.6, 9.0, 2), (2, 1.4, 0.0, 1), (1, 1.0, 0.0, 1), (8, 1.5, 9.0, 2),
     (8, 0.5, 0.0, 1),
