@@ -603,7 +603,8 @@ def precompile(everything: bool = False, out=sys.stdout, jobs: int | None = None
     where = f'{len(groups)} processes' if groups else 'one process'
     print(f'rbd_linearizer: pre-compiling {len(steps)} kernel families into {_jit.CACHE.path}'
           f" ({len(todo)} of the node's {len(node_families)} not cached; about "
-          f'{estimate_s(todo):.0f} s on one core; {where})', file=out, flush=True)
+          f'{estimate_s(todo, n_jobs if groups else 1):.0f} s in {where})', file=out,
+          flush=True)
     tty = getattr(out, 'isatty', lambda: False)()
     done, n_steps = 0, len(steps)
 

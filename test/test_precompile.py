@@ -108,7 +108,7 @@ def test_two_worker_processes_report_every_family_once():
     assert res.returncode == 0, res.stderr[-3000:]
     lines = res.stdout.splitlines()
     n = len(precompile.FAMILIES)
-    assert lines[0].endswith('; 2 processes)'), lines[0]
+    assert lines[0].endswith(' in 2 processes)'), lines[0]
     progress = lines[1:-1]
     assert len(progress) == n, lines
     for k, line in enumerate(progress, 1):  # in the order they finished, each family once
