@@ -223,8 +223,8 @@ def estimate_s(families: Iterable[str], jobs: int = 1) -> float:
         return sum(FAMILIES[f].seconds for f in fams)
 
     def step_s(step: str) -> float:
-        fam, _, half = step.partition('/')
-        return SPLIT_S[fam]['/' + half] if half else FAMILIES[fam].seconds
+        fam, half = _step(step)
+        return SPLIT_S[fam][half] if half else FAMILIES[fam].seconds
 
     return max(sum(step_s(s) for s in group) for group in groups)
 
@@ -458,6 +458,12 @@ def compile_in_processes(families: list[str], jobs: int | None = None) -> bool:
 #: half, a wait for the other, then the family), 'linearization/second' (the other half).
 FIRST, SECOND = '/first', '/second'
 
+def _step(step: str) -> tuple[str, str]:
+    # a worker's step -> (family, '' or the half: FIRST, SECOND)
+    fam, sep, half = step.partition('/')
+    return fam, sep + half
+
+
 #: Families the set-up's first worker compiles after the linearization (and its first half):
 #: the estimates balance the two processes (the contact family last in the second, when the
 #: point kernel it calls is in the cache).
@@ -491,20 +497,18 @@ def _worker(steps: list[str]) -> int:
     from rbd_linearizer.model.robots import default_robot_urdf
 
     calls = dict(_node_paths(build_model(default_robot_urdf())))
-    unknown = [s for s in steps if s.split('/')[0] not in calls
-               or ('/' in s and (s.split('/')[0] not in SPLITS
-                                 or '/' + s.split('/')[1] not in (FIRST, SECOND)))]
+    parsed = [_step(s) for s in steps]
+    unknown = [s for s, (fam, half) in zip(steps, parsed, strict=True) if fam not in calls
+               or (half and (fam not in SPLITS or half not in (FIRST, SECOND)))]
     if unknown:
         print(f'rbd_linearizer.precompile: unknown kernel families {unknown}', file=sys.stderr)
         return 2
-    for step in steps:
+    for fam, half in parsed:
         t = time.perf_counter()
-        fam = step.split('/')[0]
-        if step.endswith(SECOND):
+        if half == SECOND:  # (no progress line: not a family)
             compile_parts(SPLITS[fam][1])
-            print(json.dumps({'part': step, 'seconds': time.perf_counter() - t}), flush=True)
             continue
-        if step.endswith(FIRST):
+        if half == FIRST:
             compile_parts(SPLITS[fam][0])
             # the other half, compiled meanwhile by the other worker; when it is not there in
             # time, the family's compile below compiles what is missing itself
@@ -533,9 +537,7 @@ def _run_workers(groups: list[list[str]], report: Callable[[str, float], None]) 
     def read(k: int) -> None:
         for line in procs[k].stdout:
             if line.startswith('{'):
-                ev = json.loads(line)
-                if 'family' in ev:  # (a split family's second half: no progress step)
-                    events.put(ev)
+                events.put(json.loads(line))
         events.put(k)  # this worker's output ended
 
     readers = [threading.Thread(target=read, args=(k,), daemon=True) for k in range(len(procs))]
@@ -596,7 +598,8 @@ def precompile(everything: bool = False, out=sys.stdout, jobs: int | None = None
         steps += [(f'library: {name}', library(fn)) for name, fn in _jit._WARMUPS.items()]
     todo = set(missing(f for f in node_families if f in FAMILIES))
     if jobs is None:  # sample the idle cores only when there is something to share
-        n_jobs = default_jobs() if len(todo) >= 2 or todo & SPLITS.keys() else 1
+        shared = _groups(node_families, todo, 2, forced=False) is not None
+        n_jobs = default_jobs() if shared else 1
     else:
         n_jobs = jobs
     groups = _groups(node_families, todo, n_jobs, forced=jobs is not None)
