@@ -446,6 +446,8 @@ def compile_in_processes(families: list[str], jobs: int | None = None) -> bool:
     nothing to share. A failing worker raises RuntimeError with its error; the caller can
     still compile in process.
     """
+    if _groups(list(families), set(families), 2, forced=False) is None:
+        return False  # nothing to share: no 0.5 s sample of the idle cores (default_jobs)
     jobs = default_jobs() if jobs is None else jobs
     groups = _groups(list(families), set(families), jobs, forced=False)
     if groups is None:

@@ -181,6 +181,9 @@ def test_compile_in_processes_only_with_something_to_share_and_two_jobs(monkeypa
     assert not precompile.compile_in_processes(['linearization', 'contact'], jobs=1)
     assert not precompile.compile_in_processes(['dynamics'], jobs=2)  # nothing to share
     assert len(calls) == 2
+    # nothing to share: the idle cores are not sampled (0.5 s, e.g. in a parameter change)
+    monkeypatch.setattr(precompile, 'default_jobs', lambda: pytest.fail('sampled'))
+    assert not precompile.compile_in_processes(['dynamics'])
 
 
 def test_a_split_family_compiles_in_two_processes_each_part_once(tmp_path):
