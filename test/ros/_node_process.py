@@ -184,6 +184,19 @@ class Probe:
             log = '\n'.join(p.text()[-4000:] for p in self.watched)
             pytest.fail(f'timed out waiting for {what}; node log:\n{log}')
 
+    def wait_matched(self, *endpoints, timeout: float = TIMEOUT) -> None:
+        """Spin until every publisher has a subscriber and every subscription a publisher.
+
+        A ready node (its diagnostics received) has not necessarily matched the probe's other
+        endpoints yet: discovery matches each pair of endpoints on its own, and a message
+        published before its reader matched is lost (volatile durability). A test that
+        publishes one message and waits for the answer waits for the match first.
+        """
+        def matched():
+            return all((e.get_subscription_count() if hasattr(e, 'get_subscription_count')
+                        else e.get_publisher_count()) > 0 for e in endpoints)
+        self.wait(matched, f'{len(endpoints)} endpoints matched', timeout)
+
     def output_for(self, msgs: list, stamp: int, timeout: float = TIMEOUT, fail: bool = True):
         """Spin until ``msgs`` holds a message stamped ``stamp`` and return it.
 

@@ -98,18 +98,23 @@ class ContactsProbe(Probe):
         self.procs = nodes
         self.lins, self.forces, self.js, self.odom = {}, {}, {}, {}
         self.srv, self.params, self.sets, self.diag_of = {}, {}, {}, {}
+        self.endpoints = []  # the state and output topics' endpoints, matched before use
         n = self.node
         for name, proc in nodes.items():
             base = f'{proc.ns}/linearizer'
             self.lins[name], self.forces[name], self.diag_of[name] = [], [], []
-            n.create_subscription(Linearization, f'{base}/linearization',
-                                  self.lins[name].append, result_qos(100))
-            n.create_subscription(ContactForces, f'{base}/contact_forces',
-                                  self.forces[name].append, result_qos(100))
+            self.endpoints += [
+                n.create_subscription(Linearization, f'{base}/linearization',
+                                      self.lins[name].append, result_qos(100)),
+                n.create_subscription(ContactForces, f'{base}/contact_forces',
+                                      self.forces[name].append, result_qos(100))]
             self.js[name] = n.create_publisher(JointState, f'{proc.ns}/joint_states',
                                                result_qos())
             self.odom[name] = n.create_publisher(Odometry, f'{proc.ns}/odom', result_qos())
             self.sets[name] = n.create_publisher(ContactSet, f'{base}/contacts', result_qos())
+            self.endpoints += [self.js[name], self.odom[name]]
+            if name == 'topic':  # the only one with contact_source: topic (~/contacts)
+                self.endpoints.append(self.sets[name])
             self.srv[name] = n.create_client(Linearize, f'{base}/linearize')
             self.params[name] = n.create_client(SetParameters, f'{base}/set_parameters')
         from diagnostic_msgs.msg import DiagnosticArray
@@ -194,6 +199,7 @@ def probe(nodes):
     try:
         for name in nodes:
             p.wait(lambda name=name: p.diag_of[name], f'{name} ready', READY_TIMEOUT)
+        p.wait_matched(*p.endpoints)
         yield p
     finally:
         p.close()
