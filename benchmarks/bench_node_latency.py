@@ -27,7 +27,8 @@ Reports: latency p50/p99/max, states published vs outputs received in the measur
 from the publishers' sequence numbers), the latency median of the first vs the last 10% (a
 growing queue shows as a growing latency), the node's RSS at the start and at the end (VmRSS
 of /proc/<pid>/status), the node's own diagnostics (compute p50/p99, state age at publish,
-dropped, stale, superseded), the floor, the ratios and the load average at the start and end.
+dropped, stale, superseded), the floor, the ratios (``meets_floor_ratio``: both within
+issue 24's 1.3x) and the load average at the start and end.
 Not a timed test: figures depend on the machine; see docs/performance.md, "Node latency".
 The driver machinery is ``_node_driver.py``, shared with ``bench_load.py``.
 
@@ -64,6 +65,8 @@ import numpy as np
 ROBOTS = ('go2', 'g1')
 #: issue 15: p99 at 1 kHz under SCHED_FIFO and with the default scheduler (idle machine) [ms]
 TARGET_P99_MS = {'fifo': 1.0, 'default': 1.5}
+#: issue 24 item 4: the node's latency over the floor's, at p50 and at p99 (1 kHz)
+TARGET_FLOOR_RATIO = 1.3
 
 
 def _p(x: np.ndarray, q: float) -> float:
@@ -165,6 +168,9 @@ def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool
                 'floor_ratio_p50': round(_p(lat, 50) / _p(flat, 50), 2),
                 'floor_ratio_p99': round(_p(lat, 99) / _p(flat, 99), 2),
                 'above_floor_ms_p50': round(_p(lat, 50) - _p(flat, 50), 3),
+                'target_floor_ratio': TARGET_FLOOR_RATIO,
+                'meets_floor_ratio': bool(_p(lat, 50) <= TARGET_FLOOR_RATIO * _p(flat, 50)
+                                          and _p(lat, 99) <= TARGET_FLOOR_RATIO * _p(flat, 99)),
             })
         figures.update(hammered)
         figures.update({'load_avg_1min_start': load0,

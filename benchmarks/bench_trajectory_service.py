@@ -1,4 +1,4 @@
-"""Round trip of the node's trajectory interfaces over real DDS (issue 14's service target).
+"""Round trip of the node's trajectory interfaces over real DDS (issue 24 item 3's targets).
 
 Usage: python benchmarks/bench_trajectory_service.py [--robots g1 go2] [--points 20]
            [--calls 500] [--representation mixed] [--dt 0.01] [--rt-priority N]
@@ -26,9 +26,12 @@ robot's URDF; no state topics needed) and, in this process, a client. Then
 
 Prints p50 / p99 / max of each round trip [ms], the node's own compute time (p50 of the
 responses' ``compute_time``), the machine's load, and checks every answer is the requested size
-and finite. ``--rt-priority N`` runs the node under ``chrt -f N`` and this process in SCHED_FIFO
-N (as bench_node_latency.py; needs CAP_SYS_NICE). Not a timed test: figures depend on the
-machine; see docs/performance.md ("Horizon").
+and finite. For N = 20 also the target (``target_p99_ms``: g1 3 ms under SCHED_FIFO, 5 ms with
+the default scheduler; go2 2 ms) and whether each round trip's p99 meets it
+(``service_meets_target``, ``topic_meets_target``; not for the floor). ``--rt-priority N``
+runs the node under ``chrt -f N`` and this process in SCHED_FIFO N (as bench_node_latency.py;
+needs CAP_SYS_NICE). Not a timed test: figures depend on the machine; see
+docs/performance.md ("Horizon").
 
 ``--client-malloc tuned``: this client process takes its large answers with the allocator
 thresholds the node uses (``ros.malloc.tune_malloc``, as a consumer can): with glibc's
@@ -61,7 +64,17 @@ import time
 from _node_driver import isolate_ros_domain
 import numpy as np
 
-TARGET_P99_MS = 3.0  # issue 14: N = 20 on g1, under SCHED_FIFO
+#: Issue 24 item 3: p99 of the service and the topic round trip for N = 20 [ms], by robot and
+#: scheduler ('fifo': --rt-priority > 0).
+TARGET_P99_MS = {('g1', 'fifo'): 3.0, ('g1', 'default'): 5.0,
+                 ('go2', 'fifo'): 2.0, ('go2', 'default'): 2.0}
+
+
+def target_p99_ms(robot: str, n_points: int, rt_priority: int) -> float | None:
+    """Return the round trips' p99 target [ms] of a run (``TARGET_P99_MS``) or None."""
+    if n_points != 20:
+        return None
+    return TARGET_P99_MS.get((robot, 'fifo' if rt_priority > 0 else 'default'))
 
 
 def _trajectory(model, n_points: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -250,6 +263,8 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
                     raise RuntimeError(f'topic answer {k} lost')
             topic_ms.append((received[-1][1] - t0) * 1e3)
         s, t = np.array(service_ms), np.array(topic_ms)
+        target = None if trajectory_server == 'floor' else \
+            target_p99_ms(robot, n_points, rt_priority)
         return {
             'robot': robot, 'trajectory_server': trajectory_server,
             'dds_profile': dds_profile, 'malloc': malloc, 'nv': model.nv,
@@ -263,7 +278,11 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
             'topic_ms_p99': round(float(np.percentile(t, 99)), 3),
             'topic_ms_max': round(float(t.max()), 3),
             'node_compute_ms_p50': round(float(np.median(compute_ms)), 3),
-            'target_p99_ms': TARGET_P99_MS if robot == 'g1' and n_points == 20 else None,
+            'target_p99_ms': target,
+            'service_meets_target': None if target is None else bool(np.percentile(s, 99)
+                                                                     <= target),
+            'topic_meets_target': None if target is None else bool(np.percentile(t, 99)
+                                                                   <= target),
             'load_avg_1min': round(os.getloadavg()[0], 2), 'rt_priority': rt_priority,
         }
     finally:
