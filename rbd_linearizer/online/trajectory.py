@@ -35,6 +35,7 @@ from rbd_linearizer.errors import ConfigError, StateError
 from rbd_linearizer.linearization.representation import twist_transforms
 from rbd_linearizer.model.state import normalize_quaternion
 from rbd_linearizer.online.params import TIME_MODELS
+from rbd_linearizer.online.requests import WORKER_IDLE_S
 
 __all__ = ['NewestOnly', 'TrajectoryContactForces', 'TrajectoryLinearization',
            'TrajectoryPoints', 'check_schedule', 'check_trajectory', 'expand_inputs']
@@ -374,8 +375,9 @@ class NewestOnly:
     ``submit(item)`` (any thread) puts ``item`` in the slot; an item still waiting there (its
     work not started) is replaced and counted in ``superseded``. One worker thread at a time
     runs ``work(item)`` for the item in the slot; the item being worked on always finishes.
-    Used by the node's ``~/trajectory`` topic (and, without counting, the model swap:
-    ``online.served.DescriptionQueue``).
+    An idle worker waits ``WORKER_IDLE_S`` for the next item before it exits (the next
+    ``submit`` then starts another). Used by the node's ``~/trajectory`` topic (and, without
+    counting, the model swap: ``online.served.DescriptionQueue``).
     """
 
     def __init__(self, work: Callable[[Any], Any], name: str = 'newest-only'):
@@ -385,7 +387,9 @@ class NewestOnly:
         self._pending: Any = None
         self._has_pending = False
         self._lock = threading.Lock()
+        self._more = threading.Condition(self._lock)  # an item came
         self._worker: threading.Thread | None = None
+        self._working = False
         self.submitted = 0
         self.superseded = 0
         self.started = 0
@@ -397,7 +401,8 @@ class NewestOnly:
             if self._has_pending:
                 self.superseded += 1
             self._pending, self._has_pending = item, True
-            if self._worker is not None and self._worker.is_alive():
+            if self._worker is not None:  # at work, or waiting for an item (WORKER_IDLE_S)
+                self._more.notify()
                 return
             self._worker = threading.Thread(target=self._drain, daemon=True, name=self._name)
             self._worker.start()
@@ -405,15 +410,19 @@ class NewestOnly:
     def busy(self) -> bool:
         """Whether an item waits or is being worked on."""
         with self._lock:
-            return self._has_pending or (self._worker is not None and self._worker.is_alive())
+            return self._has_pending or self._working
 
     def _drain(self) -> None:
         while True:
             with self._lock:
+                self._working = False
+                if not self._has_pending:
+                    self._more.wait(WORKER_IDLE_S)  # the next item, if it comes soon
                 if not self._has_pending:
                     self._worker = None  # a submit from now on starts a new worker
                     return
                 item, self._pending, self._has_pending = self._pending, None, False
+                self._working = True
                 self.started += 1
             try:
                 self._work(item)

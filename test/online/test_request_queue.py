@@ -99,3 +99,44 @@ def test_close_refuses_new_requests_and_drains_the_queued_ones():
 def test_negative_depth_is_refused():
     with pytest.raises(ValueError):
         RequestQueue(depth=-1)
+
+
+def test_requests_back_to_back_reuse_the_waiting_worker(monkeypatch):
+    # An idle worker waits WORKER_IDLE_S for the next request (no thread start per request),
+    # then exits; the next request starts another, answered the same.
+    from rbd_linearizer.online import requests
+
+    monkeypatch.setattr(requests, 'WORKER_IDLE_S', 0.3)
+    q = RequestQueue(depth=2, name='rq')
+    done, wait = _collector()
+    threads = []  # the thread objects themselves (kept: no id reused)
+    for k in range(5):
+        q.submit(lambda k=k: threads.append(threading.current_thread()) or k, done)
+        wait(k + 1)
+        time.sleep(0.02)  # a client's next call, well within WORKER_IDLE_S
+    assert all(t is threads[0] for t in threads), threads
+    assert not q.busy()  # idle while it waits for a request
+    deadline = time.monotonic() + 5
+    while threads[0].is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not threads[0].is_alive()  # exited after WORKER_IDLE_S without a request
+    q.submit(lambda: threads.append(threading.current_thread()) or 5, done)
+    assert [r for r, _, _ in wait(6)] == list(range(6))
+    assert threads[-1] is not threads[0]
+    assert (q.submitted, q.completed, q.refused) == (6, 6, 0)
+
+
+def test_close_lets_the_idle_worker_exit_at_once(monkeypatch):
+    from rbd_linearizer.online import requests
+
+    monkeypatch.setattr(requests, 'WORKER_IDLE_S', 60.0)
+    q = RequestQueue(depth=1, name='rq')
+    done, wait = _collector()
+    worker = []
+    q.submit(lambda: worker.append(threading.current_thread()), done)
+    wait(1)
+    time.sleep(0.05)
+    assert worker[0].is_alive()  # waiting for the next request
+    q.close()
+    worker[0].join(5.0)
+    assert not worker[0].is_alive()

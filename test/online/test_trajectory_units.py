@@ -250,3 +250,30 @@ def test_newest_only_supersedes_waiting_items_never_the_running_one():
         threading.Event().wait(0.01)
     assert done == [0, 20]  # the running item finishes; only the newest of the flood follows
     assert (box.submitted, box.started) == (21, 2)
+
+
+def test_newest_only_keeps_its_worker_between_items_then_lets_it_go(monkeypatch):
+    # Items back to back go to the waiting worker (no thread start each); after
+    # WORKER_IDLE_S without one it exits, and the next item starts another.
+    from rbd_linearizer.online import trajectory
+
+    monkeypatch.setattr(trajectory, 'WORKER_IDLE_S', 0.3)
+    threads, worked = [], threading.Event()
+
+    def work(item):
+        threads.append(threading.current_thread())
+        worked.set()
+
+    box = NewestOnly(work)
+    for item in range(5):
+        worked.clear()
+        box.submit(item)
+        assert worked.wait(10)
+        threading.Event().wait(0.02)
+    assert all(t is threads[0] for t in threads) and not box.busy()
+    threads[0].join(5.0)
+    assert not threads[0].is_alive()
+    worked.clear()
+    box.submit(5)
+    assert worked.wait(10) and threads[-1] is not threads[0]
+    assert (box.submitted, box.started, box.superseded) == (6, 6, 0)
