@@ -11,7 +11,8 @@ the socket pair) and only unpickles the result here (0.3 ms for g1). Requests an
 pickles over a ``multiprocessing`` connection, as for the trajectory process. Errors are the
 same exceptions, with the same messages, as ``build_model``'s. If the helper cannot be
 started, dies (it is started again once) or does not answer within ``BUILD_TIMEOUT_S``, the
-model is built in this process, as before.
+model is built in this process, as before. ``status()`` says which built the last model (the
+node's diagnostics: ``model_builder``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 from rbd_linearizer.model import Model, build_model
 
-__all__ = ['BUILD_TIMEOUT_S', 'build_model_isolated']
+__all__ = ['BUILD_TIMEOUT_S', 'build_model_isolated', 'status']
 
 #: Longest wait for the helper's answer before building here instead [s].
 BUILD_TIMEOUT_S = 60.0
@@ -42,25 +43,40 @@ class _Helper:
         self._proc: subprocess.Popen | None = None
         self._conn: Connection | None = None
         self._lock = threading.Lock()
+        self.built = 0  # models (or build errors) the helper answered
+        self.built_here = 0  # models built in this process instead
+        self.last = 'not started (no description parsed in it yet)'  # status()
 
     def build(self, urdf: str, options: dict[str, Any]) -> tuple[str, Any]:
         with self._lock:  # one build at a time
+            why = ''
             for _ in range(2):
                 try:
-                    return self._ask((urdf, options))
-                except Exception:  # noqa: BLE001 - died, closed, unreadable: start it again
+                    answer = self._ask((urdf, options))
+                except _Unavailable as e:
+                    why = str(e)
                     self._stop()
-            raise _Unavailable
+                except Exception as e:  # noqa: BLE001 - died, closed, unreadable: start it again
+                    why = f'failed ({type(e).__name__}: {e})'
+                    self._stop()
+                else:
+                    self.built += 1
+                    self.last = f'helper process {self._proc.pid}: {self.built} parsed there'
+                    return answer
+            self.built_here += 1
+            self.last = (f'this process: the helper {why}; {self.built_here} parsed here, '
+                         f'{self.built} in the helper')
+            raise _Unavailable(why)
 
     def _ask(self, request: tuple) -> tuple[str, Any]:
         if self._proc is None or self._proc.poll() is not None:
             self._start()
         self._conn.send(request)
         if not self._conn.poll(BUILD_TIMEOUT_S):
-            raise _Unavailable
+            raise _Unavailable(f'gave no answer within {BUILD_TIMEOUT_S:g} s')
         kind, value = self._conn.recv()
         if kind == 'unavailable':
-            raise _Unavailable
+            raise _Unavailable('could not send the model back')
         return kind, value
 
     def _start(self) -> None:
@@ -85,6 +101,15 @@ class _Helper:
 
 
 _HELPER = _Helper()
+
+
+def status() -> str:
+    """Say where the last model of ``build_model_isolated`` was built, and how many so far.
+
+    'not started (...)' before the first call; 'helper process <pid>: <n> parsed there'; or
+    'this process: the helper <why>; ...' after a build the helper could not answer.
+    """
+    return _HELPER.last
 
 
 def build_model_isolated(urdf: str, **options: Any) -> Model:

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from rbd_linearizer.online import model_process
+
 __all__ = ['ERROR_HOLD_S', 'SequenceGaps', 'Stats', 'TrajectoryCounts', 'diagnostics',
            'status_line']
 
@@ -200,6 +202,7 @@ def diagnostics(st: Stats, sync, served, cfg: dict[str, Any], clock_ns: int,
         'newest_inputs_age_ms': '' if inputs_age is None else f'{inputs_age * 1e3:.1f}',
         'rejected_output': str(st.rejected['output']),
         'model_errors': str(st.model_errors),
+        'model_builder': model_process.status(),  # where the last swapped-in model was built
         'newest_state_age_ms': '' if state_age is None else f'{state_age * 1e3:.1f}',
         'clock_jumps_back': str(st.clock_jumps_back),
         'lost_joint_states': str(st.gaps['joint_state'].lost),

@@ -91,3 +91,35 @@ def test_built_here_when_no_helper_can_run(monkeypatch):
     monkeypatch.setattr(model_process.subprocess, 'Popen', no_process)
     urdf = default_robot_urdf()
     _same_model(build_model_isolated(urdf), build_model(urdf))
+
+
+def test_status_says_where_the_last_model_was_built(monkeypatch):
+    urdf = default_robot_urdf()
+    build_model_isolated(urdf)
+    pid = model_process._HELPER._proc.pid
+    built = model_process._HELPER.built
+    assert model_process.status() == f'helper process {pid}: {built} parsed there'
+
+    def no_process(*args, **kwargs):
+        raise OSError(24, 'Too many open files')
+
+    model_process._HELPER._stop()
+    monkeypatch.setattr(model_process.subprocess, 'Popen', no_process)
+    build_model_isolated(urdf)
+    text = model_process.status()
+    assert text.startswith('this process: the helper failed (OSError: ') and \
+        'Too many open files' in text and f'{built} in the helper' in text, text
+    monkeypatch.undo()
+    build_model_isolated(urdf)  # the helper again, started anew
+    assert model_process.status() == (f'helper process {model_process._HELPER._proc.pid}: '
+                                      f'{built + 1} parsed there')
+
+
+def test_the_diagnostics_carry_the_builders_status():
+    from rbd_linearizer.online.params import defaults
+    from rbd_linearizer.online.state import StateSync
+    from rbd_linearizer.online.stats import Stats, diagnostics
+
+    sync = StateSync(needs_base=True, max_skew_ns=1_000_000, max_age_ns=100_000_000)
+    _, _, values = diagnostics(Stats(), sync, None, defaults(), 0, None, 0)
+    assert values['model_builder'] == model_process.status()

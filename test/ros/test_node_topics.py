@@ -19,6 +19,7 @@ The node and the probe are those of the shared helper ``test/ros/_node_process.p
 
 import os
 import pathlib
+import re
 import sys
 import time
 
@@ -557,7 +558,10 @@ def test_bad_description_keeps_model_then_valid_one_swaps(probe):
     stamp = probe.now_ns()
     probe.publish_state(stamp, q, v)
     assert linearization_from_msg(probe.output_for(stamp)).model_hash == MODEL.urdf_hash
-    assert int(probe.diag()['model_errors']) >= 1
+    values = probe.diag()
+    assert int(values['model_errors']) >= 1
+    # parsed (and refused) in the helper process, not in the node's interpreter
+    assert re.fullmatch(r'helper process \d+: \d+ parsed there', values['model_builder']), values
     # The configured inputs (q2..q7, B7) do not exist in the arm: rejected, old model kept.
     with open(os.path.join(RESOURCES, 'two_link_arm.urdf'), encoding='utf-8') as f:
         arm = f.read()
