@@ -243,8 +243,9 @@ class _LinearizerMixin:
         self._buffered(BaseSample(stamp, position, quaternion, twist))
 
     def _buffered(self, sample: JointSample | BaseSample) -> None:
-        now = self.get_clock().now().nanoseconds  # one clock read per callback: the tick's too
-        if self._feed.add(sample, now, self._use_sim_time()) and \
+        sim = self._use_sim_time()
+        now = self._now_ns(sim)  # one clock read per callback: the tick's too
+        if self._feed.add(sample, now, sim) and \
                 self._cfg['tick_mode'] == 'on_state':
             self._tick(now)
 
@@ -273,8 +274,8 @@ class _LinearizerMixin:
         except StateError as e:
             self._diagnostics.reject('inputs', str(e))
             return
-        self._feed.add_applied(applied, self.get_clock().now().nanoseconds,
-                               self._use_sim_time())
+        sim = self._use_sim_time()
+        self._feed.add_applied(applied, self._now_ns(sim), sim)
 
     # --- tick -------------------------------------------------------------------------------
 
@@ -303,10 +304,11 @@ class _LinearizerMixin:
         served, cfg = self._served, self._cfg
         if served is None or not self._active:
             return
-        if self._timer is not None and not self._use_sim_time() and self._late():
+        sim = self._use_sim_time()
+        if self._timer is not None and not sim and self._late():
             return
         if now_ns is None:
-            now_ns = self.get_clock().now().nanoseconds
+            now_ns = self._now_ns(sim)
         if cfg['state_source'] == 'builtin':
             q, v = served.source.state((now_ns - self._t0.nanoseconds) * 1e-9)
             stamp, u = now_ns, None
@@ -344,12 +346,18 @@ class _LinearizerMixin:
                                    f"{cfg['velocity_representation']}, {cfg['time_model']}): "
                                    f'{self._lin_pub.topic_name}')
         elapsed = time.perf_counter() - start
-        self._stats.published_one(elapsed, self.get_clock().now().nanoseconds - stamp,
+        self._stats.published_one(elapsed, self._now_ns(sim) - stamp,
                                   self._timer is not None and elapsed > 1.0 / cfg['rate_hz'])
 
     def _use_sim_time(self) -> bool:
         # Simulated time (/clock steps, bags at any speed): no tick is dropped for lateness.
         return bool(self.get_parameter('use_sim_time').value)
+
+    def _now_ns(self, sim: bool) -> int:
+        # The node clock [ns]. Without simulated time the ROS clock is the system clock (rcl
+        # reads CLOCK_REALTIME, as time.time_ns does): read directly, ~5 us less per read
+        # than rclpy's Clock.now(), which builds a Time (3 reads per state pair).
+        return self.get_clock().now().nanoseconds if sim else time.time_ns()
 
     def _late(self) -> bool:
         # Timer mode: a tick more than a period late is dropped (online.stats.late_tick).

@@ -189,6 +189,18 @@ def _commanded_u0(tau):
 # --- 4. applied inputs: the age and order rules of the states ---------------------------------
 
 
+def test_the_nodes_clock_read_is_the_ros_clock(node):
+    # Without simulated time the node reads the system clock directly (_now_ns): the ROS
+    # clock's reading, taken before and after, brackets it; with it, the ROS clock itself.
+    for _ in range(100):
+        before = _now(node)
+        got = node._now_ns(False)
+        after = _now(node)
+        assert before <= got <= after
+    ros = node.get_clock().now().nanoseconds
+    assert ros <= node._now_ns(True) <= node.get_clock().now().nanoseconds
+
+
 def test_applied_input_is_used_while_fresh_and_dropped_once_stale(node):
     q, v, tau = _state(1)
     _inputs(node, _now(node), *COMMAND)
