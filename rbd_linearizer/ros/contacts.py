@@ -34,6 +34,7 @@ from rbd_linearizer.msg import ContactSet as ContactSetMsg
 from rbd_linearizer.msg import Linearization as LinearizationMsg
 from rbd_linearizer.online.contacts import ContactForces, ContactSchedule
 from rbd_linearizer.ros import conversions as conv
+from rbd_linearizer.ros.log_throttle import LogThrottle
 from rbd_linearizer.ros.qos import result_qos
 
 #: ~/contacts: reliable, keep last 10 (contact changes are events: none may be lost in a
@@ -62,6 +63,7 @@ class NodeContacts:
         self._node, self._stats, self._reject, self._current = node, stats, reject, current
         self._schedule = ContactSchedule()  # the sets received on ~/contacts, by stamp
         self._forces_pub = None
+        self._no_set_log = LogThrottle(1.0)
 
     def activate(self) -> list[tuple[str, Any]]:
         """Create ``~/contact_forces`` and (``contact_source: topic``) ``~/contacts``."""
@@ -101,7 +103,8 @@ class NodeContacts:
             self._stats.no_contact_set += 1
             self._stats.error(f'no contact set stamped at or before the state ({stamp_ns} ns) '
                               'on ~/contacts: tick skipped')
-            self._node.get_logger().warning(self._stats.last_error, throttle_duration_sec=1.0)
+            if self._no_set_log.due():  # (every tick until the first set: never rclpy's cost)
+                self._node.get_logger().warning(self._stats.last_error)
         return frames
 
     def request_set(self, served, request) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
 from rbd_linearizer.online.stats import diagnostics, status_line
+from rbd_linearizer.ros.log_throttle import LogThrottle
 from rbd_linearizer.ros.qos import result_qos
 
 #: /diagnostics (as diagnostic_updater): reliable, keep last 10.
@@ -44,6 +45,7 @@ class NodeDiagnostics:
         """Remember the node's interface; nothing is created before ``activate``."""
         self._node, self._stats, self._current, self._requests = node, stats, current, requests
         self._pub = None
+        self._throttle = LogThrottle(1.0)  # the throttled errors' log lines (one call site)
 
     def activate(self) -> list[tuple[str, Any]]:
         """Create ``/diagnostics`` and the timers of its messages and of the status line."""
@@ -59,10 +61,15 @@ class NodeDiagnostics:
     # --- errors -----------------------------------------------------------------------------
 
     def error(self, text: str, throttle: bool = False) -> None:
-        """Log ``text`` (an error; throttled to 1/s as a warning) and keep it as the last."""
+        """Log ``text`` (an error; throttled to 1/s as a warning) and keep it as the last.
+
+        Throttled: ``LogThrottle`` decides before rclpy's logger is called (a skipped line
+        costs nothing: ros/log_throttle.py).
+        """
         self._stats.error(text)
         if throttle:
-            self._node.get_logger().warning(text, throttle_duration_sec=1.0)
+            if self._throttle.due():
+                self._node.get_logger().warning(text)
         else:
             self._node.get_logger().error(text)
 

@@ -44,6 +44,8 @@ from rclpy.signals import SignalHandlerGuardCondition
 from rclpy.subscription import Subscription
 from rclpy.utilities import timeout_sec_to_nsec
 
+from rbd_linearizer.ros.log_throttle import LogThrottle
+
 try:  # rclpy >= 8 (Kilted): a timer callback may ask for a TimerInfo; Jazzy (7.x) has none
     from rclpy.timer import TimerInfo
 except ImportError:  # pragma: no cover - depends on the distro
@@ -401,6 +403,7 @@ class DirectExecutor(SingleThreadedExecutor):
     #: Failed takes of every subscription: ``take_message`` raised (not ``InvalidHandle``).
     take_errors = 0
     _take_failures: Any = None  # weakref.WeakKeyDictionary: sub -> [count, reason, order]
+    _take_failure_log: LogThrottle | None = None  # their log lines, at most one per second
 
     def take_failures(self, subscriptions=None) -> tuple[int, str]:
         """Return ``(count, newest reason)`` of the failed takes of ``subscriptions``.
@@ -432,6 +435,7 @@ class DirectExecutor(SingleThreadedExecutor):
         self.take_errors += 1
         if self._take_failures is None:
             self._take_failures = weakref.WeakKeyDictionary()
+            self._take_failure_log = LogThrottle(1.0)
         reason = (f'take failed on {getattr(sub, "topic_name", "?")} ({type(error).__name__}: '
                   f'{error}): message not delivered')
         record = self._take_failures.setdefault(sub, [0, '', 0])
@@ -440,8 +444,8 @@ class DirectExecutor(SingleThreadedExecutor):
         owner = next((n for n in self.get_nodes() if sub in n.subscriptions), None)
         logger = owner.get_logger() if owner is not None else rclpy_logging.get_logger(
             'direct_executor')
-        logger.warning(f'{reason} ({record[0]} on this subscription)',
-                       throttle_duration_sec=1.0)
+        if self._take_failure_log.due():
+            logger.warning(f'{reason} ({record[0]} on this subscription)')
 
     def _take_and_call(self, sub) -> bool:
         """Take one message of ``sub`` and run its callback; False: not a plain callback.

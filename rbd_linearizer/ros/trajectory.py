@@ -48,6 +48,7 @@ from rbd_linearizer.online.requests import RequestQueue
 from rbd_linearizer.online.trajectory import NewestOnly, TrajectoryLinearization, check_trajectory
 from rbd_linearizer.ros import conversions as conv
 from rbd_linearizer.ros.cdr import TrajectoryLinearizationEncoder, trajectory_fields
+from rbd_linearizer.ros.log_throttle import LogThrottle
 from rbd_linearizer.ros.qos import result_qos
 from rbd_linearizer.ros.requests import queued_service
 from rbd_linearizer.srv import LinearizeTrajectory as LinearizeTrajectorySrv
@@ -93,6 +94,7 @@ class TrajectoryServer:
         self._pub = None
         self._forces_pub = None
         self._mailbox: NewestOnly | None = None
+        self._refusal_log = LogThrottle(1.0)
 
     @property
     def names(self) -> dict[str, str]:
@@ -207,6 +209,6 @@ class TrajectoryServer:
         response.linearization = TrajectoryLinearizationMsg()  # nothing of a refusal
         response.contact_forces = TrajectoryContactForcesMsg()
         self._stats.rejected['trajectory'] += 1
-        self._node.get_logger().warning(f'~/linearize_trajectory request rejected: {reason}',
-                                        throttle_duration_sec=1.0)
+        if self._refusal_log.due():
+            self._node.get_logger().warning(f'~/linearize_trajectory request rejected: {reason}')
         return response

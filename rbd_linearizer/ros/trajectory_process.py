@@ -53,6 +53,7 @@ from rbd_linearizer.online import served as online_served
 from rbd_linearizer.online.requests import RequestQueue
 from rbd_linearizer.online.stats import Stats, TrajectoryCounts
 from rbd_linearizer.ros._argv import pop_option
+from rbd_linearizer.ros.log_throttle import LogThrottle
 from rbd_linearizer.ros.trajectory import TrajectoryServer
 
 __all__ = ['CONFIG_TIMEOUT_S', 'COUNTS_PERIOD_S', 'TrajectoryProcess', 'TrajectoryProcessNode',
@@ -285,6 +286,7 @@ class TrajectoryProcessNode(Node):
             raise RuntimeError(f'trajectory process: expected setup, got {kind!r}')
         self._cfg: dict[str, Any] = cfg
         self._stats = Stats()
+        self._reject_log = LogThrottle(1.0)
         self._counts = TrajectoryCounts(self._stats)
         self._served = None
         self._active = False
@@ -301,7 +303,8 @@ class TrajectoryProcessNode(Node):
         self._stats.rejected[what] += 1
         text = f'rejected {what}: {reason}'
         self._stats.error(text)
-        self.get_logger().warning(text, throttle_duration_sec=1.0)
+        if self._reject_log.due():
+            self.get_logger().warning(text)
 
     def _install(self, urdf: str) -> None:
         served, problem = online_served.try_build_served(urdf, self._cfg,

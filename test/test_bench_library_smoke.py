@@ -2,11 +2,11 @@
 
 ``bench_linearization.py``, ``bench_contact.py``, ``bench_core.py`` and ``bench_horizon.py``
 (with and without a contact schedule) time the package's public functions against Pinocchio;
-they follow the package's API and broke unnoticed before (``bench_floor.py --in-process``,
-test/ros/test_bench_smoke.py). Only that they run with the fewest repetitions and print a row
-for the robot with positive times: timings are not asserted (docs/performance.md has the
-measured numbers). bench_contact's agreement with Pinocchio is asserted: it is a correctness
-figure, not a timing.
+they follow the package's API, and benchmarks that follow the node's broke unnoticed before
+(``bench_floor.py --in-process``; those are smoke-tested in test/ros/test_bench_smoke.py). Only
+that they run with the fewest repetitions and print a row for the robot with positive times:
+timings are not asserted (docs/performance.md has the measured numbers). bench_contact's
+agreement with Pinocchio is asserted: it is a correctness figure, not a timing.
 """
 
 from __future__ import annotations
