@@ -317,7 +317,7 @@ def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int) -> dic
     from rbd_linearizer.ros.contacts import contact_labels
 
     served, cfg, feed = node._served, node._cfg, node._feed
-    now = node.get_clock().now
+    now = node._now_ns  # the node's clock read (no simulated time here)
     names = ('decode_odometry', 'buffer_odometry', 'decode_joints', 'joints_model_order',
              'buffer_joints', 'pair_assemble', 'linearize', 'output_check', 'encode',
              'publish')
@@ -330,7 +330,7 @@ def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int) -> dic
         t = [P()]
         base = conv.base_state_input(od, cfg['world_frame'], cfg['base_twist_frame'])
         t.append(P())
-        now_ns = now().nanoseconds  # the node reads its clock once per callback
+        now_ns = now(False)  # the node reads its clock once per callback
         feed.add(BaseSample(*base), now_ns, False)
         feed.sync.take(now_ns, 0)  # the odometry's tick finds no new pair
         t.append(P())
@@ -339,7 +339,7 @@ def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int) -> dic
         s, sdot, tau = joints_in_model_order(served.model, nm, pos, vel, eff,
                                              index=served.joint_index(nm, False))
         t.append(P())
-        now_ns = now().nanoseconds
+        now_ns = now(False)
         feed.add(JointSample(st, s, sdot, tau, served.model.urdf_hash), now_ns, False)
         t.append(P())
         got = feed.take(served, cfg, now_ns, 0)
