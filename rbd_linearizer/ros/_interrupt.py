@@ -11,7 +11,11 @@ bytecodes of the main thread, so the exception could land
   on the object code the callback never stored ("RuntimeError: no compiled object yet"): a
   traceback and exit code 1 (1 of 12 stops of ``rbd-demo`` during its start-up, before
   this module);
-- inside a ``__del__``, whose exceptions Python prints and drops.
+- inside a ``__del__``, whose exceptions Python prints and drops;
+- inside a weakref callback (a ``WeakValueDictionary`` dropping a dead entry, importlib's own
+  while a module imports: "Exception ignored in: <function _WeakValueDictionary.__init__.
+  <locals>.KeyedRef.remove ...> ... KeyboardInterrupt", seen once in a clean-clone run of
+  ``rbd-demo --node`` stopped 0.5 s after its start), printed and dropped likewise.
 
 A handler raises only when ``safe_to_raise(frame)`` (no frame of the main thread's stack is in
 one of those), and otherwise calls ``deliver_again(signum)``: the signal comes again
@@ -30,13 +34,18 @@ import threading
 RETRY_S = 0.02
 #: Code in these packages is never interrupted (path fragments of its files).
 _UNSAFE_PACKAGES = tuple(f'{os.sep}{name}{os.sep}' for name in ('numba', 'llvmlite'))
+#: The standard library's weakref callbacks: (file name, function name).
+_WEAKREF_CALLBACKS = frozenset({('weakref.py', 'remove'), ('weakref.py', '__call__'),
+                                ('_weakrefset.py', '_remove'),
+                                ('<frozen importlib._bootstrap>', 'remove')})
 
 
 def safe_to_raise(frame) -> bool:
     """Return whether a KeyboardInterrupt raised at ``frame`` propagates (see the module doc)."""
     while frame is not None:
         code = frame.f_code
-        if code.co_name == '__del__' or any(p in code.co_filename for p in _UNSAFE_PACKAGES):
+        if code.co_name == '__del__' or any(p in code.co_filename for p in _UNSAFE_PACKAGES) \
+                or (os.path.basename(code.co_filename), code.co_name) in _WEAKREF_CALLBACKS:
             return False
         frame = frame.f_back
     return True

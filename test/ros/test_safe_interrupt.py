@@ -151,3 +151,40 @@ def test_an_error_raised_from_a_stop_signal_ends_the_entry_point_with_its_stop_c
     with pytest.raises(ImportError, match='a real error'):  # not from a stop: propagates
         run(130, _raises(ImportError('a real error')))
     assert run(130, lambda: lambda: 7) == 7
+
+
+def _weak_dicts():
+    import importlib._bootstrap as bootstrap
+    import weakref
+
+    yield weakref.WeakValueDictionary
+    if hasattr(bootstrap, '_WeakValueDictionary'):  # (importlib's own, Python >= 3.12)
+        yield bootstrap._WeakValueDictionary
+
+
+@pytest.mark.parametrize('weak_dict', list(_weak_dicts()))
+def test_a_weakref_callback_is_no_place_to_raise(weak_dict):
+    # A signal landing in a weak dictionary's callback (an entry dropped as its value dies:
+    # importlib's during an import) would be printed and dropped: the handler defers it.
+    from rbd_linearizer.ros._interrupt import safe_to_raise
+
+    class Value:
+        pass
+
+    seen = []
+
+    def trace(frame, event, arg):
+        if event == 'call' and frame.f_code.co_name in ('remove', '_remove'):
+            seen.append(safe_to_raise(frame))
+        return None
+
+    d = weak_dict()
+    value = Value()
+    d.setdefault('key', value)  # (importlib's has no item assignment)
+    sys.settrace(trace)
+    try:
+        del value  # the callback runs now (reference counting)
+    finally:
+        sys.settrace(None)
+    assert seen == [False], seen
+    assert safe_to_raise(sys._getframe())  # plain code stays a place to raise
