@@ -9,6 +9,8 @@ the time taken. The set-up runs it, so that the first start of the node loads it
 the cache (``rbd_linearizer._kernel_cache``) instead of compiling them. ``--if-needed`` first
 checks, in ~0.1 s and without importing numba, whether they are all cached already (after an
 upgrade or an edit of the kernel sources they are not: the cache is per content hash).
+``--seed-from PACKAGE_DIR`` first copies this version's kernels from another copy of the
+package (a wheel or colcon build from a source tree whose set-up compiled them: ``seed_from``).
 
 The node (``ros/node.py``) uses the same families: ``node_families(cfg)`` says which ones a
 configuration needs, ``missing`` which of them are not in the cache yet, ``estimate_s`` how
@@ -195,6 +197,34 @@ def _cache_dir():
     except RuntimeError:  # _jit not imported (yet)
         return _kernel_cache.choose(_kernel_cache.content_hash(),
                                     os.environ.get('NUMBA_CACHE_DIR', '')).path
+
+
+def seed_from(package_dir) -> int:
+    """Copy this version's compiled kernels from another copy of the package; return how many.
+
+    ``package_dir``: another ``rbd_linearizer`` directory (the source tree a wheel or a colcon
+    build runs from, whose set-up has compiled its kernels). Its cache directory of the same
+    content hash (``_kernel_cache``: the same kernel sources, Python and compiler versions) holds
+    kernels valid here: its files are copied into this process's cache where missing, instead
+    of being compiled again. Nothing happens when it has none or is this cache itself.
+    """
+    from pathlib import Path
+    import shutil
+
+    where = _cache_dir()
+    src = Path(package_dir) / '__pycache__' / 'kernels' / where.name
+    if not src.is_dir() or src.resolve() == where.resolve():
+        return 0
+    copied = 0
+    for f in sorted(src.rglob('*')):
+        if f.suffix not in ('.nbi', '.nbc') or not f.is_file():
+            continue
+        dst = where / f.relative_to(src)
+        if not dst.exists():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, dst)
+            copied += 1
+    return copied
 
 
 def missing(families: Iterable[str]) -> list[str]:
@@ -638,7 +668,7 @@ def precompile(everything: bool = False, out=sys.stdout, jobs: int | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m rbd_linearizer.precompile [--all] [--if-needed] [--quiet]``."""
+    """``python -m rbd_linearizer.precompile [options]`` (``--help``: the options)."""
     ap = argparse.ArgumentParser(prog='python -m rbd_linearizer.precompile',
                                  description=__doc__.split('\n')[0])
     ap.add_argument('--all', action='store_true',
@@ -650,6 +680,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--jobs', type=int, default=None,
                     help="processes for the node's kernel families (default: 2 when two cores "
                          'are idle and two families are not cached, else 1)')
+    ap.add_argument('--seed-from', default=None, metavar='PACKAGE_DIR',
+                    help='first copy the kernels of this version from the cache of another '
+                         'copy of the package (e.g. the source tree a build runs from)')
     ap.add_argument('--worker', default=None, help=argparse.SUPPRESS)  # a,b: one worker's
     args = ap.parse_args(argv)
     if args.worker is not None:
@@ -657,6 +690,9 @@ def main(argv: list[str] | None = None) -> int:
     import io
 
     out = io.StringIO() if args.quiet else sys.stdout
+    if args.seed_from and (n := seed_from(args.seed_from)):
+        print(f'rbd_linearizer: {n} compiled kernel files copied from {args.seed_from} '
+              '(same kernel sources and compiler)', file=out, flush=True)
     if args.if_needed and not args.all and not missing(FAMILIES):
         print(f"rbd_linearizer: the node's kernels are cached ({_cache_dir()})", file=out)
         return 0

@@ -265,3 +265,36 @@ def test_node_warm_up_compiles_in_process_when_the_workers_fail(monkeypatch):
     served, cfg, lines = _served_cold(monkeypatch, failing)
     assert served.cold_families(cfg) == []
     assert any('failed, compiling here' in line for line in lines), lines
+
+
+def test_seed_from_copies_this_versions_kernels_where_missing(tmp_path, monkeypatch):
+    # A build's cache (build_lib) seeded from the source tree's cache of the same content hash:
+    # the kernel files are copied where missing, nothing else, never over a file already there;
+    # another version's directory or none at all gives nothing.
+    where = tmp_path / 'build' / '__pycache__' / 'kernels' / 'abcd0123abcd0123'
+    where.mkdir(parents=True)
+    monkeypatch.setattr(precompile, '_cache_dir', lambda: where)
+    source = tmp_path / 'src'
+    mine = source / '__pycache__' / 'kernels' / where.name
+    (mine / 'linearization').mkdir(parents=True)
+    (mine / 'linearization' / 'horizon.points_kernel-1.py312.nbi').write_bytes(b'index')
+    (mine / 'linearization' / 'horizon.points_kernel-1.py312.1.nbc').write_bytes(b'code')
+    (mine / '.last_used').write_bytes(b'')
+    (mine / 'notes.txt').write_bytes(b'not a kernel')
+    (where / 'algorithm').mkdir()
+    (where / 'algorithm' / 'aba.minverse_passes-3.py312.nbi').write_bytes(b'mine')
+    (mine / 'algorithm').mkdir()
+    (mine / 'algorithm' / 'aba.minverse_passes-3.py312.nbi').write_bytes(b'theirs')
+    other = source / '__pycache__' / 'kernels' / 'ffff0000ffff0000'
+    other.mkdir()
+    (other / 'x.f-1.py312.nbi').write_bytes(b'other version')
+    assert precompile.seed_from(source) == 2
+    assert sorted(p.relative_to(where).as_posix() for p in where.rglob('*') if p.is_file()) == [
+        'algorithm/aba.minverse_passes-3.py312.nbi',
+        'linearization/horizon.points_kernel-1.py312.1.nbc',
+        'linearization/horizon.points_kernel-1.py312.nbi']
+    assert (where / 'algorithm' / 'aba.minverse_passes-3.py312.nbi').read_bytes() == b'mine'
+    assert precompile.seed_from(source) == 0  # all there now
+    assert precompile.seed_from(tmp_path / 'nowhere') == 0
+    monkeypatch.setattr(precompile, '_cache_dir', lambda: mine)
+    assert precompile.seed_from(source) == 0  # its own cache

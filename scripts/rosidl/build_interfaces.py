@@ -447,7 +447,7 @@ class BuildInterfaces(Command):
         return list(self._outputs)
 
 
-def precompile_kernels(package_root: str) -> None:
+def precompile_kernels(package_root: str, seed_from: Path | None = None) -> None:
     """Compile the node's numba kernels into the kernel cache of the package at package_root.
 
     ``python -m rbd_linearizer.precompile --if-needed`` (a progress bar and the time taken;
@@ -455,15 +455,19 @@ def precompile_kernels(package_root: str) -> None:
     cache lands in <package_root>/rbd_linearizer/__pycache__/kernels/<content hash>, where the
     installed node looks (the layout is relative: it moves with the package). Never fails the
     build: without numba in the build environment (isolated builds) the node compiles on its
-    first start instead (and says so). RBD_SKIP_PRECOMPILE=1 skips it.
+    first start instead (and says so). RBD_SKIP_PRECOMPILE=1 skips it. ``seed_from``: the
+    source tree's package directory, whose kernel cache of the same content hash (compiled by
+    its set-up or an earlier build) is copied first instead of compiling it again.
     """
     if os.environ.get('RBD_SKIP_PRECOMPILE') == '1':
         return
     env = dict(os.environ)
     env.pop('NUMBA_CACHE_DIR', None)
     env['PYTHONPATH'] = os.pathsep.join(p for p in (package_root, env.get('PYTHONPATH')) if p)
-    r = subprocess.run([sys.executable, '-m', 'rbd_linearizer.precompile', '--if-needed'],
-                       env=env, cwd=package_root, check=False)
+    cmd = [sys.executable, '-m', 'rbd_linearizer.precompile', '--if-needed']
+    if seed_from is not None:
+        cmd += ['--seed-from', str(seed_from)]
+    r = subprocess.run(cmd, env=env, cwd=package_root, check=False)
     if r.returncode:
         print('rbd_linearizer: kernels not pre-compiled (see above); the node compiles them '
               'on its first start', file=sys.stderr)
@@ -472,8 +476,10 @@ def precompile_kernels(package_root: str) -> None:
 class BuildKernels(Command):
     """Pre-compile the node's numba kernels into the built package (a ``build`` sub-command).
 
-    Regular builds (wheels, colcon): into build_lib, which install_lib copies with the package.
-    Editable wheels (``editable_mode``): into the source tree, the installed package.
+    Regular builds (wheels, colcon): into build_lib, which install_lib copies with the package;
+    the source tree's own cache of the same content hash (its set-up's), when there, is copied
+    instead of compiled again. Editable wheels (``editable_mode``): into the source tree, the
+    installed package.
     """
 
     description = "pre-compile the node's numba kernels (python -m rbd_linearizer.precompile)"
@@ -490,7 +496,10 @@ class BuildKernels(Command):
 
     def run(self):
         """Run the pre-compile on the built (or, editable, the source) package."""
-        precompile_kernels(str(HERE) if self.editable_mode else self.build_lib)
+        if self.editable_mode:
+            precompile_kernels(str(HERE))
+        else:  # the source tree's kernels, when its set-up compiled them, are copied
+            precompile_kernels(self.build_lib, seed_from=HERE / PACKAGE)
 
 
 class BuildWithInterfaces(build):
