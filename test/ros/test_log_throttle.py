@@ -4,7 +4,10 @@ rclpy's logger finds its caller with ``inspect`` on every call, also for one its
 ``throttle_duration_sec`` then drops (0.3-1 ms each): the node's throttled lines go through
 ``LogThrottle`` first. Checked: the rule (the first line at once, then at most one per period,
 the skipped ones counted), and a node refusing a flood of bad odometry messages calls its
-logger once per second while counting and reporting every refusal.
+logger once per second while counting and reporting every refusal. ``log`` (a line without
+rclpy's stack inspection): the same call into rcutils with the caller's function, file and line,
+the logger's level respected, rclpy's own path where its C call is missing; a node's parameter
+change is logged through it.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is not installed')
 from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.logging import LoggingSeverity, get_logger  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.serialization import serialize_message  # noqa: E402
 
+from rbd_linearizer.ros import log_throttle  # noqa: E402
 from rbd_linearizer.ros.log_throttle import LogThrottle  # noqa: E402
 
 
@@ -79,6 +84,77 @@ def test_a_node_refusing_a_flood_logs_once_per_second_and_counts_every_refusal()
         time.sleep(1.05)
         node._on_odometry(raw, None)
         assert len([line for line in logger.lines if line[0] == 'warning']) == 2
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+
+
+def test_log_hands_rcutils_the_callers_line_as_rclpy_does(monkeypatch):
+    assert log_throttle.RCUTILS_LOG is not None  # this rclpy has the call (Jazzy, Kilted)
+    calls = []
+    monkeypatch.setattr(log_throttle, 'RCUTILS_LOG', lambda *a: calls.append(a))
+    logger = get_logger('rbd_log_test')
+    line = test_log_hands_rcutils_the_callers_line_as_rclpy_does.__code__.co_firstlineno + 6
+    log_throttle.log(logger, LoggingSeverity.WARN, 'a line')
+    log_throttle.log(logger, LoggingSeverity.DEBUG, 'below the level: not logged')
+    assert calls == [(LoggingSeverity.WARN, 'rbd_log_test', 'a line',
+                      'test_log_hands_rcutils_the_callers_line_as_rclpy_does', __file__, line)]
+
+
+def test_log_writes_the_line_through_rcutils(capfd):
+    log_throttle.log(get_logger('rbd_log_real'), LoggingSeverity.INFO, 'through rcutils')
+    err = capfd.readouterr().err
+    assert '[INFO]' in err and '[rbd_log_real]: through rcutils' in err, err
+
+
+def test_log_falls_back_to_the_loggers_own_path(monkeypatch):
+    monkeypatch.setattr(log_throttle, 'RCUTILS_LOG', None)
+    seen = []
+
+    class Logger:
+        def log(self, message, severity):
+            seen.append((message, severity))
+
+    log_throttle.log(Logger(), LoggingSeverity.INFO, 'the slow way')
+    assert seen == [('the slow way', LoggingSeverity.INFO)]
+    # rclpy's own logger: lines of two severities from the one call site (rclpy refuses a
+    # second severity from the line it was first called from)
+    logger = get_logger('rbd_log_fallback')
+    for severity in (LoggingSeverity.INFO, LoggingSeverity.WARN, LoggingSeverity.INFO):
+        log_throttle.log(logger, severity, 'through rclpy')
+
+
+@pytest.mark.parametrize('fast', [True, False])
+def test_a_parameter_change_is_logged_with_what_changed(monkeypatch, capfd, fast):
+    from rbd_linearizer.ros.node import LinearizerNode
+
+    lines = []
+    if fast:
+        monkeypatch.setattr(log_throttle, 'RCUTILS_LOG', lambda *a: lines.append(a[1:4]))
+    else:  # rclpy's own path: the lines on stderr
+        monkeypatch.setattr(log_throttle, 'RCUTILS_LOG', None)
+    context = rclpy.context.Context()
+    rclpy.init(context=context)
+    node = LinearizerNode(context=context, namespace='/log_param', parameter_overrides=[
+        Parameter('use_default_robot', value=True), Parameter('tick_mode', value='on_state'),
+        Parameter('diagnostics_period_s', value=0.0), Parameter('status_period_s', value=0.0),
+        Parameter('robot_description_topic', value='')])
+    try:
+        capfd.readouterr()
+        assert node.set_parameters([Parameter('dt', value=0.005)])[0].successful
+        assert not node.set_parameters([Parameter('time_model', value='sometimes')])[0].successful
+        assert node.set_parameters([Parameter('dt', value=0.004)])[0].successful
+        name = node.get_logger().name
+        if fast:
+            assert lines[0] == (name, 'applied parameter change: dt', '_apply'), lines
+            assert lines[1][0] == name and lines[1][2] == '_on_set_parameters', lines
+            assert lines[1][1].startswith('parameter change rejected: time_model'), lines
+            assert lines[2] == lines[0] and len(lines) == 3, lines
+        else:
+            err = capfd.readouterr().err
+            assert err.count('[INFO] ') == 2 and err.count('[WARN] ') == 1, err
+            assert err.count(f'[{name}]: applied parameter change: dt') == 2, err
+            assert f'[{name}]: parameter change rejected: time_model' in err, err
     finally:
         node.destroy_node()
         rclpy.shutdown(context=context)
