@@ -126,6 +126,14 @@ def _has_kernels(path: Path) -> bool:
     return path.is_dir() and any(path.rglob('*.nbi'))
 
 
+def package_cache(digest: str, package_dir: Path = PACKAGE_DIR) -> Path:
+    """Return the cache directory of version ``digest`` beside a copy of the package.
+
+    ``<package_dir>/__pycache__/kernels/<digest[:16]>`` (rule 2 of the module docstring).
+    """
+    return package_dir / '__pycache__' / 'kernels' / digest[:16]
+
+
 def choose(digest: str, numba_cache_dir: str | None = None,
            package_dir: Path = PACKAGE_DIR) -> CacheInfo:
     """Pick this version's cache directory (see the module docstring) and create it.
@@ -136,7 +144,7 @@ def choose(digest: str, numba_cache_dir: str | None = None,
     if numba_cache_dir:
         first, origin = Path(numba_cache_dir) / 'rbd_linearizer', 'NUMBA_CACHE_DIR'
     else:
-        first, origin = package_dir / '__pycache__' / 'kernels', 'package'
+        first, origin = package_cache(digest, package_dir).parent, 'package'
     if _writable(first / name):
         return CacheInfo(first / name, digest, origin)
     note = f'{first / name} is not writable'

@@ -211,8 +211,10 @@ def seed_from(package_dir) -> int:
     from pathlib import Path
     import shutil
 
+    from rbd_linearizer import _kernel_cache
+
     where = _cache_dir()
-    src = Path(package_dir) / '__pycache__' / 'kernels' / where.name
+    src = _kernel_cache.package_cache(where.name, Path(package_dir))
     if not src.is_dir() or src.resolve() == where.resolve():
         return 0
     copied = 0

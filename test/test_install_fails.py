@@ -170,10 +170,10 @@ def test_unbroken_sources_build_a_wheel(tmp_path):
     # The tree's own kernels, as its set-up left them (the set-up compiles into the package's
     # cache): the build copies them instead of compiling again (minutes). Without them (a
     # NUMBA_CACHE_DIR session) it compiles; either way the wheel must hold them.
-    own = ROOT / 'rbd_linearizer' / '__pycache__' / 'kernels' / digest
+    own = _kernel_cache.package_cache(digest, ROOT / 'rbd_linearizer')
     seeded = own.is_dir() and any(own.rglob('*.nbi'))
     if seeded:
-        shutil.copytree(own, src / 'rbd_linearizer' / '__pycache__' / 'kernels' / digest)
+        shutil.copytree(own, _kernel_cache.package_cache(digest, src / 'rbd_linearizer'))
     proc = _run([*_commands(src, tmp_path)['pip wheel'], '-v'], cwd=src)  # -v: setup.py's log
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert ('compiled kernel files copied from' in proc.stdout) == seeded, proc.stdout[-4000:]
