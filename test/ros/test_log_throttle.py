@@ -12,6 +12,7 @@ change is logged through it.
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
@@ -55,16 +56,27 @@ class _CountingLogger:
         return call
 
 
-def test_a_node_refusing_a_flood_logs_once_per_second_and_counts_every_refusal():
+@contextlib.contextmanager
+def _quiet_node(namespace: str):
+    # the default robot, ticking on states, no periodic diagnostics or status, no description
+    # topic: the only log lines are the test's
     from rbd_linearizer.ros.node import LinearizerNode
 
     context = rclpy.context.Context()
     rclpy.init(context=context)
-    node = LinearizerNode(context=context, namespace='/log_throttle', parameter_overrides=[
+    node = LinearizerNode(context=context, namespace=namespace, parameter_overrides=[
         Parameter('use_default_robot', value=True), Parameter('tick_mode', value='on_state'),
         Parameter('diagnostics_period_s', value=0.0), Parameter('status_period_s', value=0.0),
         Parameter('robot_description_topic', value='')])
     try:
+        yield node
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+
+
+def test_a_node_refusing_a_flood_logs_once_per_second_and_counts_every_refusal():
+    with _quiet_node('/log_throttle') as node:
         logger = _CountingLogger(node.get_logger())
         node.get_logger = lambda: logger
         od = Odometry()
@@ -84,9 +96,6 @@ def test_a_node_refusing_a_flood_logs_once_per_second_and_counts_every_refusal()
         time.sleep(1.05)
         node._on_odometry(raw, None)
         assert len([line for line in logger.lines if line[0] == 'warning']) == 2
-    finally:
-        node.destroy_node()
-        rclpy.shutdown(context=context)
 
 
 def test_log_hands_rcutils_the_callers_line_as_rclpy_does(monkeypatch):
@@ -126,20 +135,12 @@ def test_log_falls_back_to_the_loggers_own_path(monkeypatch):
 
 @pytest.mark.parametrize('fast', [True, False])
 def test_a_parameter_change_is_logged_with_what_changed(monkeypatch, capfd, fast):
-    from rbd_linearizer.ros.node import LinearizerNode
-
     lines = []
     if fast:
         monkeypatch.setattr(log_throttle, 'RCUTILS_LOG', lambda *a: lines.append(a[1:4]))
     else:  # rclpy's own path: the lines on stderr
         monkeypatch.setattr(log_throttle, 'RCUTILS_LOG', None)
-    context = rclpy.context.Context()
-    rclpy.init(context=context)
-    node = LinearizerNode(context=context, namespace='/log_param', parameter_overrides=[
-        Parameter('use_default_robot', value=True), Parameter('tick_mode', value='on_state'),
-        Parameter('diagnostics_period_s', value=0.0), Parameter('status_period_s', value=0.0),
-        Parameter('robot_description_topic', value='')])
-    try:
+    with _quiet_node('/log_param') as node:
         capfd.readouterr()
         assert node.set_parameters([Parameter('dt', value=0.005)])[0].successful
         assert not node.set_parameters([Parameter('time_model', value='sometimes')])[0].successful
@@ -155,6 +156,3 @@ def test_a_parameter_change_is_logged_with_what_changed(monkeypatch, capfd, fast
             assert err.count('[INFO] ') == 2 and err.count('[WARN] ') == 1, err
             assert err.count(f'[{name}]: applied parameter change: dt') == 2, err
             assert f'[{name}]: parameter change rejected: time_model' in err, err
-    finally:
-        node.destroy_node()
-        rclpy.shutdown(context=context)
