@@ -72,14 +72,15 @@ def test_ctrl_c_stops_every_demo_process_with_exit_code_0(tmp_path):
             try:
                 codes[name] = p.proc.wait(timeout=60.0)
             except subprocess.TimeoutExpired:
-                codes[name] = f'still running 60 s after SIGINT:\n{p.text()[-2000:]}'
+                codes[name] = (f'still running 60 s after SIGINT:\n{p.text()[-2000:]}\n'
+                               f'its stacks:\n{p.stacks()}')
                 p.proc.kill()
         logs = {name: p.text() for name, p in procs.items()}
         for name, text in logs.items():
             assert 'Traceback' not in text and 'KeyboardInterrupt' not in text, \
                 f'{name}:\n{text[-3000:]}'
-        assert codes == dict.fromkeys(procs, 0), {n: logs[n][-2000:] for n, c in codes.items()
-                                                 if c != 0}
+        assert codes == dict.fromkeys(procs, 0), {n: c if isinstance(c, str) else logs[n][-2000:]
+                                                 for n, c in codes.items() if c != 0}
     finally:
         probe.close()
         for p in procs.values():

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -73,8 +74,10 @@ class Subprocess:
     def __init__(self, argv: list[str] | tuple[str, ...], env: dict[str, str] | None = None):
         self.log = tempfile.TemporaryFile(mode='w+')
         self.cmd = [sys.executable, *argv]
+        env = dict(os.environ if env is None else env)
+        env.setdefault('PYTHONFAULTHANDLER', '1')  # a hang's report: stacks()
         self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT,
-                                     text=True, env=dict(os.environ if env is None else env))
+                                     text=True, env=env)
 
     @property
     def pid(self) -> int:
@@ -88,6 +91,31 @@ class Subprocess:
         self.log.flush()
         self.log.seek(0)
         return self.log.read()
+
+    def stacks(self, timeout: float = 30.0) -> str:
+        """Stacks of a live process (for a hang's report): native ones if gdb is installed.
+
+        ``gdb -batch`` prints every thread's C backtrace (``thread apply all bt``), then the
+        process is sent SIGABRT: with ``PYTHONFAULTHANDLER`` in its environment (``Subprocess``
+        sets it) Python prints every thread's Python stack and the process ends.
+        """
+        out = []
+        if self.proc.poll() is None and shutil.which('gdb'):
+            try:
+                out.append(subprocess.run(
+                    ['gdb', '-p', str(self.pid), '-batch', '-nx', '-ex', 'thread apply all bt'],
+                    capture_output=True, text=True, timeout=timeout).stdout)
+            except subprocess.TimeoutExpired:
+                out.append('(gdb timed out)')
+        if self.proc.poll() is None:
+            before = len(self.text())
+            self.proc.send_signal(signal.SIGABRT)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                pass
+            out.append(self.text()[before:])
+        return '\n'.join(out)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
         """Send ``sig``, wait up to ``timeout`` s (then SIGKILL); return the exit code."""
