@@ -6,8 +6,9 @@ to the node: what it reads (``current()``: the served model, the parameters and 
 the request queue; the node's clock, name, executor and subscriptions, public rclpy API) and
 where it counts (the node's ``Stats``). Nothing of the node's private state is shared.
 
-* ``error`` / ``reject``: log and count (the one home of both: the node, its state feed, the
-  trajectory server and the contacts report through them);
+* ``error`` / ``reject``: log and count (``NodeErrors``, the one home of both: the node, its
+  state feed, the trajectory server, the contacts and the trajectory process report through
+  them);
 * ``status``: the statistics (``online.stats.diagnostics``) as a
   ``diagnostic_msgs/DiagnosticStatus``;
 * ``take_failures``: the executor's count of messages lost in a take;
@@ -30,7 +31,35 @@ from rbd_linearizer.ros.qos import result_qos
 DIAGNOSTICS_QOS = result_qos(10)
 
 
-class NodeDiagnostics:
+class NodeErrors:
+    """Log and count a node's errors and refused inputs.
+
+    ``node``: logs (its rclpy logger); ``stats``: where they are counted (an
+    ``online.stats.Stats``). Throttled lines (``LogThrottle``, one per second) are decided
+    before rclpy's logger is called: a skipped line costs nothing (ros/log_throttle.py).
+    """
+
+    def __init__(self, node, stats):
+        """Log through ``node``, count in ``stats``."""
+        self._node, self._stats = node, stats
+        self._throttle = LogThrottle(1.0)  # the throttled errors' log lines (one call site)
+
+    def error(self, text: str, throttle: bool = False) -> None:
+        """Log ``text`` (an error; throttled to 1/s as a warning) and keep it as the last."""
+        self._stats.error(text)
+        if throttle:
+            if self._throttle.due():
+                self._node.get_logger().warning(text)
+        else:
+            self._node.get_logger().error(text)
+
+    def reject(self, what: str, reason: str) -> None:
+        """Count a refused ``what`` (``rejected_<what>``) and log why (throttled)."""
+        self._stats.rejected[what] += 1
+        self.error(f'rejected {what}: {reason}', throttle=True)
+
+
+class NodeDiagnostics(NodeErrors):
     """Errors, counters and diagnostics of the linearizer node.
 
     ``node``: logs, reads its clock, creates the publisher and the timers; ``stats``: the
@@ -43,9 +72,9 @@ class NodeDiagnostics:
     def __init__(self, node, stats, current: Callable[[], tuple[Any, dict, Any]],
                  requests=None):
         """Remember the node's interface; nothing is created before ``activate``."""
-        self._node, self._stats, self._current, self._requests = node, stats, current, requests
+        super().__init__(node, stats)
+        self._current, self._requests = current, requests
         self._pub = None
-        self._throttle = LogThrottle(1.0)  # the throttled errors' log lines (one call site)
 
     def activate(self) -> list[tuple[str, Any]]:
         """Create ``/diagnostics`` and the timers of its messages and of the status line."""
@@ -57,26 +86,6 @@ class NodeDiagnostics:
             if period > 0:
                 handles.append(('timer', node.create_timer(period, cb)))
         return handles
-
-    # --- errors -----------------------------------------------------------------------------
-
-    def error(self, text: str, throttle: bool = False) -> None:
-        """Log ``text`` (an error; throttled to 1/s as a warning) and keep it as the last.
-
-        Throttled: ``LogThrottle`` decides before rclpy's logger is called (a skipped line
-        costs nothing: ros/log_throttle.py).
-        """
-        self._stats.error(text)
-        if throttle:
-            if self._throttle.due():
-                self._node.get_logger().warning(text)
-        else:
-            self._node.get_logger().error(text)
-
-    def reject(self, what: str, reason: str) -> None:
-        """Count a refused ``what`` (``rejected_<what>``) and log why (throttled)."""
-        self._stats.rejected[what] += 1
-        self.error(f'rejected {what}: {reason}', throttle=True)
 
     # --- status -----------------------------------------------------------------------------
 

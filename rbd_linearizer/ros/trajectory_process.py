@@ -53,7 +53,7 @@ from rbd_linearizer.online import served as online_served
 from rbd_linearizer.online.requests import RequestQueue
 from rbd_linearizer.online.stats import Stats, TrajectoryCounts
 from rbd_linearizer.ros._argv import pop_option
-from rbd_linearizer.ros.log_throttle import LogThrottle
+from rbd_linearizer.ros.diagnostics import NodeErrors
 from rbd_linearizer.ros.trajectory import TrajectoryServer
 
 __all__ = ['CONFIG_TIMEOUT_S', 'COUNTS_PERIOD_S', 'TrajectoryProcess', 'TrajectoryProcessNode',
@@ -286,25 +286,17 @@ class TrajectoryProcessNode(Node):
             raise RuntimeError(f'trajectory process: expected setup, got {kind!r}')
         self._cfg: dict[str, Any] = cfg
         self._stats = Stats()
-        self._reject_log = LogThrottle(1.0)
         self._counts = TrajectoryCounts(self._stats)
         self._served = None
         self._active = False
         self._handles: list = []
         self._requests = RequestQueue(cfg['request_queue_depth'], 'trajectory requests')
-        self._server = TrajectoryServer(self, self._stats, self._reject,
+        self._server = TrajectoryServer(self, self._stats, NodeErrors(self, self._stats).reject,
                                         lambda: (self._served, self._cfg, self._active),
                                         self._requests, ReentrantCallbackGroup(), names)
         if urdf is not None:
             self._install(urdf)
         threading.Thread(target=self._follow, daemon=True, name='trajectory control').start()
-
-    def _reject(self, what: str, reason: str) -> None:
-        self._stats.rejected[what] += 1
-        text = f'rejected {what}: {reason}'
-        self._stats.error(text)
-        if self._reject_log.due():
-            self.get_logger().warning(text)
 
     def _install(self, urdf: str) -> None:
         served, problem = online_served.try_build_served(urdf, self._cfg,
