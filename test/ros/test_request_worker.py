@@ -67,6 +67,7 @@ class Harness:
                 Parameter('request_queue_depth', value=depth)])
         self.model = self.node._served.model
         self.started: list[float] = []  # when each slowed batch call began (monotonic)
+        self.started_ns: list[int] = []  # the same on the node's clock (the ticks' stamps)
         self._slow(self.node._served)
         self.executor = EXECUTORS[executor](context=self.node_ctx)
         self.executor.add_node(self.node)
@@ -89,6 +90,7 @@ class Harness:
 
         def slowed(*args, **kwargs):
             self.started.append(time.monotonic())
+            self.started_ns.append(time.time_ns())
             time.sleep(SLOW_S)  # releases the interpreter, as the compiled batch kernel does
             return original(*args, **kwargs)
 
@@ -150,21 +152,23 @@ def harness(request):
 
 
 def test_the_tick_keeps_its_rate_while_a_maximal_trajectory_request_is_computed(harness):
-    sent = time.time_ns()
     (res,) = harness.call_all(harness.traj, [harness.request(MAX_POINTS, 2)])
-    answered = time.time_ns()
     assert res.success, res.message
     assert res.linearization.n_points == MAX_POINTS and len(harness.started) == 1
     end = time.monotonic() + 0.3
     while time.monotonic() < end:  # the ticks of the window still in flight
         harness.probe_exec.spin_once(timeout_sec=0.01)
-    window_s = (answered - sent) * 1e-9
-    ticks = sum(sent <= s <= answered for s in harness.ticks)
-    expected = RATE_HZ * window_s
-    assert window_s >= SLOW_S
+    # The window: the request's slowed batch call (SLOW_S of it), where the request is at work
+    # for certain. Not the whole round trip: that also holds the answer's conversions (the
+    # node's, and this process's probe receiving 1000 points), which keep the interpreter lock
+    # and, on a loaded machine, stretch it with no tick possible (module docstring).
+    first = harness.started_ns[0]
+    ticks = sum(first <= s <= first + SLOW_S * 1e9 for s in harness.ticks)
+    expected = RATE_HZ * SLOW_S
     # in the executor thread the count is ~0 (the tick waits for the whole request)
-    assert ticks >= 0.5 * expected, (f'{ticks} linearizations in the {window_s * 1e3:.0f} ms '
-                                     f'of the request, {expected:.0f} expected at {RATE_HZ} Hz')
+    assert ticks >= 0.8 * expected, (f'{ticks} linearizations in the {SLOW_S * 1e3:.0f} ms the '
+                                     f'request was at work, {expected:.0f} expected at '
+                                     f'{RATE_HZ} Hz')
 
 
 def test_a_full_queue_refuses_at_once_and_the_rest_are_answered_in_order(harness):
