@@ -269,13 +269,14 @@ def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
         SingleThreadedExecutor,
     )
 
+    from rbd_linearizer.demo._ros import close
     from rbd_linearizer.demo.sim_driver import spin_until_finished
     scen = scenario_from_config(cfg)
     if duration is not None:
         scen['duration_s'] = float(duration)
     context = rclpy.Context()
     rclpy.init(context=context)
-    nodes = {}
+    nodes, exe = {}, None
     try:
         nodes = create_nodes(cfg, scen, NODE_NAMES, context, max_rtf)
         driver = nodes['sim_driver']
@@ -306,10 +307,7 @@ def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
         return None
     finally:
         _Sigint.raising = False
-        for n in nodes.values():
-            n.destroy_node()
-        if context.ok():
-            rclpy.shutdown(context=context)
+        close(exe, nodes, context)
 
 
 def compare_config(cfg: dict) -> dict:
@@ -365,13 +363,14 @@ def run_node(cfg: dict, name: str, duration: float | None, out, ros_args,
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
+    from rbd_linearizer.demo._ros import close
     from rbd_linearizer.demo.report import format_summary
     scen = scenario_from_config(cfg)
     if duration is not None:
         scen['duration_s'] = float(duration)
     context = rclpy.Context()
     rclpy.init(args=ros_args, context=context)
-    nodes = {}
+    nodes, exe = {}, None
     code = 0
     try:
         nodes = create_nodes(cfg, scen, (name,), context)
@@ -406,10 +405,7 @@ def run_node(cfg: dict, name: str, duration: float | None, out, ros_args,
         pass
     finally:
         _Sigint.raising = False
-        for n in nodes.values():
-            n.destroy_node()
-        if context.ok():
-            rclpy.shutdown(context=context)
+        close(exe, nodes, context)
     return code
 
 

@@ -136,6 +136,7 @@ def run(cfg: dict, duration: float | None = None, out=DEFAULT_OUT, max_rtf: floa
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
+    from rbd_linearizer.demo._ros import close
     from rbd_linearizer.demo.go2.report import build_report
     from rbd_linearizer.demo.sim_driver import spin_until_finished
 
@@ -145,7 +146,7 @@ def run(cfg: dict, duration: float | None = None, out=DEFAULT_OUT, max_rtf: floa
     setup = Setup(cfg)
     context = rclpy.Context()
     rclpy.init(context=context)
-    nodes = {}
+    nodes, exe = {}, None
     try:
         nodes = create_nodes(cfg, setup, context, max_rtf)
         driver = nodes['sim_driver']
@@ -177,7 +178,4 @@ def run(cfg: dict, duration: float | None = None, out=DEFAULT_OUT, max_rtf: floa
     except ExternalShutdownException:
         return None
     finally:
-        for n in nodes.values():
-            n.destroy_node()
-        if context.ok():
-            rclpy.shutdown(context=context)
+        close(exe, nodes, context)
