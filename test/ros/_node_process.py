@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -68,6 +69,25 @@ def rss_mb(pid: int, key: str = 'VmRSS') -> float:
     raise RuntimeError(f'no {key}')
 
 
+def compact_backtrace(gdb_output: str) -> str:
+    """Return gdb's ``thread apply all bt`` as thread headers and ``#n function (library)``.
+
+    gdb's own chatter (new LWPs, libthread_db, auto-load advice) is dropped.
+    """
+    lines = []
+    for line in gdb_output.splitlines():
+        if line.startswith('Thread '):
+            lines.append(line.split(' (Thread ')[0] + ' ' + line.split('"')[1]
+                         if '"' in line else line)
+        elif line.startswith('#'):
+            frame = re.match(r'(#\d+)\s+(?:0x[0-9a-f]+ in )?(\S+)', line)
+            where = re.search(r' (?:from|at) (\S+)$', line)
+            if frame:
+                lines.append(f'  {frame.group(1)} {frame.group(2)}'
+                             + (f' ({os.path.basename(where.group(1))})' if where else ''))
+    return '\n'.join(lines)
+
+
 class Subprocess:
     """``python <argv>`` in a subprocess, its output in a temporary file."""
 
@@ -93,20 +113,25 @@ class Subprocess:
         return self.log.read()
 
     def stacks(self, timeout: float = 30.0) -> str:
-        """Stacks of a live process (for a hang's report): native ones if gdb is installed.
+        """Stacks of a live process (for a hang's report), Python's first, then native ones.
 
-        ``gdb -batch`` prints every thread's C backtrace (``thread apply all bt``), then the
-        process is sent SIGABRT: with ``PYTHONFAULTHANDLER`` in its environment (``Subprocess``
-        sets it) Python prints every thread's Python stack and the process ends.
+        ``gdb -batch`` (if installed) takes every thread's C backtrace (``thread apply all
+        bt``), then the process is sent SIGABRT: with ``PYTHONFAULTHANDLER`` in its environment
+        (``Subprocess`` sets it) Python prints every thread's Python stack and the process
+        ends. The report is short enough for a CI log's excerpt: Python's stacks, then one line
+        per native frame (its function and library, no arguments or addresses).
         """
-        out = []
+        native = ''
         if self.proc.poll() is None and shutil.which('gdb'):
             try:
-                out.append(subprocess.run(
-                    ['gdb', '-p', str(self.pid), '-batch', '-nx', '-ex', 'thread apply all bt'],
+                native = compact_backtrace(subprocess.run(
+                    ['gdb', '-p', str(self.pid), '-batch', '-nx',
+                     '-ex', 'set print frame-arguments none', '-ex', 'set print address off',
+                     '-ex', 'thread apply all bt'],
                     capture_output=True, text=True, timeout=timeout).stdout)
             except subprocess.TimeoutExpired:
-                out.append('(gdb timed out)')
+                native = '(gdb timed out)'
+        python = '(the process had ended)'
         if self.proc.poll() is None:
             before = len(self.text())
             self.proc.send_signal(signal.SIGABRT)
@@ -114,8 +139,8 @@ class Subprocess:
                 self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 pass
-            out.append(self.text()[before:])
-        return '\n'.join(out)
+            python = self.text()[before:]
+        return f'Python:\n{python}\nnative:\n{native}'
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
         """Send ``sig``, wait up to ``timeout`` s (then SIGKILL); return the exit code."""
