@@ -1,13 +1,12 @@
 """ROS helpers shared by the demo nodes: state pairing, command message, end of the ROS side.
 
-State pairing is the node's (``online.state``); ``close`` ends a demo process's executor, nodes
-and context in that order.
+State pairing is the node's (``online.state``); a process's ROS side ends with
+``ros.spin.close``.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import rclpy
 from sensor_msgs.msg import JointState
 
 from rbd_linearizer.demo.hexarotor import command_names
@@ -98,22 +97,3 @@ def ns_to_stamp(ns: int):
     """Return a builtin_interfaces/Time for integer nanoseconds."""
     from builtin_interfaces.msg import Time
     return Time(sec=int(ns // 1_000_000_000), nanosec=int(ns % 1_000_000_000))
-
-
-def close(exe, nodes, context) -> None:
-    """End a demo process's ROS side: the executor shut down, then the nodes, then the context.
-
-    The order of the linearizer node's own end (``ros/spin.py``). ``exe.shutdown()`` releases
-    the executor's entities (its guard conditions, the generator of its last wait with that
-    wait's timeout timer) now, while the context is up. Left to the garbage collector they go
-    much later: once a wait has handed out work, rclpy's executor holds a reference cycle
-    (itself and that generator) and outlives its last reference, to be collected at some later
-    collection or during the interpreter's exit, after ``rclpy.shutdown``. ``exe`` is None
-    when the nodes were not all built; ``nodes``: name -> node (those built).
-    """
-    if exe is not None:
-        exe.shutdown()
-    for node in nodes.values():
-        node.destroy_node()
-    if context.ok():
-        rclpy.shutdown(context=context)

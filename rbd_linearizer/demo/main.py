@@ -269,8 +269,8 @@ def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
         SingleThreadedExecutor,
     )
 
-    from rbd_linearizer.demo._ros import close
     from rbd_linearizer.demo.sim_driver import spin_until_finished
+    from rbd_linearizer.ros.spin import TEARDOWN_DEADLINE_S, close
     scen = scenario_from_config(cfg)
     if duration is not None:
         scen['duration_s'] = float(duration)
@@ -307,7 +307,7 @@ def run(cfg: dict, duration: float | None = None, out: str | Path = DEFAULT_OUT,
         return None
     finally:
         _Sigint.raising = False
-        close(exe, nodes, context)
+        close(exe, nodes.values(), context, exit_after=TEARDOWN_DEADLINE_S)
 
 
 def compare_config(cfg: dict) -> dict:
@@ -363,8 +363,8 @@ def run_node(cfg: dict, name: str, duration: float | None, out, ros_args,
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
-    from rbd_linearizer.demo._ros import close
     from rbd_linearizer.demo.report import format_summary
+    from rbd_linearizer.ros.spin import TEARDOWN_DEADLINE_S, close
     scen = scenario_from_config(cfg)
     if duration is not None:
         scen['duration_s'] = float(duration)
@@ -405,7 +405,8 @@ def run_node(cfg: dict, name: str, duration: float | None, out, ros_args,
         pass
     finally:
         _Sigint.raising = False
-        close(exe, nodes, context)
+        close(exe, nodes.values(), context, exit_after=TEARDOWN_DEADLINE_S,
+              code=code)
     return code
 
 

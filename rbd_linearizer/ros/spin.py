@@ -3,10 +3,13 @@
 Used by ``ros/node.py``'s entry points (``linearizer_node``, ``linearizer_lifecycle_node``):
 ``_init`` installs the stop-signal handlers before ``rclpy.init``, ``_spin`` builds the node,
 spins it with the chosen executor and shuts everything down cleanly on a stop signal.
+``close`` is how every process of the package ends its ROS side (the node's, the demo's, the
+recorder's).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import signal
 import sys
@@ -14,6 +17,7 @@ import sys
 import rclpy
 
 from rbd_linearizer.ros._argv import pop_option
+from rbd_linearizer.ros._exit_deadline import exit_deadline
 from rbd_linearizer.ros._interrupt import deliver_again, safe_to_raise
 from rbd_linearizer.ros.dds import use_package_profile
 from rbd_linearizer.ros.executor import DirectExecutor, DirectExecutorUnsupported
@@ -85,6 +89,55 @@ def _executor(name: str, context=None):
         return rclpy.executors.SingleThreadedExecutor(context=context)
 
 
+#: How long a process's ROS teardown may take [s] before the process prints where it stood and
+#: exits (``close``): above the trajectory process's own stop timeout (5 s), below launch's
+#: SIGKILL (5 s after its SIGTERM, which comes 5 s after its SIGINT).
+TEARDOWN_DEADLINE_S = 8.0
+
+
+def close(executor, nodes, context=None, *, exit_after: float | None = None,
+          code: int | None = None) -> None:
+    """End a process's ROS side: the executor shut down, then the nodes, then the context.
+
+    ``executor``: None when it was not built; ``nodes``: the nodes built (None entries are
+    skipped); ``context``: None for rclpy's default context (whose shutdown also uninstalls
+    rclpy's signal handlers), shut down only if it still is up (a stop signal may have done
+    it). ``executor.shutdown()`` releases the executor's entities (its guard conditions, the
+    generator of its last wait with that wait's timeout timer) now, while the context is up.
+    Left to the garbage collector they go much later: once a wait has handed out work,
+    rclpy's executor holds a reference cycle (itself and that generator) and outlives its
+    last reference, to be collected at some later collection or during the interpreter's
+    exit, after ``rclpy.shutdown`` (test/demo/test_demo_close.py).
+
+    ``exit_after`` [s] (the package's entry points: ``TEARDOWN_DEADLINE_S``; None, the
+    default, for a caller that is not the process's own end, a test or a host program): a
+    teardown still running past it (Fast DDS's participant teardown can livelock,
+    ``ros/_exit_deadline.py``) prints every thread's Python stack and ends the process with
+    ``code``, the exit code it was going to have (None: 0, or 1 when ``close`` runs in a
+    ``finally`` that an exception passes through, a SystemExit's code).
+    """
+    deadline = contextlib.nullcontext() if exit_after is None else exit_deadline(
+        exit_after, _pending_exit_code() if code is None else code)
+    with deadline:
+        if executor is not None:
+            executor.shutdown()
+        for node in nodes:
+            if node is not None:
+                node.destroy_node()
+        if rclpy.ok(context=context):
+            rclpy.shutdown(context=context)
+
+
+def _pending_exit_code() -> int:
+    # the exit code of the exception propagating through the caller's finally (0 if none)
+    exc = sys.exc_info()[1]
+    if exc is None:
+        return 0
+    if isinstance(exc, SystemExit):
+        return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    return 1
+
+
 def _spin(make_node, executor_name: str = 'direct') -> None:
     # A stop signal (rclpy's SIGINT / SIGTERM handlers shut the context down) may arrive at
     # any point: during the construction and warm-up, or while a callback runs (whose next
@@ -108,11 +161,7 @@ def _spin(make_node, executor_name: str = 'direct') -> None:
         if rclpy.ok():
             raise
     finally:
-        executor.shutdown()
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        close(executor, (node,), exit_after=TEARDOWN_DEADLINE_S)
 
 
 def run(make_node, args: list[str] | None, make_lifecycle_node=None,

@@ -113,6 +113,8 @@ def main(args) -> int:
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
+    from rbd_linearizer.ros.spin import TEARDOWN_DEADLINE_S, close
+
     context = rclpy.context.Context()
     rclpy.init(context=context, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     node = rclpy.create_node('rbd_linearizer_record', context=context,
@@ -159,9 +161,7 @@ def main(args) -> int:
                             _qos_for(node, topic), raw=True)
                 executor.spin_once(timeout_sec=0.02)
         finally:
-            executor.shutdown()
-            node.destroy_node()
-            rclpy.shutdown(context=context)
+            close(executor, (node,), context, exit_after=TEARDOWN_DEADLINE_S)
     for topic in sorted(counts):
         print(f'{topic}: {counts[topic]}', file=sys.stderr)
     print(f'recorded {total[0]} messages into {args.output}', file=sys.stderr)

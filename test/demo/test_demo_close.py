@@ -1,4 +1,4 @@
-"""``demo._ros.close``: a demo process's executor, nodes and context end in that order, at once.
+"""``ros.spin.close``: a process's executor, nodes and context end in that order, at once.
 
 rclpy's executor, once a wait has handed out work, holds a reference cycle (itself and the
 generator of that wait, with the wait's timeout timer and guard conditions): dropped without
@@ -16,7 +16,7 @@ rclpy = pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is not install
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 
-from rbd_linearizer.demo._ros import close  # noqa: E402
+from rbd_linearizer.ros.spin import close  # noqa: E402
 
 
 def _spun_executor(context):
@@ -43,7 +43,7 @@ def test_close_releases_the_executor_before_the_context_ends(closed):
         exe, node = _spun_executor(context)
         ref = weakref.ref(exe)
         if closed:
-            close(exe, {'probe': node}, context)
+            close(exe, (node,), context)
             assert not context.ok()
             assert not list(node.timers)  # destroyed
         del exe

@@ -8,6 +8,11 @@ Once every node's log has reached /rosout and the simulation steps, each process
 twice in a row (a terminal's Ctrl-C reaches every process, then launch sends its own). Every
 process must exit with 0 and print no traceback. The same runs under the real launch stack in
 test/launch_tests/test_demo_launch_sigint.py.
+
+Fast DDS's participant teardown can livelock when processes stop together
+(``ros/_exit_deadline.py``): a process is then ended by ``ros.spin.close``'s deadline, with
+its exit code and the stacks it stood in; the test reports that as a warning. A process still
+running 60 s after the signals fails the test with its stacks (Python's, then native ones).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pathlib import Path
 import signal
 import subprocess
 import sys
+import warnings
 
 import pytest
 import yaml
@@ -67,19 +73,26 @@ def test_ctrl_c_stops_every_demo_process_with_exit_code_0(tmp_path):
         for p in procs.values():
             if p.alive():
                 p.proc.send_signal(signal.SIGINT)  # launch's own, right after
-        codes = {}
+        codes, hung = {}, {}
         for name, p in procs.items():
             try:
                 codes[name] = p.proc.wait(timeout=60.0)
             except subprocess.TimeoutExpired:
-                codes[name] = (f'still running 60 s after SIGINT:\n{p.text()[-2000:]}\n'
-                               f'its stacks:\n{p.stacks()}')
+                hung[name] = f'{p.text()[-1500:]}\n-- its stacks --\n{p.stacks()}'
                 p.proc.kill()
+        if hung:  # the report alone (pytest's diff of the codes would print it twice)
+            pytest.fail('still running 60 s after SIGINT: '
+                        + '\n'.join(f'== {n} ==\n{r}' for n, r in hung.items()), pytrace=False)
         logs = {name: p.text() for name, p in procs.items()}
         for name, text in logs.items():
+            if 'Timeout (0:00:' in text:  # ros.spin.close's deadline ended a teardown livelock
+                warnings.warn(f'{name}: its ROS teardown did not end within '
+                              f'TEARDOWN_DEADLINE_S (Fast DDS participant livelock, '
+                              f'ros/_exit_deadline.py); it exited after the deadline:\n'
+                              f'{text[-1500:]}', stacklevel=1)
             assert 'Traceback' not in text and 'KeyboardInterrupt' not in text, \
                 f'{name}:\n{text[-3000:]}'
-        assert codes == dict.fromkeys(procs, 0), {n: c if isinstance(c, str) else logs[n][-2000:]
+        assert codes == dict.fromkeys(procs, 0), {n: logs[n][-2000:]
                                                  for n, c in codes.items() if c != 0}
     finally:
         probe.close()

@@ -136,9 +136,9 @@ def run(cfg: dict, duration: float | None = None, out=DEFAULT_OUT, max_rtf: floa
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
-    from rbd_linearizer.demo._ros import close
     from rbd_linearizer.demo.go2.report import build_report
     from rbd_linearizer.demo.sim_driver import spin_until_finished
+    from rbd_linearizer.ros.spin import TEARDOWN_DEADLINE_S, close
 
     if duration is not None:
         cfg = {**cfg, 'sim': {**cfg['sim'], 'duration_s': float(duration)}}
@@ -178,4 +178,4 @@ def run(cfg: dict, duration: float | None = None, out=DEFAULT_OUT, max_rtf: floa
     except ExternalShutdownException:
         return None
     finally:
-        close(exe, nodes, context)
+        close(exe, nodes.values(), context, exit_after=TEARDOWN_DEADLINE_S)
