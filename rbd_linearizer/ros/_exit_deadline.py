@@ -1,15 +1,16 @@
 """A deadline on a process's ROS teardown: past it, the process prints where it stood and exits.
 
-Fast DDS can livelock while a participant is destroyed (eProsima/Fast-DDS#6513, Fast DDS 2.14
-and 3.2 of Jazzy and Kilted): ``rmw_destroy_node`` of a context's last node destroys the
-participant, whose ``DomainParticipant::set_listener(nullptr)`` waits for the participant's
-discovery callbacks to end, with an infinite timeout that makes its condition wait return at
-once: it spins, holding the participant's mutex but for an instant per turn. A discovery
-callback under way (another process's endpoint going away: launch stops every process of a
-system at once) needs that mutex to end, and rarely gets it. Seen in test_demo_sigint in a
-demo process and in the linearizer node (2 of 31 runs with both cores busy; over 60 s each
-time, once in a clean-clone CI run). The spinning thread holds Python's interpreter lock, so
-no Python thread can act: both halves of the deadline run without it.
+Fast DDS can livelock while a participant is destroyed (eProsima/Fast-DDS#6513; seen with
+Kilted's Fast DDS 3.2, not in 40 runs with Jazzy's 2.14): ``rmw_destroy_node`` of a context's
+last node destroys the participant, whose ``DomainParticipant::set_listener(nullptr)`` waits
+for the participant's discovery callbacks to end, with an infinite timeout that makes its
+condition wait return at once: it spins, holding the participant's mutex but for an instant per
+turn. A discovery callback under way (another process's endpoint going away: launch stops every
+process of a system at once) needs that mutex to end, and rarely gets it. Seen in
+test_demo_sigint in demo processes and in the linearizer node (4 of 76 runs with both cores
+busy, over 60 s when not cut short; once in a clean-clone CI run). The spinning thread holds
+Python's interpreter lock, so no Python thread can act: both halves of the deadline run without
+it.
 
 - ``faulthandler.dump_traceback_later`` (its own C thread) prints every thread's Python stack
   to stderr at the deadline ("Timeout (0:00:08)!", then ``destroy_node`` in ``close``);

@@ -34,6 +34,7 @@ from rbd_linearizer.msg import ContactSet as ContactSetMsg
 from rbd_linearizer.msg import Linearization as LinearizationMsg
 from rbd_linearizer.online.contacts import ContactForces, ContactSchedule
 from rbd_linearizer.ros import conversions as conv
+from rbd_linearizer.ros.entities import Handles
 from rbd_linearizer.ros.log_throttle import LogThrottle
 from rbd_linearizer.ros.qos import result_qos
 
@@ -65,12 +66,12 @@ class NodeContacts:
         self._forces_pub = None
         self._no_set_log = LogThrottle(1.0)
 
-    def activate(self) -> list[tuple[str, Any]]:
+    def activate(self) -> Handles:
         """Create ``~/contact_forces`` and (``contact_source: topic``) ``~/contacts``."""
         node = self._node
         self._forces_pub = node.create_publisher(ContactForcesMsg, '~/contact_forces',
                                                  CONTACT_FORCES_QOS)
-        handles: list[tuple[str, Any]] = [('pub', self._forces_pub)]
+        handles: Handles = [('pub', self._forces_pub)]
         if self._current()[1]['contact_source'] == 'topic':
             handles.append(('sub', node.create_subscription(
                 ContactSetMsg, '~/contacts', self.on_contact_set, CONTACTS_QOS)))

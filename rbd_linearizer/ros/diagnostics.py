@@ -24,6 +24,7 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
 from rbd_linearizer.online.stats import diagnostics, status_line
+from rbd_linearizer.ros.entities import Handles
 from rbd_linearizer.ros.log_throttle import LogThrottle
 from rbd_linearizer.ros.qos import result_qos
 
@@ -76,11 +77,11 @@ class NodeDiagnostics(NodeErrors):
         self._current, self._requests = current, requests
         self._pub = None
 
-    def activate(self) -> list[tuple[str, Any]]:
+    def activate(self) -> Handles:
         """Create ``/diagnostics`` and the timers of its messages and of the status line."""
         node, cfg = self._node, self._current()[1]
         self._pub = node.create_publisher(DiagnosticArray, '/diagnostics', DIAGNOSTICS_QOS)
-        handles: list[tuple[str, Any]] = [('pub', self._pub)]
+        handles: Handles = [('pub', self._pub)]
         for period, cb in ((cfg['diagnostics_period_s'], self.publish),
                            (cfg['status_period_s'], self.log_status)):
             if period > 0:

@@ -47,6 +47,7 @@ from rbd_linearizer.ros import params as RP
 from rbd_linearizer.ros.cdr import LinearizationEncoder
 from rbd_linearizer.ros.contacts import NodeContacts, contact_labels, fill_linearize_response
 from rbd_linearizer.ros.diagnostics import NodeDiagnostics
+from rbd_linearizer.ros.entities import destroy_entities
 from rbd_linearizer.ros.log_throttle import log
 from rbd_linearizer.ros.qos import latched_qos, qos_from_name, result_qos
 from rbd_linearizer.ros.requests import queued_service
@@ -168,10 +169,7 @@ class _LinearizerMixin:
         if self._timer is not None:
             self.destroy_timer(self._timer)
             self._timer = None
-        destroy = {'pub': self.destroy_publisher, 'sub': self.destroy_subscription,
-                   'srv': self.destroy_service, 'timer': self.destroy_timer}
-        for kind, handle in self._handles:
-            destroy[kind](handle)
+        destroy_entities(self, self._handles)
         self._handles = []
         for gaps in self._stats.gaps.values():
             gaps.last = None  # samples while inactive are not lost

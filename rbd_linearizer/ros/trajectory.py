@@ -48,6 +48,7 @@ from rbd_linearizer.online.requests import RequestQueue
 from rbd_linearizer.online.trajectory import NewestOnly, TrajectoryLinearization, check_trajectory
 from rbd_linearizer.ros import conversions as conv
 from rbd_linearizer.ros.cdr import TrajectoryLinearizationEncoder, trajectory_fields
+from rbd_linearizer.ros.entities import Handles
 from rbd_linearizer.ros.log_throttle import LogThrottle
 from rbd_linearizer.ros.qos import result_qos
 from rbd_linearizer.ros.requests import queued_service
@@ -101,7 +102,7 @@ class TrajectoryServer:
         """The names the interfaces are created with (``NAMES`` -> the name given)."""
         return dict(self._names)
 
-    def activate(self) -> list[tuple[str, Any]]:
+    def activate(self) -> Handles:
         """Create the publisher, the ``~/trajectory`` subscription and the service."""
         node = self._node
         encoder = TrajectoryLinearizationEncoder()  # this activation's worker's only

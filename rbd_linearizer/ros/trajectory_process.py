@@ -54,6 +54,7 @@ from rbd_linearizer.online.requests import RequestQueue
 from rbd_linearizer.online.stats import Stats, TrajectoryCounts
 from rbd_linearizer.ros._argv import pop_option
 from rbd_linearizer.ros.diagnostics import NodeErrors
+from rbd_linearizer.ros.entities import Handles, destroy_entities
 from rbd_linearizer.ros.trajectory import TrajectoryServer
 
 __all__ = ['CONFIG_TIMEOUT_S', 'COUNTS_PERIOD_S', 'TrajectoryProcess', 'TrajectoryProcessNode',
@@ -162,7 +163,7 @@ class TrajectoryProcess:
                 f'{CONFIG_TIMEOUT_S:g} s: it applies it when it can')
         return False
 
-    def activate(self) -> list[tuple[str, Any]]:
+    def activate(self) -> Handles:
         """Start the process (first time) and let it serve; return the health timer's handle."""
         self._active = True
         if self._proc is None and not self._fallen_back:
@@ -351,10 +352,7 @@ class TrajectoryProcessNode(Node):
                 + (f' for {served.summary()}' if served is not None else ' (no model yet)'))
         elif not active and self._active:
             self._active = False
-            destroy = {'pub': self.destroy_publisher, 'sub': self.destroy_subscription,
-                       'srv': self.destroy_service}
-            for kind, handle in self._handles:
-                destroy[kind](handle)
+            destroy_entities(self, self._handles)
             self._handles = []
 
 
