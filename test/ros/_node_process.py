@@ -46,6 +46,7 @@ from rclpy.executors import SingleThreadedExecutor
 
 from rbd_linearizer.msg import Linearization
 from rbd_linearizer.ros.qos import result_qos
+from rbd_linearizer.ros.spin import close
 
 TIMEOUT = 90.0  # first start may compile (or load cached) kernels
 
@@ -182,6 +183,10 @@ class NodeProcess(Subprocess):
         super().__init__(argv, env)
 
 
+#: How long a probe's teardown may take before the test process ends itself [s] (``Probe.close``)
+PROBE_TEARDOWN_S = 60.0
+
+
 class Probe:
     """Test-side node: spins in its own context, checks that the node process stays alive."""
 
@@ -208,9 +213,14 @@ class Probe:
                                    values))
 
     def close(self) -> None:
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.context)
+        """End the probe's ROS side (``ros.spin.close``), within ``PROBE_TEARDOWN_S``.
+
+        Its context's participant goes with it: Fast DDS's teardown livelock
+        (``ros/_exit_deadline.py``) can meet it here too, in the test process, where it would
+        stall the whole run until CI's own timeout. Past the deadline the test process prints
+        its stacks and exits with code 1 instead: a failed run that says where it stood.
+        """
+        close(self.executor, (self.node,), self.context, exit_after=PROBE_TEARDOWN_S, code=1)
 
     def watch(self, *processes: Subprocess) -> None:
         """Also check that ``processes`` stay alive while spinning (and show their logs)."""
