@@ -80,7 +80,7 @@ class _ExitTimer:
             raise OSError(ctypes.get_errno(), 'timer_settime failed')
 
     def cancel(self) -> None:
-        """Delete the timer (it never fires after this returns)."""
+        """Delete the timer (an expiry already under way still ends the process)."""
         self._delete(self._id)
 
 
