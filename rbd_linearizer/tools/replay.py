@@ -163,10 +163,13 @@ def main(args) -> int:
         signal.signal(sig, lambda *_: stop.append(1))
     import rclpy
 
+    from rbd_linearizer.ros.spin import TEARDOWN_DEADLINE_S, close
+
     context = rclpy.context.Context()
     rclpy.init(context=context, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     node = rclpy.create_node('rbd_linearizer_replay', context=context,
                              start_parameter_services=False)
+    code = 1  # the exit code, also close's should its deadline end the process
     try:
         pubs = _publishers(node, messages, latched_topics)
         clock_pub = None
@@ -174,13 +177,12 @@ def main(args) -> int:
             from rosgraph_msgs.msg import Clock
 
             clock_pub = node.create_publisher(Clock, '/clock', 10)
-        if not _wait_for_subscribers(node, args.wait_for, stop):
-            return 1
-        if args.delay > 0:
-            time.sleep(args.delay)
-        _play(messages, pubs, clock_pub, args.rate, stop)
-        print(f'replayed {len(messages)} messages', file=sys.stderr)
-        return 0
+        if _wait_for_subscribers(node, args.wait_for, stop):
+            if args.delay > 0:
+                time.sleep(args.delay)
+            _play(messages, pubs, clock_pub, args.rate, stop)
+            print(f'replayed {len(messages)} messages', file=sys.stderr)
+            code = 0
     finally:
-        node.destroy_node()
-        rclpy.shutdown(context=context)
+        close(None, (node,), context, exit_after=TEARDOWN_DEADLINE_S, code=code)
+    return code
