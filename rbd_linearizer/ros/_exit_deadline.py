@@ -67,7 +67,7 @@ class _ExitTimer:
                                   ctypes.c_void_p]
         self._delete.argtypes = [ctypes.c_void_p]
         # _exit takes an int; the union sigval arrives in the first argument's register
-        event = _Sigevent(sigev_value=ctypes.c_void_p(code & 0xFF).value,
+        event = _Sigevent(sigev_value=code & 0xFF,
                           sigev_notify=_SIGEV_THREAD,
                           sigev_notify_function=ctypes.cast(libc._exit, ctypes.c_void_p).value)
         self._id = ctypes.c_void_p()
