@@ -4,7 +4,7 @@ Used by ``ros/node.py``'s entry points (``linearizer_node``, ``linearizer_lifecy
 ``_init`` installs the stop-signal handlers before ``rclpy.init``, ``_spin`` builds the node,
 spins it with the chosen executor and shuts everything down cleanly on a stop signal.
 ``close`` is how every process of the package ends its ROS side (the node's, the demo's, the
-recorder's).
+recorder's and the replayer's).
 """
 
 from __future__ import annotations
