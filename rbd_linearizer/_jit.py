@@ -1,7 +1,9 @@
 """The one numba decorator of the package and the kernels' warm-up registry.
 
 Every compiled kernel is declared with ``@jit`` (``numba.njit(cache=True, nogil=True)``, no
-fastmath, no parallel, compiled by ``KernelCompiler``: LLVM at ``KERNEL_OPT``). Public
+fastmath, no parallel, compiled by ``KernelCompiler``: LLVM at ``KERNEL_OPT``), or with
+``@jit_unit`` (the same, called from other kernels through its address: the passes several
+entries share) or ``@jit_inline`` (the small helpers, inlined at numba-IR level). Public
 wrappers register a warm-up callable with ``register_warmup``;
 ``rbd_linearizer.algorithm.warmup(model)`` calls each one once on a neutral state of ``model``
 so that compilation (or loading from the on-disk cache) never lands in a control tick. (This
@@ -14,11 +16,16 @@ runs code older than the sources (numba alone keys a kernel on its own file only
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+import importlib
 import os
 
+from llvmlite import ir
 import numba
+from numba.core import cgutils, types
 import numba.core.compiler
+import numba.core.event
+from numba.core.extending import _Intrinsic
 
 from rbd_linearizer import _kernel_cache
 
@@ -73,6 +80,197 @@ jit_parallel = numba.njit(cache=True, nogil=True, parallel=True, pipeline_class=
 #: arrays costs ~50 ns (argument marshalling, reference counting): measured 2.4 us -> 0.84 us
 #: for the generalized gravity of go2. Costs some compile time at each call site.
 jit_inline = numba.njit(cache=True, nogil=True, inline='always', pipeline_class=KernelCompiler)
+
+
+# --- units: kernels called through their address ------------------------------------------
+#
+# numba links a called kernel's LLVM module into its caller's and optimises and emits the
+# whole tree again at every level above it: a pass of the ABA compiled as a leaf is optimised
+# once for itself and again inside each entry that reaches it (4 times for the contact
+# family). A unit is compiled once, on its own; a kernel calling it loads its address at the
+# call site (a pointer kept in the caller's module, filled on the first call) and calls it
+# with numba's own calling convention: the caller's module holds only its own code.
+
+#: The units each kernel calls, one ``caller<TAB>unit`` line per call site's unit: written
+#: when a caller compiles, read by ``load_units`` (a cached caller says nothing of them).
+UNITS_FILE = 'units.txt'
+_resolved: dict[str, int] = {}
+_compiling: list[str] = []  # the kernels being compiled, innermost last (numba's events)
+_recorded: set[tuple[str, str]] = set()
+
+
+def _unit_types(text: str) -> tuple:
+    # a call site's argument types, written by _Unit._typer with repr() of numba's types
+    return eval(text, {'__builtins__': {}}, vars(types))  # noqa: S307 - our own constants
+
+
+def resolve_unit(name: str) -> int:
+    """Return the address of unit ``name`` (``'module|function|(argument types)'``).
+
+    Compiles the unit for those argument types, or loads it from the cache, on the first
+    request of the process; a compiled call site calls this (through the Python C API, with
+    the interpreter lock) the first time it runs (``load_units`` does it ahead). An exception
+    here (an interrupt, too) propagates through the kernels to their Python caller.
+    """
+    address = _resolved.get(name)
+    if address is None:  # (numba's compiler lock serialises the compiles of two threads)
+        module, function, sig = name.split('|')
+        kernel = getattr(importlib.import_module(module), function).kernel
+        argtypes = _unit_types(sig)
+        kernel.compile(argtypes)
+        cres = kernel.overloads[argtypes]
+        address = cres.library.get_pointer_to_function(cres.fndesc.mangled_name)
+        _resolved[name] = address
+    return address
+
+
+def load_units(kernels: Iterable[str] | None) -> int:
+    """Load every unit ``kernels`` (``'module:function'``) reach, and the units those reach.
+
+    ``None``: every unit any kernel compiled from these sources calls.
+
+    A call site finds its unit's address the first time it runs (a ~30-50 ms load from the
+    cache for a unit not loaded yet, with the interpreter lock: in a control tick, too long);
+    the warm-up calls this after running the configuration's paths, so that a branch they
+    did not take (a contact that was never anchored, an error path) finds its unit loaded.
+    Uses the record the callers' compiles left in the cache (``UNITS_FILE``; none: nothing
+    to do). Returns the number of units reached.
+    """
+    calls: dict[str, set[str]] = {}
+    try:
+        text = (_kernel_cache.cache_info().path / UNITS_FILE).read_text()
+    except OSError:
+        return 0
+    for line in text.splitlines(keepends=True):
+        caller, _, unit = line.partition('\t')
+        if line.endswith('\n') and unit.count('|') == 2:  # (not a line cut short)
+            calls.setdefault(caller, set()).add(unit.rstrip('\n'))
+    todo, seen = list(calls) if kernels is None else list(kernels), set()
+    while todo:
+        for unit in calls.get(todo.pop(), ()):
+            if unit not in seen:
+                seen.add(unit)
+                resolve_unit(unit)
+                module, function, _ = unit.split('|')
+                todo.append(f'{module}:{function}')
+    return len(seen)
+
+
+def _record(unit: str) -> None:
+    # the call site's kernel (the innermost compile: a jit_inline helper's code is its
+    # caller's) calls ``unit``: one line in the cache's record, appended (two processes
+    # compiling into one cache append whole lines)
+    if not _compiling or (_compiling[-1], unit) in _recorded:
+        return
+    _recorded.add((_compiling[-1], unit))
+    try:
+        with open(_kernel_cache.cache_info().path / UNITS_FILE, 'a') as out:
+            out.write(f'{_compiling[-1]}\t{unit}\n')
+    except OSError:
+        pass  # a read-only cache: the call sites load their units when first run
+
+
+class _CompileStack(numba.core.event.Listener):
+    # which kernel is compiling (numba's compile events nest: a callee inside its caller)
+
+    def on_start(self, event) -> None:
+        fn = event.data['dispatcher'].py_func
+        _compiling.append(f'{fn.__module__}:{fn.__name__}')
+
+    def on_end(self, event) -> None:
+        _compiling.pop()
+
+
+numba.core.event.register('numba:compile', _CompileStack())
+
+
+def _resolve_at_run_time(context, builder, name: str, slot) -> None:
+    # The call site's first run: slot = resolve_unit(name), called like numba's object mode
+    # does (the interpreter lock taken; an exception raised there, e.g. the KeyboardInterrupt
+    # of a SIGINT handler that ran meanwhile, stays set and the kernel returns with it).
+    module = builder.module
+    pyapi = context.get_python_api(builder)
+    gil = pyapi.gil_ensure()
+    objs = [pyapi.import_module(context.insert_const_string(module, __name__))]
+    with cgutils.if_unlikely(builder, cgutils.is_null(builder, objs[0])):
+        pyapi.gil_release(gil)
+        context.call_conv.return_exc(builder)
+    objs.append(pyapi.object_getattr_string(objs[0], 'resolve_unit'))
+    objs.append(pyapi.string_from_string(context.insert_const_string(module, name)))
+    got = pyapi.call_function_objargs(objs[1], objs[2:])
+    for obj in objs:
+        pyapi.decref(obj)  # (NULL-safe: Py_XDECREF)
+    with cgutils.if_unlikely(builder, cgutils.is_null(builder, got)):
+        pyapi.gil_release(gil)
+        context.call_conv.return_exc(builder)
+    address = pyapi.long_as_longlong(got)
+    pyapi.decref(got)
+    pyapi.gil_release(gil)
+    builder.store_atomic(address, slot, 'release', 8)
+
+
+class _Unit(_Intrinsic):
+    """A ``jit`` kernel called from other kernels through its address (``jit_unit``)."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        super().__init__(kernel.py_func.__name__, self._typer)
+        self.__doc__ = kernel.py_func.__doc__
+        self.__wrapped__ = kernel.py_func
+        self._register()
+
+    def __call__(self, *args):
+        return self.kernel(*args)
+
+    def _typer(self, typingctx, *args):
+        # compile (or load) the unit for the call site's types: its return type, and the
+        # name the call site resolves at run time
+        kernel = self.kernel
+        # one version for the values of a literal argument (a constant flag): the unit is
+        # compiled for its type, the call site casts
+        argtypes = tuple(types.unliteral(a) for a in args)
+        kernel.compile(argtypes)
+        restype = kernel.overloads[argtypes].signature.return_type
+        fn = kernel.py_func
+        name = f'{fn.__module__}|{fn.__name__}|({"".join(repr(a) + ", " for a in argtypes)})'
+        _record(name)
+
+        def codegen(context, builder, signature, llargs):
+            module = builder.module
+            slot = module.globals.get('rbd_linearizer.unit.' + name)
+            if slot is None:
+                slot = ir.GlobalVariable(module, ir.IntType(64), 'rbd_linearizer.unit.' + name)
+                slot.linkage = 'internal'
+                slot.initializer = ir.Constant(ir.IntType(64), 0)
+            # (acquire / release: a thread that finds the address finds the unit loaded; plain
+            # moves on x86-64)
+            address = builder.load_atomic(slot, 'acquire', 8)
+            with builder.if_then(cgutils.is_null(builder, address), likely=False):
+                _resolve_at_run_time(context, builder, name, slot)
+            fnty = context.call_conv.get_function_type(restype, argtypes)
+            callee = builder.inttoptr(builder.load_atomic(slot, 'acquire', 8),
+                                      fnty.as_pointer())
+            values = [context.cast(builder, value, a, t) for value, a, t in zip(
+                cgutils.unpack_tuple(builder, llargs[0]), args, argtypes, strict=True)]
+            status, res = context.call_conv.call_function(builder, callee, restype, argtypes,
+                                                          values)
+            with cgutils.if_unlikely(builder, status.is_error):
+                context.call_conv.return_status_propagate(builder, status)
+            return res
+
+        return restype(types.StarArgTuple(args)), codegen
+
+
+def jit_unit(fn: Callable) -> _Unit:
+    """``jit``, and called from other kernels through its address instead of linked into them.
+
+    For the passes a few entries share (the ABA's, the contact kernel's): compiled once on its
+    own instead of optimised again inside every kernel that reaches it. Called from Python it
+    is its kernel (``.kernel``, the numba dispatcher); a call from a kernel costs a load and an
+    indirect call more (numba does not inline between kernels either way).
+    """
+    return _Unit(jit(fn))
+
 
 _WARMUPS: dict[str, Callable] = {}
 

@@ -41,14 +41,15 @@ class Family:
     name: str
     what: str  # for the log: "compiling kernels for <what>"
     kernels: tuple[str, ...]  # 'module:function' of the top-level kernels (cache check)
-    # first compile from an empty cache on an idle 2-core machine, after the linearization
-    # family (every configuration compiles it first; the shared helpers are then compiled):
-    # measured 2026-11-28, docs/performance.md "Start-up"
+    # first compile from an empty cache in one process on an idle 2-core machine (the slower
+    # Intel Xeon), after the linearization family (every configuration compiles it first; the
+    # shared units and helpers are then compiled): measured 2026-11-29, docs/performance.md
+    # "Start-up"
     seconds: float
 
 
 #: First compile of the contact family after the linearization family (idle machine) [s].
-CONTACT_S = 45.0
+CONTACT_S = 26.0
 
 #: The node's kernel families, in warm-up order.
 FAMILIES: dict[str, Family] = {f.name: f for f in (
@@ -56,14 +57,14 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            # any inputs (joint torques, wrenches), every representation, continuous time and
            # Lie-Euler: one compiled entry for the single state and ~/linearize_trajectory's
            # horizon (linearize_batch)
-           ('rbd_linearizer.linearization.horizon:points_kernel',), 55.0),
+           ('rbd_linearizer.linearization.horizon:points_kernel',), 47.0),
     Family('zero_order_hold', 'the zero-order hold (expm)',
-           ('rbd_linearizer.linearization.point:zero_order_hold',), 13.0),
+           ('rbd_linearizer.linearization.point:zero_order_hold',), 9.0),
     Family('dynamics', 'the dynamics terms (M, M^-1, C, g, h)',
            ('rbd_linearizer.algorithm.compute_all_terms:_all_terms_kernel',
-            'rbd_linearizer.algorithm.coriolis:_coriolis_kernel'), 15.0),
+            'rbd_linearizer.algorithm.coriolis:_coriolis_kernel'), 13.0),
     Family('derivatives', 'the forward-dynamics derivatives (seed 002)',
-           ('rbd_linearizer.algorithm._higher_order_kernels:hybrid_kernel',), 15.0),
+           ('rbd_linearizer.algorithm._higher_order_kernels:hybrid_kernel',), 14.0),
     Family('contact', 'the contact linearization (A, B, f, lambda)',
            ('rbd_linearizer.linearization.point:contact_point_kernel',
             'rbd_linearizer.linearization.horizon:contact_horizon_kernel'), CONTACT_S),
@@ -71,24 +72,22 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 
 
 #: The kernel trees compiled in two processes at once when a family is cold and two cores are
-#: idle (``_groups``): the callees of ``point.point_kernel`` in two halves of about equal
-#: compile time (~17-20 s each on this machine), each compiled into the cache by its argument
-#: types (those ``point_kernel`` calls it with, ``_signature``), one half in each process; the
-#: process of the first half then waits for the second half's cache entries and compiles the
-#: family's entry (``point_kernel`` and ``horizon.points_kernel``: ~18 s), which loads them.
-#: numba compiles under one lock per process, so one process uses one core; the tree's two
-#: halves are independent (measured: docs/performance.md "Start-up"). A signature here that
+#: idle (``_groups``): the units ``point.point_kernel`` calls (``_jit.jit_unit``: each compiled
+#: once, on its own) in two groups of about equal compile time (~20-23 s each on the slower
+#: machine), each compiled into the cache by its argument types (those ``point_kernel`` calls
+#: it with, ``_signature``), one group in each process; the process of the first group then
+#: waits for the second group's cache entries and compiles the family's entry
+#: (``point_kernel`` and ``horizon.points_kernel``: ~3.5 s, their own code only), which loads
+#: them. numba compiles under one lock per process, so one process uses one core; the two
+#: groups are independent (measured: docs/performance.md "Start-up"). A signature here that
 #: no longer matches the caller's costs time, not correctness (the caller compiles its own:
 #: ``test_precompile.py`` checks each is compiled once).
 SPLITS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {
     'linearization': (
         (  # the ABA side: M^-1, the RNEA and its derivatives (aba_derivatives_passes)
             ('rbd_linearizer.algorithm._joints:check_config', 'i1 f1'),
-            ('rbd_linearizer.algorithm.aba:minverse_passes', 'i1 f1 f1 f1'),
-            ('rbd_linearizer.algorithm.rnea:rnea_passes', 'i1 f1 f1 f1 f1 f1 f1 i f1'),
-            ('rbd_linearizer.algorithm.rnea_derivatives:rnea_derivatives_passes',
-             'i1 f1 f1 f2 f2 f2 f1'),
-            ('rbd_linearizer.algorithm.aba_derivatives:_neg_matmul', 'f2 f2 f2'),
+            ('rbd_linearizer.algorithm.aba_derivatives:aba_derivatives_passes',
+             'i1 f1 f1 f1 f1 f1 f1 f2 f2 f2 f1 f1 f2'),
         ),
         (  # the inputs, the wrench columns, the representations and time models
             ('rbd_linearizer.linearization.point:_generalized_inputs',
@@ -103,7 +102,7 @@ SPLITS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]
 #: Wall time of a split family's two steps from an empty cache on an idle 2-core machine [s]:
 #: the first half and the entry (after the wait), the second half (docs/performance.md
 #: "Start-up").
-SPLIT_S: dict[str, dict[str, float]] = {'linearization': {'/first': 35.0, '/second': 18.0}}
+SPLIT_S: dict[str, dict[str, float]] = {'linearization': {'/first': 26.0, '/second': 20.0}}
 
 #: How long the process of a split family's first half waits for the second half [s]; then
 #: it compiles what is missing itself (a second process that failed or is slow).
@@ -127,13 +126,25 @@ def _dispatcher(kernel: str):
     import importlib
 
     module, name = kernel.split(':')
-    return getattr(importlib.import_module(module), name)
+    obj = getattr(importlib.import_module(module), name)
+    return getattr(obj, 'kernel', obj)  # a unit (_jit.jit_unit): its numba dispatcher
 
 
 def compile_parts(parts: Iterable[tuple[str, str]]) -> None:
     """Compile (or load) each ``(kernel, argument types)`` of ``parts`` (``SPLITS``)."""
     for kernel, spec in parts:
         _dispatcher(kernel).compile(_signature(spec))
+
+
+def load_units(families: Iterable[str]) -> int:
+    """Load every unit the kernels of ``families`` call (``_jit.load_units``); their number.
+
+    After a warm-up ran the families' paths: a branch those calls did not take finds its unit
+    loaded instead of loading it from the cache in a control tick.
+    """
+    from rbd_linearizer import _jit
+
+    return _jit.load_units(k for f in families if f in FAMILIES for k in FAMILIES[f].kernels)
 
 
 def wait_cached(kernels: Iterable[str], timeout_s: float, period_s: float = 0.05) -> bool:
@@ -498,27 +509,27 @@ def _step(step: str) -> tuple[str, str]:
     return fam, sep + half
 
 
-#: Families the set-up's first worker compiles after the linearization (and its first half):
-#: the estimates balance the two processes (the contact family last in the second, when the
-#: point kernel it calls is in the cache).
-_FIRST_GROUP = ('linearization', 'zero_order_hold', 'derivatives')
-
-
 def _groups(families: list[str], cold: set[str], jobs: int, forced: bool) -> list | None:
     # The steps of each worker process, or None: compile in this process. Only with two jobs
     # and something to share: two cold families, or a cold family with a split kernel tree
-    # (SPLITS: its two halves then start the two workers), or forced (--jobs given). The
-    # linearization, the zero-order hold and the derivatives in one, the others in the other
-    # in FAMILIES order (the contact family last: the point kernel it calls is loaded if the
-    # first worker has cached it by then).
+    # (SPLITS: its two halves then start the two workers), or forced (--jobs given). Each
+    # other family goes to the worker with less work so far (estimates; the longest first),
+    # and a worker's families run in FAMILIES order after its half: the contact family last,
+    # when the units it shares with the linearization are in the cache.
     split = [f for f in families if f in SPLITS and f in cold]
     if jobs < 2 or not (forced or len(cold & set(families)) >= 2 or split):
         return None
-    first = [f for f in families if f in _FIRST_GROUP] or families[:1]
-    rest = [f for f in families if f not in first]
-    first = [f + FIRST if f in split else f for f in first]
-    rest = [f + SECOND for f in split] + rest
-    return [first, rest] if rest else None
+    groups: list[list[str]] = [[f + FIRST for f in split], [f + SECOND for f in split]]
+    load = [sum(SPLIT_S[f][FIRST] for f in split), sum(SPLIT_S[f][SECOND] for f in split)]
+    for fam in sorted((f for f in families if f not in split),
+                      key=lambda f: -FAMILIES[f].seconds):
+        i = 0 if load[0] <= load[1] else 1
+        groups[i].append(fam)
+        load[i] += FAMILIES[fam].seconds
+    order = list(FAMILIES)
+    groups = [sorted(g, key=lambda step: (not _step(step)[1], order.index(_step(step)[0])))
+              for g in groups]
+    return groups if all(groups) else None
 
 
 def _worker(steps: list[str]) -> int:
@@ -537,18 +548,26 @@ def _worker(steps: list[str]) -> int:
     if unknown:
         print(f'rbd_linearizer.precompile: unknown kernel families {unknown}', file=sys.stderr)
         return 2
+    entries = []  # (family, seconds of its first half): the split families' entries, last
     for fam, half in parsed:
         t = time.perf_counter()
         if half == SECOND:  # (no progress line: not a family)
             compile_parts(SPLITS[fam][1])
-            continue
-        if half == FIRST:
+        elif half == FIRST:
             compile_parts(SPLITS[fam][0])
-            # the other half, compiled meanwhile by the other worker; when it is not there in
-            # time, the family's compile below compiles what is missing itself
-            wait_cached((k for k, _ in SPLITS[fam][1]), SPLIT_WAIT_S)
+            entries.append((fam, time.perf_counter() - t))
+        else:
+            calls[fam]()
+            print(json.dumps({'family': fam, 'seconds': time.perf_counter() - t}), flush=True)
+    for fam, first_s in entries:
+        # after this worker's other families (no idle wait): the other half, compiled
+        # meanwhile by the other worker (when it is not there in time, the entry's compile
+        # compiles what is missing itself), then the entry, which loads both halves
+        t = time.perf_counter()
+        wait_cached((k for k, _ in SPLITS[fam][1]), SPLIT_WAIT_S)
         calls[fam]()
-        print(json.dumps({'family': fam, 'seconds': time.perf_counter() - t}), flush=True)
+        seconds = first_s + time.perf_counter() - t
+        print(json.dumps({'family': fam, 'seconds': seconds}), flush=True)
     return 0
 
 

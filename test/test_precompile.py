@@ -157,17 +157,38 @@ def test_idle_cores_is_a_share_of_the_cores():
 def test_the_linearization_and_the_rest_in_two_groups():
     fams = list(precompile.FAMILIES)
     every = set(fams)
-    # a cold linearization: its kernel tree's halves start the two processes
-    assert precompile._groups(fams, every, 2, forced=False) == [
-        ['linearization/first', 'zero_order_hold', 'derivatives'],
-        ['linearization/second', 'dynamics', 'contact']]
+    # a cold linearization: its kernel tree's halves start the two processes, each other
+    # family goes to the one with less work so far (the longest first), and runs in FAMILIES
+    # order there (the contact family last)
+    groups = [['linearization/first', 'dynamics', 'derivatives'],
+              ['linearization/second', 'zero_order_hold', 'contact']]
+    assert precompile._groups(fams, every, 2, forced=False) == groups
+    node_order = ['linearization', 'zero_order_hold', 'contact', 'dynamics', 'derivatives']
+    assert precompile._groups(node_order, every, 2, forced=False) == groups
     assert precompile._groups(fams, every, 1, forced=False) is None
     assert precompile._groups(fams, {'contact'}, 2, forced=False) is None  # one to compile
-    assert precompile._groups(fams, {'linearization'}, 2, forced=False) == [
-        ['linearization/first', 'zero_order_hold', 'derivatives'],
-        ['linearization/second', 'dynamics', 'contact']]
+    assert precompile._groups(fams, {'linearization'}, 2, forced=False) == groups
     assert precompile._groups(fams, set(), 2, forced=True) == [  # cached: no halves
-        ['linearization', 'zero_order_hold', 'derivatives'], ['dynamics', 'contact']]
+        ['linearization', 'zero_order_hold'], ['dynamics', 'derivatives', 'contact']]
+    # the estimates balance the two (the set-up's)
+    step = {**{f: precompile.FAMILIES[f].seconds for f in fams},
+            **{'linearization' + h: s for h, s in precompile.SPLIT_S['linearization'].items()}}
+    loads = [sum(step[s] for s in g) for g in groups]
+    assert abs(loads[0] - loads[1]) <= 0.1 * max(loads), loads
+
+
+def test_a_worker_compiles_a_split_familys_entry_after_its_other_families(monkeypatch):
+    # no idle wait for the other half: the worker's other families come first
+    done = []
+    monkeypatch.setattr(precompile, '_node_paths', lambda model: [
+        (f, (lambda f=f: done.append(f))) for f in precompile.FAMILIES])
+    monkeypatch.setattr(precompile, 'compile_parts', lambda parts: done.append(
+        'parts ' + ' '.join(k.rsplit(':')[1] for k, _ in parts)))
+    monkeypatch.setattr(precompile, 'wait_cached', lambda kernels, timeout_s: done.append(
+        'wait ' + ' '.join(k.rsplit(':')[1] for k in kernels)) or True)
+    assert precompile._worker(['linearization/first', 'dynamics', 'derivatives']) == 0
+    assert done == ['parts check_config aba_derivatives_passes', 'dynamics', 'derivatives',
+                    'wait _generalized_inputs _wrench_terms _finish', 'linearization']
 
 
 def test_compile_in_processes_only_with_something_to_share_and_two_jobs(monkeypatch):

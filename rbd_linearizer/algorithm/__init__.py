@@ -57,13 +57,14 @@ def warmup(model, data=None) -> None:
     ``data`` is created with ``create_data(model)`` when not given; it is left in an unspecified
     (but valid) state.
     """
-    from rbd_linearizer._jit import _WARMUPS
+    from rbd_linearizer._jit import _WARMUPS, load_units
     from rbd_linearizer.model.data import create_data
 
     if data is None:
         data = create_data(model)
     for fn in list(_WARMUPS.values()):
         fn(model, data)
+    load_units(None)  # every unit a kernel calls, also on the branches the calls did not take
 
 
 __all__ = [

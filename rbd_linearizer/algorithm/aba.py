@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rbd_linearizer._jit import jit, jit_inline, register_warmup
+from rbd_linearizer._jit import jit, jit_inline, jit_unit, register_warmup
 from rbd_linearizer.algorithm._joints import (
     _F64,
     _ND,
@@ -576,7 +576,7 @@ def _minverse_forward_pass(nb, parents, idx_v, nvj, nv, J, U, Dinv, Fa, Minv, UD
                 Fa[i, j, 5] = j5 * x
 
 
-@jit
+@jit_unit
 def minverse_passes(mi, mf, q, ws):
     """Recursive M^-1 in O(n^2), full symmetric output into data.Minv; returns NOT_SPD or 0.
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rbd_linearizer._jit import jit, jit_inline, register_warmup
+from rbd_linearizer._jit import jit, jit_inline, jit_unit, register_warmup
 from rbd_linearizer.algorithm._joints import (
     BAD_A,
     BAD_FEXT,
@@ -103,7 +103,7 @@ def _neg_matmul_tree(mi, M, D, T, out):
             o[c] = T[c, r]
 
 
-@jit_inline  # its callers are thin: one compiled level less to link (compile time)
+@jit_unit  # compiled once, called by address from the linearization's entry
 def aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc, ddq_dx):
     # (int64[:], float64[:], q, v, tau, fext, ws, dW, dtau (nv, 2nv), Cm (nv, nv), tau_id (nv),
     #  sc, ddq_dx (nv, 2nv) C-contiguous) -> int64 code. Fills data.ddq, data.Minv, dtau, Cm

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rbd_linearizer._jit import jit, register_warmup
+from rbd_linearizer._jit import jit, jit_unit, register_warmup
 from rbd_linearizer.algorithm._joints import (
     _EMPTY,
     _F64,
@@ -52,7 +52,7 @@ __all__ = ['compute_generalized_gravity', 'nonlinear_effects', 'rnea']
 MODE_RNEA, MODE_NLE, MODE_GRAVITY = np.int64(0), np.int64(1), np.int64(2)
 
 
-@jit
+@jit_unit
 def rnea_passes(mi, mf, q, v, a, fext, ws, mode, out):
     # RNEA: seed 003 Alg. 1 (Featherstone RBDA Table 5.1), linear-first spatial vectors, body
     # frames; mode 0: tau = ID(q, v, a); 1: a = 0; 2: v = a = 0 (gravity only). Writes out (nv,).

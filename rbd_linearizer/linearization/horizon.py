@@ -4,13 +4,13 @@ Each point is ``point.point_kernel`` (no contact active) or ``point.contact_poin
 (the contacts of the point's pattern). The loops only pick the point's arrays (and, with a
 contact schedule, the packed buffers of the point's contact pattern) and collect the codes.
 
-One entry per case, each shared by the single state and the horizon: numba links a called
-kernel's whole tree into every top-level kernel and optimizes it again there (LLVM, ~10 s
-per entry over the point kernel from an empty cache; docs/performance.md "Start-up"), so
-``linearize`` and the serial ``linearize_batch`` both run ``points_kernel``. (A batch with
+One entry per case, each shared by the single state and the horizon: ``linearize`` and the
+serial ``linearize_batch`` both run ``points_kernel``. The point kernels are units
+(``_jit.jit_unit``): compiled once on their own and called here through their address, so an
+entry compiles only its own loop (~1-2 s from an empty cache) instead of linking and
+optimising the point kernel's whole tree again (docs/performance.md "Start-up"). (A batch with
 contacts runs ``contact_horizon_kernel``; ``linearize_contact`` calls
-``point.contact_point_kernel`` directly: that kernel is compiled as a callee anyway, so one
-entry more over it costs nothing.) The parallel loop (``horizon_kernel_parallel``: one
+``point.contact_point_kernel`` directly.) The parallel loop (``horizon_kernel_parallel``: one
 workspace per thread) is compiled only where it is used.
 """
 

@@ -197,6 +197,7 @@ class Served:
                 self.dynamics(q, v, 0, rep)
             elif fam == 'derivatives':
                 self.dynamics_derivatives(q, v, None, 2, 0, rep)
+            precompile.load_units([fam])  # the units of the branches not taken above
             self._warm.add(fam)
 
     def linearize(self, q, v, u, cfg: dict[str, Any], stamp_ns: int = 0,
