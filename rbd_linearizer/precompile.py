@@ -76,9 +76,9 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 #: once, on its own) in two groups of about equal compile time (~20-23 s each on the slower
 #: machine), each compiled into the cache by its argument types (those ``point_kernel`` calls
 #: it with, ``_signature``), one group in each process; the process of the first group then
-#: waits for the second group's cache entries and compiles the family's entry
-#: (``point_kernel`` and ``horizon.points_kernel``: ~3.5 s, their own code only), which loads
-#: them. numba compiles under one lock per process, so one process uses one core; the two
+#: (after its other families, ``_worker``) waits for the second group's cache entries and
+#: compiles the family's entry (``point_kernel`` and ``horizon.points_kernel``: ~3.5 s, their
+#: own code only), which loads them. numba compiles under one lock per process, so one process uses one core; the two
 #: groups are independent (measured: docs/performance.md "Start-up"). A signature here that
 #: no longer matches the caller's costs time, not correctness (the caller compiles its own:
 #: ``test_precompile.py`` checks each is compiled once).
