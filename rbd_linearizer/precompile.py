@@ -78,10 +78,11 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 #: it with, ``_signature``), one group in each process; the process of the first group then
 #: (after its other families, ``_worker``) waits for the second group's cache entries and
 #: compiles the family's entry (``point_kernel`` and ``horizon.points_kernel``: ~3.5 s, their
-#: own code only), which loads them. numba compiles under one lock per process, so one process uses one core; the two
-#: groups are independent (measured: docs/performance.md "Start-up"). A signature here that
-#: no longer matches the caller's costs time, not correctness (the caller compiles its own:
-#: ``test_precompile.py`` checks each is compiled once).
+#: own code only), which loads them. numba compiles under one lock per process, so one
+#: process uses one core; the two groups are independent (measured: docs/performance.md
+#: "Start-up"). A signature here that no longer matches the caller's costs time, not
+#: correctness (the caller compiles its own: ``test_precompile.py`` checks each is compiled
+#: once).
 SPLITS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {
     'linearization': (
         (  # the ABA side: M^-1, the RNEA and its derivatives (aba_derivatives_passes)
