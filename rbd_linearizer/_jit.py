@@ -89,19 +89,49 @@ jit_inline = numba.njit(cache=True, nogil=True, inline='always', pipeline_class=
 # once for itself and again inside each entry that reaches it (4 times for the contact
 # family). A unit is compiled once, on its own; a kernel calling it loads its address at the
 # call site (a pointer kept in the caller's module, filled on the first call) and calls it
-# with numba's own calling convention: the caller's module holds only its own code.
+# with numba's own calling convention: the caller's module holds only its own code. A unit
+# declares the type of its result, so a caller compiles without compiling it (the two are
+# independent: the set-up compiles them in two processes, ``precompile``).
 
 #: The units each kernel calls, one ``caller<TAB>unit`` line per call site's unit: written
 #: when a caller compiles, read by ``load_units`` (a cached caller says nothing of them).
-UNITS_FILE = 'units.txt'
+UNITS_FILE = _kernel_cache.UNITS_FILE
 _resolved: dict[str, int] = {}
 _compiling: list[str] = []  # the kernels being compiled, innermost last (numba's events)
 _recorded: set[tuple[str, str]] = set()
 
 
-def _unit_types(text: str) -> tuple:
-    # a call site's argument types, written by _Unit._typer with repr() of numba's types
+def _unit_types(text: str):
+    # numba types from their repr(): a call site's argument types (written by _Unit._typer),
+    # a unit's declared result
     return eval(text, {'__builtins__': {}}, vars(types))  # noqa: S307 - our own constants
+
+
+class UnitDeferred(Exception):  # noqa: N818 - not an error: a unit left to another process
+    """A kernel reached a unit not loaded in this process, inside ``defer_units()``."""
+
+
+_defer = False
+
+
+class defer_units:  # noqa: N801 - used as a context manager, like a function
+    """Within it, a call site reaching a unit not loaded yet raises ``UnitDeferred``.
+
+    For the set-up's worker processes (``precompile``): running a node's call there compiles
+    its kernels (a caller's compile does not compile the units it calls: ``jit_unit``) and
+    stops at the first unit, which another process compiles meanwhile. Not thread-safe (one
+    flag for the process): the workers run one call at a time.
+    """
+
+    def __enter__(self) -> defer_units:
+        global _defer
+        _defer = True
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        global _defer
+        _defer = False
+        return False
 
 
 def resolve_unit(name: str) -> int:
@@ -110,15 +140,22 @@ def resolve_unit(name: str) -> int:
     Compiles the unit for those argument types, or loads it from the cache, on the first
     request of the process; a compiled call site calls this (through the Python C API, with
     the interpreter lock) the first time it runs (``load_units`` does it ahead). An exception
-    here (an interrupt, too) propagates through the kernels to their Python caller.
+    here (an interrupt, too) propagates through the kernels to their Python caller. TypeError
+    when the unit's result is not of the type it declares (``jit_unit``: its callers were
+    compiled for that type); ``UnitDeferred`` inside ``defer_units()``.
     """
     address = _resolved.get(name)
     if address is None:  # (numba's compiler lock serialises the compiles of two threads)
+        if _defer:
+            raise UnitDeferred(name)
         module, function, sig = name.split('|')
-        kernel = getattr(importlib.import_module(module), function).kernel
+        unit = getattr(importlib.import_module(module), function)
         argtypes = _unit_types(sig)
-        kernel.compile(argtypes)
-        cres = kernel.overloads[argtypes]
+        unit.kernel.compile(argtypes)
+        cres = unit.kernel.overloads[argtypes]
+        if cres.signature.return_type != unit.returns:
+            raise TypeError(f'{module}.{function} returns {cres.signature.return_type}, '
+                            f'declared {unit.returns} (jit_unit)')
         address = cres.library.get_pointer_to_function(cres.fndesc.mangled_name)
         _resolved[name] = address
     return address
@@ -212,8 +249,9 @@ def _resolve_at_run_time(context, builder, name: str, slot) -> None:
 class _Unit(_Intrinsic):
     """A ``jit`` kernel called from other kernels through its address (``jit_unit``)."""
 
-    def __init__(self, kernel):
+    def __init__(self, kernel, returns):
         self.kernel = kernel
+        self.returns = returns
         super().__init__(kernel.py_func.__name__, self._typer)
         self.__doc__ = kernel.py_func.__doc__
         self.__wrapped__ = kernel.py_func
@@ -223,15 +261,14 @@ class _Unit(_Intrinsic):
         return self.kernel(*args)
 
     def _typer(self, typingctx, *args):
-        # compile (or load) the unit for the call site's types: its return type, and the
-        # name the call site resolves at run time
-        kernel = self.kernel
+        # the call site's types and the unit's declared result: the name the call site
+        # resolves at run time (the unit is not compiled here: its compile and its callers'
+        # are independent, e.g. in two processes)
+        restype = self.returns
         # one version for the values of a literal argument (a constant flag): the unit is
         # compiled for its type, the call site casts
         argtypes = tuple(types.unliteral(a) for a in args)
-        kernel.compile(argtypes)
-        restype = kernel.overloads[argtypes].signature.return_type
-        fn = kernel.py_func
+        fn = self.kernel.py_func
         name = f'{fn.__module__}|{fn.__name__}|({"".join(repr(a) + ", " for a in argtypes)})'
         _record(name)
 
@@ -261,15 +298,24 @@ class _Unit(_Intrinsic):
         return restype(types.StarArgTuple(args)), codegen
 
 
-def jit_unit(fn: Callable) -> _Unit:
+def jit_unit(returns: str) -> Callable[[Callable], _Unit]:
     """``jit``, and called from other kernels through its address instead of linked into them.
 
     For the passes a few entries share (the ABA's, the contact kernel's): compiled once on its
-    own instead of optimised again inside every kernel that reaches it. Called from Python it
-    is its kernel (``.kernel``, the numba dispatcher); a call from a kernel costs a load and an
-    indirect call more (numba does not inline between kernels either way).
+    own instead of optimised again inside every kernel that reaches it. ``returns``: the
+    numba type of its result (``'none'``, ``'int64'``, ``'boolean'``,
+    ``'Tuple((float64, int64))'``: numba's names), so that a caller compiles without
+    compiling the unit (checked when the unit is loaded: ``resolve_unit``).
+    Called from Python it is its kernel (``.kernel``, the numba dispatcher); a call from a
+    kernel costs a load and an indirect call more (numba does not inline between kernels
+    either way).
     """
-    return _Unit(jit(fn))
+    restype = _unit_types(returns)
+
+    def deco(fn: Callable) -> _Unit:
+        return _Unit(jit(fn), restype)
+
+    return deco
 
 
 _WARMUPS: dict[str, Callable] = {}

@@ -52,6 +52,9 @@ UNHASHED = ('online', 'ros', 'tools', 'demo', 'msg', 'srv', 'resources', 'precom
 #: Version directories kept besides the current one (other environments sharing the cache).
 KEEP_OTHER_VERSIONS = 3
 
+#: The record of the units each kernel calls, in a version's directory (``_jit.UNITS_FILE``).
+UNITS_FILE = 'units.txt'
+
 _log = logging.getLogger('rbd_linearizer.kernel_cache')
 
 

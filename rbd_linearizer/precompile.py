@@ -15,9 +15,10 @@ package (a wheel or colcon build from a source tree whose set-up compiled them: 
 The node (``ros/node.py``) uses the same families: ``node_families(cfg)`` says which ones a
 configuration needs, ``missing`` which of them are not in the cache yet, ``estimate_s`` how
 long compiling them takes, ``compile_in_processes`` compiles them in two processes on two
-idle cores (a family's kernel tree in two halves, ``SPLITS``, when it is the only one), and
-``run_reporting`` runs the warm-up in a worker thread while the calling thread reports
-progress. No ROS import here (usable at build time).
+idle cores (their tasks: each unit, ``UNITS``, and each node call, independent of one another
+since a caller compiles without its units: ``_jit.jit_unit``), and ``run_reporting`` runs the
+warm-up in a worker thread while the calling thread reports progress. No ROS import here
+(usable at build time).
 """
 
 from __future__ import annotations
@@ -41,73 +42,93 @@ class Family:
     name: str
     what: str  # for the log: "compiling kernels for <what>"
     kernels: tuple[str, ...]  # 'module:function' of the top-level kernels (cache check)
-    # first compile from an empty cache in one process on an idle 2-core machine (the slower
-    # Intel Xeon), after the linearization family (every configuration compiles it first; the
-    # shared units and helpers are then compiled): measured 2026-11-29, docs/performance.md
-    # "Start-up"
-    seconds: float
+    # the compile time of each of its node calls (_node_paths; a worker's task each), the
+    # units they reach apart: one process, empty cache, idle 2-core machine (the slower Intel
+    # Xeon), measured 2026-11-29, docs/performance.md "Start-up"
+    calls_s: tuple[float, ...]
+    units: tuple[str, ...] = ()  # the units (UNITS) its kernels reach
+
+    @property
+    def seconds(self) -> float:
+        """Its compile time in one process [s]: its calls and its units."""
+        return sum(self.calls_s) + sum(UNITS[u][1] for u in self.units)
 
 
-#: First compile of the contact family after the linearization family (idle machine) [s].
-CONTACT_S = 26.0
+#: The units (``_jit.jit_unit``) the node's kernels call: the argument types their call sites
+#: use (``_signature``: a unit is compiled into the cache by those, on its own, in either of
+#: the set-up's processes) and their compile time [s] (their own tree: the units they call
+#: apart; measured as ``Family.calls_s``). ``contact_point_kernel``, a unit too, is the
+#: contact family's first call (``linearize_contact`` calls it from Python): not listed.
+#: A type here that no longer matches the call site costs time (the unit is compiled again by
+#: the call site's types), not correctness: ``test_precompile.py`` checks them against the
+#: record of the call sites (``_jit.UNITS_FILE``).
+UNITS: dict[str, tuple[str, float]] = {
+    'rbd_linearizer.linearization.point:point_kernel': (
+        'i1 f1 f1 f1 f1 f f1 f2 f2 f2 f1 f1 f1 i1 f2 f2 f1 f1 i1 i1 f3 f2 i1 i1 i1 i1 i1', 2.8),
+    'rbd_linearizer.linearization.point:_generalized_inputs': (
+        'i1 f1 f1 f1 f1 f1 i1 f3 f2A i1 i1 f3 f2 i1 i1 i1', 4.2),
+    'rbd_linearizer.linearization.point:_wrench_terms': (
+        'i1 f1 f1 f1 f1 f1 i1 f2A f2A f2A f2 f2 f3 f2A f1 f2 i1 f3 f2 i1 i1 i1', 3.7),
+    'rbd_linearizer.linearization.point:_finish': ('f1 f1 f f2 f2 f1 f1 f2 f1 i1', 11.2),
+    'rbd_linearizer.algorithm.aba_derivatives:aba_derivatives_passes': (
+        'i1 f1 f1 f1 f1 f1 f1 f2 f2 f2 f1 f1 f2', 4.5),
+    'rbd_linearizer.algorithm.aba:minverse_passes': ('i1 f1 f1 f1', 7.3),
+    'rbd_linearizer.algorithm.rnea:rnea_passes': ('i1 f1 f1 f1 f1 f1 f1 i f1', 4.7),
+    # (its tree compiles the spatial helpers most passes use: ~5 s of its time)
+    'rbd_linearizer.algorithm.rnea_derivatives:rnea_derivatives_passes': (
+        'i1 f1 f1 f2 f2 f2 f1', 11.7),
+    'rbd_linearizer.algorithm.contact.dynamics:_contact_kernel': (
+        'i1 f1 f1 f1 f1 f1 f1 i f2 f2 f2 f1 f1 f2 i1 f1 f1 f1 f2 f1 f1 f2 f1 f2 f2 f2 f2 f2 '
+        'f2', 8.7),
+    'rbd_linearizer.algorithm.contact.dynamics:_forward_dynamics': (
+        'i i f2 f1 f1 f2 f1 f1 f2 f2 f2 f1 f1 f1', 1.2),
+    'rbd_linearizer.algorithm.contact.dynamics:_contact_wrenches': (
+        'i1 i1 i1 f3 f2 f3 f1 f1 f1 f1', 0.7),
+    'rbd_linearizer.algorithm.contact.dynamics:_turning_forces': ('i1 i1 f2 i2 f2 f1 f2', 0.3),
+    'rbd_linearizer.algorithm.contact.dynamics:_derivative_products': (
+        'i i f2 f2 f2 f2 f2 f2 f2 f2 f2 f2 f2 f2', 2.0),
+    'rbd_linearizer.algorithm.contact.kinematics:_world_kinematics': (
+        'i1 i1 i1 f2 f3 f2 f1 f1 f2 f2 f2 f2 f2 i1 f1 f1', 1.8),
+    'rbd_linearizer.algorithm.contact.kinematics:_contact_poses': (
+        'i1 i1 i1 f3 f2 i1 f3 f2 f3 f2 i2', 0.5),
+    'rbd_linearizer.algorithm.contact.kinematics:_anchor_errors': (
+        'i1 i1 f3 f1 f3 f2 f2 f3 f3 f1', 2.3),
+    'rbd_linearizer.algorithm.contact.kinematics:_contact_frames': (
+        'i1 i1 i1 f2 f2 f2 f2 f3 f2 f2 f2 f1 f1 f1 f1 f1', 1.1),
+    'rbd_linearizer.algorithm.contact.kinematics:_jacobian_rows': (
+        'i1 i1 f3 f2 f2 i2 f2 f1', 0.8),
+    'rbd_linearizer.algorithm.contact.kinematics:_point_accelerations': (
+        'i1 i1 f2 f3 f2 f2 f2 f1 f1 f1', 0.3),
+    'rbd_linearizer.algorithm.contact.kinematics:_contact_columns': (
+        'i1 i1 i1 f2 f3 f2 f2 f2 f2 i1 i2 f2 f3 f2 f2 f2 f2 f1 f1 f1 f1 f1 f1 f1 f1 f1 f1 f1 '
+        'f1', 2.2),
+}
+
+_ABA = ('rbd_linearizer.algorithm.aba:minverse_passes',
+        'rbd_linearizer.algorithm.rnea:rnea_passes')
 
 #: The node's kernel families, in warm-up order.
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family('linearization', 'the linearization (A, B, f)',
            # any inputs (joint torques, wrenches), every representation, continuous time and
            # Lie-Euler: one compiled entry for the single state and ~/linearize_trajectory's
-           # horizon (linearize_batch)
-           ('rbd_linearizer.linearization.horizon:points_kernel',), 47.0),
+           # horizon (linearize_batch), over the point kernel and its units
+           ('rbd_linearizer.linearization.horizon:points_kernel',), (3.5,),
+           tuple(u for u in UNITS if '.contact.' not in u)),
     Family('zero_order_hold', 'the zero-order hold (expm)',
-           ('rbd_linearizer.linearization.point:zero_order_hold',), 9.0),
+           ('rbd_linearizer.linearization.point:zero_order_hold',), (8.0,)),
     Family('dynamics', 'the dynamics terms (M, M^-1, C, g, h)',
            ('rbd_linearizer.algorithm.compute_all_terms:_all_terms_kernel',
-            'rbd_linearizer.algorithm.coriolis:_coriolis_kernel'), 13.0),
+            'rbd_linearizer.algorithm.coriolis:_coriolis_kernel'), (6.6, 5.7), _ABA),
     Family('derivatives', 'the forward-dynamics derivatives (seed 002)',
-           ('rbd_linearizer.algorithm._higher_order_kernels:hybrid_kernel',), 14.0),
+           ('rbd_linearizer.algorithm._higher_order_kernels:hybrid_kernel',), (18.8,)),
+    # every contact set, representation and time model: the point (from Python), then the
+    # horizon's loop over a schedule (over both point kernels); the linearization's units too
     Family('contact', 'the contact linearization (A, B, f, lambda)',
            ('rbd_linearizer.linearization.point:contact_point_kernel',
-            'rbd_linearizer.linearization.horizon:contact_horizon_kernel'), CONTACT_S),
+            'rbd_linearizer.linearization.horizon:contact_horizon_kernel'), (3.5, 1.5),
+           tuple(UNITS)),
 )}
-
-
-#: The kernel trees compiled in two processes at once when a family is cold and two cores are
-#: idle (``_groups``): the units ``point.point_kernel`` calls (``_jit.jit_unit``: each compiled
-#: once, on its own) in two groups of about equal compile time (~20-23 s each on the slower
-#: machine), each compiled into the cache by its argument types (those ``point_kernel`` calls
-#: it with, ``_signature``), one group in each process; the process of the first group then
-#: (after its other families, ``_worker``) waits for the second group's cache entries and
-#: compiles the family's entry (``point_kernel`` and ``horizon.points_kernel``: ~3.5 s, their
-#: own code only), which loads them. numba compiles under one lock per process, so one
-#: process uses one core; the two groups are independent (measured: docs/performance.md
-#: "Start-up"). A signature here that no longer matches the caller's costs time, not
-#: correctness (the caller compiles its own: ``test_precompile.py`` checks each is compiled
-#: once).
-SPLITS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {
-    'linearization': (
-        (  # the ABA side: M^-1, the RNEA and its derivatives (aba_derivatives_passes)
-            ('rbd_linearizer.algorithm._joints:check_config', 'i1 f1'),
-            ('rbd_linearizer.algorithm.aba_derivatives:aba_derivatives_passes',
-             'i1 f1 f1 f1 f1 f1 f1 f2 f2 f2 f1 f1 f2'),
-        ),
-        (  # the inputs, the wrench columns, the representations and time models
-            ('rbd_linearizer.linearization.point:_generalized_inputs',
-             'i1 f1 f1 f1 f1 f1 i1 f3 f2A i1 i1 f3 f2 i1 i1 i1'),
-            ('rbd_linearizer.linearization.point:_wrench_terms',
-             'i1 f1 f1 f1 f1 f1 i1 f2A f2A f2A f2 f2 f3 f2A f1 f2 i1 f3 f2 i1 i1 i1'),
-            ('rbd_linearizer.linearization.point:_finish', 'f1 f1 f f2 f2 f1 f1 f2 f1 i1'),
-        ),
-    ),
-}
-
-#: Wall time of a split family's two steps from an empty cache on an idle 2-core machine [s]:
-#: the first half and the entry (after the wait), the second half (docs/performance.md
-#: "Start-up").
-SPLIT_S: dict[str, dict[str, float]] = {'linearization': {'/first': 26.0, '/second': 20.0}}
-
-#: How long the process of a split family's first half waits for the second half [s]; then
-#: it compiles what is missing itself (a second process that failed or is slow).
-SPLIT_WAIT_S = 180.0
 
 
 def _signature(spec: str) -> tuple:
@@ -131,10 +152,11 @@ def _dispatcher(kernel: str):
     return getattr(obj, 'kernel', obj)  # a unit (_jit.jit_unit): its numba dispatcher
 
 
-def compile_parts(parts: Iterable[tuple[str, str]]) -> None:
-    """Compile (or load) each ``(kernel, argument types)`` of ``parts`` (``SPLITS``)."""
-    for kernel, spec in parts:
-        _dispatcher(kernel).compile(_signature(spec))
+def unit_name(unit: str) -> str:
+    """Return the name ``_jit.resolve_unit`` takes for ``unit`` of ``UNITS`` (by its types)."""
+    module, function = unit.split(':')
+    types = ''.join(f'{t!r}, ' for t in _signature(UNITS[unit][0]))
+    return f'{module}|{function}|({types})'
 
 
 def load_units(families: Iterable[str]) -> int:
@@ -146,22 +168,6 @@ def load_units(families: Iterable[str]) -> int:
     from rbd_linearizer import _jit
 
     return _jit.load_units(k for f in families if f in FAMILIES for k in FAMILIES[f].kernels)
-
-
-def wait_cached(kernels: Iterable[str], timeout_s: float, period_s: float = 0.05) -> bool:
-    """Wait until every kernel of ``kernels`` is in the cache (another process compiles them).
-
-    True when they are, False after ``timeout_s``. The cache directory is specific to the
-    sources' content hash (``_kernel_cache``), so an entry there is of the current sources.
-    """
-    kernels = list(kernels)
-    where = _cache_dir()
-    deadline = time.monotonic() + timeout_s
-    while not all(_index_files(k, where) for k in kernels):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(period_s)
-    return True
 
 
 def node_families(cfg: dict[str, Any], has_wrenches: bool = False,
@@ -238,16 +244,30 @@ def seed_from(package_dir) -> int:
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(f, dst)
             copied += 1
+    # and the record of the units the copied callers call (_jit.load_units), its lines
+    # missing here appended
+    record = _kernel_cache.UNITS_FILE
+    try:
+        theirs = (src / record).read_text().splitlines(keepends=True)
+    except OSError:
+        theirs = []
+    mine = (where / record).read_text() if (where / record).exists() else ''
+    new = [line for line in theirs
+           if line.endswith('\n') and line not in mine.splitlines(keepends=True)]
+    if new:
+        with open(where / record, 'a') as out:
+            out.write(''.join(new))
     return copied
 
 
 def missing(families: Iterable[str]) -> list[str]:
-    """Return the families among ``families`` with a kernel not in the cache yet."""
+    """Return the families among ``families`` with a kernel or unit not in the cache yet."""
     out = []
     for fam in families:
         try:
             where = _cache_dir()
-            cached = all(_index_files(k, where) for k in FAMILIES[fam].kernels)
+            cached = all(_index_files(k, where)
+                         for k in FAMILIES[fam].kernels + FAMILIES[fam].units)
         except OSError:
             cached = False  # cannot tell: assume it compiles
         if not cached:
@@ -255,22 +275,30 @@ def missing(families: Iterable[str]) -> list[str]:
     return out
 
 
+def _tasks(families: Iterable[str]) -> list[tuple[str, float]]:
+    # The worker processes' tasks for ``families``: each unit they reach (once) and each of
+    # their node calls ('family#k'), with its compile time [s], the longest first
+    tasks: dict[str, float] = {}
+    for fam in families:
+        tasks.update((u, UNITS[u][1]) for u in FAMILIES[fam].units)
+        tasks.update((f'{fam}#{k}', s) for k, s in enumerate(FAMILIES[fam].calls_s))
+    return sorted(tasks.items(), key=lambda t: -t[1])
+
+
+def _family_tasks(family: str) -> set[str]:
+    return {t for t, _ in _tasks([family])}
+
+
 def estimate_s(families: Iterable[str], jobs: int = 1) -> float:
     """Return the typical compile time of ``families`` [s] (0 when none).
 
-    On one core, or in ``jobs`` >= 2 processes grouped as ``compile_in_processes`` does (the
-    longest group; ``SPLIT_S``).
+    On one core, or in ``jobs`` processes taking the tasks (``_tasks``) longest first, each
+    the next one not taken when it is free (as ``compile_in_processes`` does).
     """
-    fams = list(families)
-    groups = _groups(fams, set(fams), jobs, forced=False)
-    if groups is None:
-        return sum(FAMILIES[f].seconds for f in fams)
-
-    def step_s(step: str) -> float:
-        fam, half = _step(step)
-        return SPLIT_S[fam][half] if half else FAMILIES[fam].seconds
-
-    return max(sum(step_s(s) for s in group) for group in groups)
+    loads = [0.0] * max(jobs, 1)
+    for _, seconds in _tasks(families):
+        loads[loads.index(min(loads))] += seconds
+    return max(loads)
 
 
 def describe(families: Iterable[str]) -> str:
@@ -374,9 +402,24 @@ def run_reporting(work: Callable[[], Any], report: Callable[[str], None], what: 
 # The set-up step: python -m rbd_linearizer.precompile
 
 
-def _node_paths(model) -> list[tuple[str, Callable[[], None]]]:
-    # The node's calls (ros/node.py Served) on the default robot, one per family: the same
-    # kernels with the same argument types, without importing ROS.
+def _each(*calls: Callable[[], Any]) -> Callable[[], None]:
+    # the calls one after the other; in a worker (_jit.defer_units) each stops at its first
+    # unit not loaded (compiled meanwhile in either process) and the next one runs
+    def run() -> None:
+        from rbd_linearizer import _jit
+
+        for call in calls:
+            try:
+                call()
+            except _jit.UnitDeferred:
+                pass
+    return run
+
+
+def _node_paths(model) -> list[tuple[str, list[Callable[[], None]]]]:
+    # The node's calls (ros/node.py Served) on the default robot, per family (Family.calls_s:
+    # a worker's task each): the same kernels with the same argument types, without
+    # importing ROS.
     import numpy as np
 
     from rbd_linearizer.algorithm.compute_all_terms import compute_all_terms
@@ -397,25 +440,27 @@ def _node_paths(model) -> list[tuple[str, Callable[[], None]]]:
     q, v = neutral(model), np.zeros(model.nv)
     frame = next((n for n, fr in model.frames.items() if fr.body >= 0), None)
     wrench = InputSelection(wrenches=(WrenchInput(frame, 'wrench', 'local'),)) if frame else None
+    contacts = (PointContact(frame),) if frame else None
     return [
-        ('linearization', lambda: (linearize(model, data, q, v), linearize_batch(
-            model, data, np.stack([q, q]), np.stack([v, v])),
-            wrench and linearize(model, data, q, v, inputs=wrench))),
+        ('linearization', [_each(
+            lambda: linearize(model, data, q, v),
+            lambda: linearize_batch(model, data, np.stack([q, q]), np.stack([v, v])),
+            lambda: wrench and linearize(model, data, q, v, inputs=wrench))]),
         # the hold alone (the arrays' types of linearize's and linearize_batch's calls): not
         # through linearize, which would compile the linearization's entry in this process too
-        ('zero_order_hold', lambda: zero_order_hold(
+        ('zero_order_hold', [lambda: zero_order_hold(
             np.zeros((1, 2 * model.nv, 2 * model.nv)), np.zeros((1, 2 * model.nv, model.nv)),
-            np.zeros((1, 2 * model.nv)), np.full(1, 0.004))),
-        ('dynamics', lambda: (compute_all_terms(model, data, q, v), compute_coriolis_matrix(
-            model, data, q, v, create_coriolis_workspace(model)))),
-        ('derivatives', lambda: forward_dynamics_derivatives(
-            model, None, q, v, np.zeros((3, model.nv)), 2, np.zeros((3, model.nb, 6)))),
+            np.zeros((1, 2 * model.nv)), np.full(1, 0.004))]),
+        ('dynamics', [_each(lambda: compute_all_terms(model, data, q, v)), lambda: (
+            compute_coriolis_matrix(model, data, q, v, create_coriolis_workspace(model)))]),
+        ('derivatives', [lambda: forward_dynamics_derivatives(
+            model, None, q, v, np.zeros((3, model.nv)), 2, np.zeros((3, model.nb, 6)))]),
         # one kernel for every contact set, representation and time model; the horizon's
         # loop over a schedule (a contact point, a flight point)
-        ('contact', lambda: frame and (
-            linearize_contact(model, data, q, v, None, (PointContact(frame),)),
-            linearize_batch(model, data, np.stack([q, q]), np.stack([v, v]),
-                            contacts=(PointContact(frame),), schedule=[[True], [False]]))),
+        ('contact', [_each(lambda: contacts and linearize_contact(
+            model, data, q, v, None, contacts)), _each(lambda: contacts and linearize_batch(
+                model, data, np.stack([q, q]), np.stack([v, v]), contacts=contacts,
+                schedule=[[True], [False]]))]),
     ]
 
 
@@ -482,99 +527,69 @@ def default_jobs() -> int:
 def compile_in_processes(families: list[str], jobs: int | None = None) -> bool:
     """Compile ``families`` into the cache in worker processes when that is faster; whether so.
 
-    For a node starting with a cold cache, on two idle cores (``default_jobs``): the families
-    are compiled in two processes at once, grouped as the set-up's pre-compile does
-    (``_groups``: a cold linearization's kernel tree in two halves, ``SPLITS``, even when it
-    is the only family), and the caller then loads them from the cache instead of compiling
-    them in its own process, one core only. Returns False (nothing done) when there is
-    nothing to share. A failing worker raises RuntimeError with its error; the caller can
-    still compile in process.
+    For a node starting with a cold cache, on two idle cores (``default_jobs``): the families'
+    tasks (``_tasks``: their units and their calls, independent) are compiled in two
+    processes at once, each taking the next task not taken, and the caller then loads them
+    from the cache instead of compiling them in its own process, one core only. Returns False
+    (nothing done) when there is nothing to share (one task). A failing worker raises
+    RuntimeError with its error; the caller can still compile in process.
     """
-    if _groups(list(families), set(families), 2, forced=False) is None:
+    tasks = [t for t, _ in _tasks(families)]
+    if len(tasks) < 2:
         return False  # nothing to share: no 0.5 s sample of the idle cores (default_jobs)
     jobs = default_jobs() if jobs is None else jobs
-    groups = _groups(list(families), set(families), jobs, forced=False)
-    if groups is None:
+    if jobs < 2:
         return False
-    _run_workers(groups, lambda family, seconds: None)
+    _run_workers([tasks] * jobs, lambda task, seconds: None)
     return True
 
 
-#: Separator of a worker's step naming half of a split family: 'linearization/first' (that
-#: half, a wait for the other, then the family), 'linearization/second' (the other half).
-FIRST, SECOND = '/first', '/second'
+def _claim(claims: str, task: str) -> bool:
+    # True once for a task among the processes sharing the directory ``claims``
+    import os
 
-def _step(step: str) -> tuple[str, str]:
-    # a worker's step -> (family, '' or the half: FIRST, SECOND)
-    fam, sep, half = step.partition('/')
-    return fam, sep + half
-
-
-def _groups(families: list[str], cold: set[str], jobs: int, forced: bool) -> list | None:
-    # The steps of each worker process, or None: compile in this process. Only with two jobs
-    # and something to share: two cold families, or a cold family with a split kernel tree
-    # (SPLITS: its two halves then start the two workers), or forced (--jobs given). Each
-    # other family goes to the worker with less work so far (estimates; the longest first),
-    # and a worker's families run in FAMILIES order after its half: the contact family last,
-    # when the units it shares with the linearization are in the cache.
-    split = [f for f in families if f in SPLITS and f in cold]
-    if jobs < 2 or not (forced or len(cold & set(families)) >= 2 or split):
-        return None
-    groups: list[list[str]] = [[f + FIRST for f in split], [f + SECOND for f in split]]
-    load = [sum(SPLIT_S[f][FIRST] for f in split), sum(SPLIT_S[f][SECOND] for f in split)]
-    for fam in sorted((f for f in families if f not in split),
-                      key=lambda f: -FAMILIES[f].seconds):
-        i = 0 if load[0] <= load[1] else 1
-        groups[i].append(fam)
-        load[i] += FAMILIES[fam].seconds
-    order = list(FAMILIES)
-    groups = [sorted(g, key=lambda step: (not _step(step)[1], order.index(_step(step)[0])))
-              for g in groups]
-    return groups if all(groups) else None
+    try:
+        os.close(os.open(os.path.join(claims, task), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
 
 
-def _worker(steps: list[str]) -> int:
-    # python -m rbd_linearizer.precompile --worker a,b: compile the steps in order, one JSON
-    # line per family when done (the parent prints the progress); 'f/first', 'f/second': the
-    # halves of a split family (SPLITS)
+def _worker(claims: str, tasks: list[str]) -> int:
+    # python -m rbd_linearizer.precompile --worker a,b --claims DIR: compile each task of the
+    # list no other worker sharing DIR took, in order, one JSON line per task when done (the
+    # parent prints the progress). A unit ('module:function' of UNITS): compiled by its types;
+    # a node call ('family#k'): run with the units deferred (_jit.defer_units: its kernels are
+    # compiled, the units they call are tasks of their own)
     import json
 
+    from rbd_linearizer import _jit
     from rbd_linearizer.model import build_model
     from rbd_linearizer.model.robots import default_robot_urdf
 
-    calls = dict(_node_paths(build_model(default_robot_urdf())))
-    parsed = [_step(s) for s in steps]
-    unknown = [s for s, (fam, half) in zip(steps, parsed, strict=True) if fam not in calls
-               or (half and (fam not in SPLITS or half not in (FIRST, SECOND)))]
+    calls = {f'{fam}#{k}': call for fam, fam_calls in _node_paths(build_model(
+        default_robot_urdf())) for k, call in enumerate(fam_calls)}
+    unknown = [t for t in tasks if t not in calls and t not in UNITS]
     if unknown:
-        print(f'rbd_linearizer.precompile: unknown kernel families {unknown}', file=sys.stderr)
+        print(f'rbd_linearizer.precompile: unknown kernel tasks {unknown}', file=sys.stderr)
         return 2
-    entries = []  # (family, seconds of its first half): the split families' entries, last
-    for fam, half in parsed:
+    for task in tasks:
+        if not _claim(claims, task):
+            continue
         t = time.perf_counter()
-        if half == SECOND:  # (no progress line: not a family)
-            compile_parts(SPLITS[fam][1])
-        elif half == FIRST:
-            compile_parts(SPLITS[fam][0])
-            entries.append((fam, time.perf_counter() - t))
+        if task in UNITS:
+            _jit.resolve_unit(unit_name(task))
         else:
-            calls[fam]()
-            print(json.dumps({'family': fam, 'seconds': time.perf_counter() - t}), flush=True)
-    for fam, first_s in entries:
-        # after this worker's other families (no idle wait): the other half, compiled
-        # meanwhile by the other worker (when it is not there in time, the entry's compile
-        # compiles what is missing itself), then the entry, which loads both halves
-        t = time.perf_counter()
-        wait_cached((k for k, _ in SPLITS[fam][1]), SPLIT_WAIT_S)
-        calls[fam]()
-        seconds = first_s + time.perf_counter() - t
-        print(json.dumps({'family': fam, 'seconds': seconds}), flush=True)
+            with _jit.defer_units():
+                calls[task]()
+        print(json.dumps({'task': task, 'seconds': time.perf_counter() - t}), flush=True)
     return 0
 
 
-def _run_workers(groups: list[list[str]], report: Callable[[str, float], None]) -> None:
-    # One process per group; report(family, seconds) as each family finishes (any order).
-    # A worker that fails: the others are stopped, RuntimeError with its error output.
+def _run_workers(lists: list[list[str]], report: Callable[[str, float], None]) -> None:
+    # One worker process per list of tasks, sharing one directory of claims (a task runs in
+    # one of them); report(task, seconds) as each task finishes (any order). A worker that
+    # fails: the others are stopped, RuntimeError with its error output.
     import json
     import queue
     import subprocess
@@ -583,10 +598,12 @@ def _run_workers(groups: list[list[str]], report: Callable[[str, float], None]) 
     events: queue.Queue = queue.Queue()
     # stderr into a file, not a pipe nobody reads while the worker runs (numba's warnings
     # would fill it and block the worker)
-    errors = [tempfile.TemporaryFile(mode='w+') for _ in groups]
+    errors = [tempfile.TemporaryFile(mode='w+') for _ in lists]
+    claims = tempfile.TemporaryDirectory(prefix='rbd_linearizer-precompile-')
     procs = [subprocess.Popen([sys.executable, '-m', 'rbd_linearizer.precompile', '--worker',
-                               ','.join(group)], stdout=subprocess.PIPE, stderr=err, text=True)
-             for group, err in zip(groups, errors, strict=True)]
+                               ','.join(tasks), '--claims', claims.name],
+                              stdout=subprocess.PIPE, stderr=err, text=True)
+             for tasks, err in zip(lists, errors, strict=True)]
 
     def read(k: int) -> None:
         for line in procs[k].stdout:
@@ -602,14 +619,14 @@ def _run_workers(groups: list[list[str]], report: Callable[[str, float], None]) 
         while open_workers:
             ev = events.get()
             if isinstance(ev, int):  # a worker ended: a failure stops the others at once
-                open_workers -= 1  # (one waiting for a split's other half would wait long)
+                open_workers -= 1
                 if procs[ev].wait() != 0:
                     errors[ev].seek(0)
-                    raise RuntimeError(f'pre-compiling {", ".join(groups[ev])} failed (exit '
+                    raise RuntimeError(f'pre-compiling {", ".join(lists[ev])} failed (exit '
                                        f'code {procs[ev].returncode}):\n'
                                        f'{errors[ev].read()[-3000:]}')
             else:
-                report(ev['family'], ev['seconds'])
+                report(ev['task'], ev['seconds'])
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -617,15 +634,16 @@ def _run_workers(groups: list[list[str]], report: Callable[[str, float], None]) 
                 proc.wait()
         for err in errors:
             err.close()
+        claims.cleanup()
 
 
 def precompile(everything: bool = False, out=sys.stdout, jobs: int | None = None) -> float:
     """Compile (or load) the node's kernels, or with ``everything`` all of them; seconds taken.
 
     ``jobs``: processes for the node's families (``default_jobs()`` when None: 2 when two
-    cores are idle, if at least two families are not cached); a given ``jobs`` >= 2 uses
-    worker processes even when everything is cached. The library's kernels (``everything``)
-    follow in this process.
+    cores are idle, if something is not cached); a given ``jobs`` >= 2 uses worker processes
+    even when everything is cached. The library's kernels (``everything``) follow in this
+    process.
     """
     from rbd_linearizer import _jit
     from rbd_linearizer.model import build_model
@@ -633,7 +651,7 @@ def precompile(everything: bool = False, out=sys.stdout, jobs: int | None = None
 
     t0 = time.perf_counter()
     model = build_model(default_robot_urdf())
-    steps = _node_paths(model)
+    steps = [(fam, _each(*calls)) for fam, calls in _node_paths(model)]
     node_families = [f for f, _ in steps]
     if everything:
         data = None
@@ -650,17 +668,19 @@ def precompile(everything: bool = False, out=sys.stdout, jobs: int | None = None
         import rbd_linearizer.algorithm  # noqa: F401 - registers every algorithm's warm-up
         import rbd_linearizer.linearization.batch  # noqa: F401 - and the batch's
         steps += [(f'library: {name}', library(fn)) for name, fn in _jit._WARMUPS.items()]
-    todo = set(missing(f for f in node_families if f in FAMILIES))
+    todo = missing(f for f in node_families if f in FAMILIES)
+    # in worker processes: the cold families (every one with --jobs given)
+    shared = node_families if jobs is not None else todo
+    tasks = [t for t, _ in _tasks(shared)]
     if jobs is None:  # sample the idle cores only when there is something to share
-        shared = _groups(node_families, todo, 2, forced=False) is not None
-        n_jobs = default_jobs() if shared else 1
+        n_jobs = default_jobs() if len(tasks) >= 2 else 1
     else:
         n_jobs = jobs
-    groups = _groups(node_families, todo, n_jobs, forced=jobs is not None)
-    where = f'{len(groups)} processes' if groups else 'one process'
+    parallel = n_jobs >= 2 and (len(tasks) >= 2 or jobs is not None)
+    where = f'{n_jobs} processes' if parallel else 'one process'
     print(f'rbd_linearizer: pre-compiling {len(steps)} kernel families into {_jit.CACHE.path}'
           f" ({len(todo)} of the node's {len(node_families)} not cached; about "
-          f'{estimate_s(todo, n_jobs if groups else 1):.0f} s in {where})', file=out,
+          f'{estimate_s(todo, n_jobs if parallel else 1):.0f} s in {where})', file=out,
           flush=True)
     tty = getattr(out, 'isatty', lambda: False)()
     done, n_steps = 0, len(steps)
@@ -671,12 +691,21 @@ def precompile(everything: bool = False, out=sys.stdout, jobs: int | None = None
         line = f'{_bar(done, n_steps)} {name} {seconds:.1f} s'
         print(f'\r{line.ljust(79)}' if tty else line, file=out, flush=True)
 
-    if groups:
+    if parallel:
+        left = {fam: _family_tasks(fam) for fam in shared}
+
+        def task_done(task: str, seconds: float) -> None:
+            # a family is done when its last task is (any process, any order)
+            for fam, fam_left in left.items():
+                if task in fam_left:
+                    fam_left.discard(task)
+                    if not fam_left:
+                        finished(fam, time.perf_counter() - t0)
+
         if tty:
-            print(f'\r{_bar(0, n_steps)} ' + ' | '.join(', '.join(g) for g in groups)
-                  + ' ...', end='', file=out, flush=True)
-        _run_workers(groups, finished)
-        steps = steps[len(node_families):]
+            print(f'\r{_bar(0, n_steps)} {", ".join(shared)} ...', end='', file=out, flush=True)
+        _run_workers([tasks] * n_jobs, task_done)
+        steps = [(name, call) for name, call in steps if name not in shared]
     for name, call in steps:
         t = time.perf_counter()
         if tty:  # the bar with the step under way; a log file gets one line per step
@@ -706,9 +735,10 @@ def main(argv: list[str] | None = None) -> int:
                     help='first copy the kernels of this version from the cache of another '
                          'copy of the package (e.g. the source tree a build runs from)')
     ap.add_argument('--worker', default=None, help=argparse.SUPPRESS)  # a,b: one worker's
+    ap.add_argument('--claims', default=None, help=argparse.SUPPRESS)  # its directory
     args = ap.parse_args(argv)
     if args.worker is not None:
-        return _worker(args.worker.split(','))
+        return _worker(args.claims, args.worker.split(','))
     import io
 
     out = io.StringIO() if args.quiet else sys.stdout

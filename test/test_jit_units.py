@@ -1,6 +1,7 @@
 """Units: kernels called from other kernels through their address (``_jit.jit_unit``).
 
-A unit is compiled once, on its own; a kernel calling it holds only its own code and finds the
+A unit is compiled once, on its own; a kernel calling it compiles without it (the unit
+declares its result's type, checked when it is loaded), holds only its own code and finds the
 unit's address the first time the call site runs (``_jit.resolve_unit``), or ahead with
 ``_jit.load_units`` from the record the callers' compiles left in the cache. Checked on small
 kernels compiled from an empty cache in fresh processes (a first one compiles, a second one
@@ -27,7 +28,7 @@ import numpy as np
 import pytest
 from rbd_linearizer._jit import jit, jit_unit
 
-@jit_unit
+@jit_unit('Tuple((float64, int64))')
 def scaled_sum(x, a, out, negate):
     if x.shape[0] != out.shape[0]:
         raise ValueError('scaled_sum: x and out differ in length')
@@ -58,6 +59,14 @@ def scaled_sum_linked(x, a, out):
         out[i] = a * x[i]
         s += out[i]
     return s, x.shape[0]
+
+@jit_unit('int64')  # declared wrong: it returns a float64
+def misdeclared(x):
+    return x[0] * 0.5
+
+@jit
+def calls_misdeclared(x):
+    return misdeclared(x)
 """
 
 SCRIPT = """
@@ -68,6 +77,20 @@ from rbd_linearizer import _jit
 import toy_units as k
 x, out, ref = np.arange(1.0, 6.0), np.zeros(5), np.zeros(5)
 report = {}
+if sys.argv[1] == 'compile':
+    # a set-up worker's call (_jit.defer_units): the caller compiles, not the unit, and the
+    # call stops at the unit's call site
+    with _jit.defer_units():
+        try:
+            k.twice(x, 0.5, out)
+        except _jit.UnitDeferred as exc:
+            report['deferred'] = str(exc).split('|')[1]
+    report['deferred_unit_signatures'] = len(k.scaled_sum.kernel.signatures)
+    report['caller_signatures'] = len(k.twice.signatures)
+    try:
+        k.calls_misdeclared(x)
+    except TypeError as exc:
+        report['misdeclared'] = str(exc)
 if sys.argv[1] == 'load':
     report['loaded'] = _jit.load_units(['toy_units:twice'])
     report['resolved'] = sorted(n.split('|')[1] for n in _jit._resolved)
@@ -108,6 +131,12 @@ def test_a_unit_is_called_through_its_address_and_loaded_from_the_cache(tmp_path
     (tmp_path / 'toy_units.py').write_text(textwrap.dedent(KERNELS))
     expected = 0.5 * 15 - 1.0 * 9 + 5 + 3  # the two call sites' sums and lengths
     compiled = _run(tmp_path, 'compile')
+    # the caller compiled without its unit (a unit and its callers are independent tasks of
+    # the set-up's processes), the unit then compiled when the call site first ran
+    assert compiled['deferred'] == 'scaled_sum'
+    assert (compiled['caller_signatures'], compiled['deferred_unit_signatures']) == (1, 0)
+    assert compiled['misdeclared'] == (
+        'toy_units.misdeclared returns float64, declared int64 (jit_unit)')
     assert compiled['value'] == compiled['linked'] == expected
     assert compiled['same_out']
     assert compiled['python_call'] == [45.0, 5]  # called from Python: the kernel itself
@@ -118,7 +147,8 @@ def test_a_unit_is_called_through_its_address_and_loaded_from_the_cache(tmp_path
     assert compiled['resolve_called'] and not compiled['unit_defined_in_caller']
     assert compiled['unit_signatures'] == 2
     record = next((tmp_path / 'cache').rglob(_jit.UNITS_FILE)).read_text().splitlines()
-    assert sorted(line.split('\t')[0] for line in record) == ['toy_units:twice'] * 2
+    assert sorted(line.split('\t')[0] for line in record) == [
+        'toy_units:calls_misdeclared'] + ['toy_units:twice'] * 2
 
     # a second process: the caller from the cache, its call sites find the units (loaded
     # from the cache too) when they first run

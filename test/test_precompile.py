@@ -87,15 +87,18 @@ def test_describe_and_estimate():
     assert precompile.describe(['linearization', 'dynamics', 'derivatives']) == (
         'the linearization (A, B, f), the dynamics terms (M, M^-1, C, g, h) and the '
         'forward-dynamics derivatives (seed 002)')
+    fams = precompile.FAMILIES
     assert precompile.estimate_s([]) == 0
-    assert precompile.estimate_s(['linearization', 'dynamics']) == (
-        precompile.FAMILIES['linearization'].seconds + precompile.FAMILIES['dynamics'].seconds)
-    # in two processes: the longest group (the linearization's first half and its entry)
-    split = precompile.SPLIT_S['linearization']
-    assert precompile.estimate_s(['linearization'], jobs=2) == split['/first']
-    assert precompile.estimate_s(['linearization', 'dynamics'], jobs=2) == max(
-        split['/first'], split['/second'] + precompile.FAMILIES['dynamics'].seconds)
-    assert precompile.estimate_s(['dynamics'], jobs=2) == precompile.FAMILIES['dynamics'].seconds
+    # one process: every task once (the units the dynamics share with the linearization too)
+    shared = sum(precompile.UNITS[u][1] for u in fams['dynamics'].units)
+    assert shared > 0
+    assert precompile.estimate_s(['linearization', 'dynamics']) == pytest.approx(
+        fams['linearization'].seconds + fams['dynamics'].seconds - shared)
+    # two processes: each takes the next task when free (longest first), about half
+    lin = fams['linearization'].seconds
+    assert lin / 2 <= precompile.estimate_s(['linearization'], jobs=2) <= lin / 2 + max(
+        precompile.UNITS[u][1] for u in fams['linearization'].units)
+    assert precompile.estimate_s(['derivatives'], jobs=2) == fams['derivatives'].seconds
 
 
 def test_two_worker_processes_report_every_family_once():
@@ -120,21 +123,22 @@ def test_two_worker_processes_report_every_family_once():
 
 def test_a_failing_worker_fails_the_precompile_with_its_error():
     seen = []
-    with pytest.raises(RuntimeError, match="unknown kernel families \\['no_such_family'\\]"):
-        precompile._run_workers([['no_such_family']], lambda fam, s: seen.append(fam))
+    with pytest.raises(RuntimeError, match="unknown kernel tasks \\['no_such_task'\\]"):
+        precompile._run_workers([['no_such_task']], lambda task, s: seen.append(task))
     assert seen == []
 
 
 def test_a_failing_worker_stops_the_other_at_once(tmp_path, monkeypatch):
-    # The other worker compiles the linearization's first half from an empty cache and would
-    # then wait for the second half (SPLIT_WAIT_S) and compile the family, minutes; the
-    # failure ends the run as soon as it is known, that worker stopped before it reports.
+    # The other worker compiles the linearization's entry and the largest units from an empty
+    # cache, a minute; the failure ends the run as soon as it is known, that worker stopped
+    # before it reports.
     monkeypatch.setenv('NUMBA_CACHE_DIR', str(tmp_path))
     monkeypatch.delenv('NUMBA_DISABLE_JIT', raising=False)
     seen = []
-    with pytest.raises(RuntimeError, match='no_such_family'):
-        precompile._run_workers([['linearization/first'], ['no_such_family']],
-                                lambda fam, s: seen.append(fam))
+    long = ['linearization#0', 'rbd_linearizer.linearization.point:_finish',
+            'rbd_linearizer.algorithm.rnea_derivatives:rnea_derivatives_passes']
+    with pytest.raises(RuntimeError, match='no_such_task'):
+        precompile._run_workers([long, ['no_such_task']], lambda task, s: seen.append(task))
     assert seen == []
 
 
@@ -154,103 +158,124 @@ def test_idle_cores_is_a_share_of_the_cores():
     assert idle is not None and 0.0 <= idle <= os.cpu_count()
 
 
-def test_the_linearization_and_the_rest_in_two_groups():
+def test_the_tasks_are_each_unit_and_each_call_once_the_longest_first():
     fams = list(precompile.FAMILIES)
-    every = set(fams)
-    # a cold linearization: its kernel tree's halves start the two processes, each other
-    # family goes to the one with less work so far (the longest first), and runs in FAMILIES
-    # order there (the contact family last)
-    groups = [['linearization/first', 'dynamics', 'derivatives'],
-              ['linearization/second', 'zero_order_hold', 'contact']]
-    assert precompile._groups(fams, every, 2, forced=False) == groups
-    node_order = ['linearization', 'zero_order_hold', 'contact', 'dynamics', 'derivatives']
-    assert precompile._groups(node_order, every, 2, forced=False) == groups
-    assert precompile._groups(fams, every, 1, forced=False) is None
-    assert precompile._groups(fams, {'contact'}, 2, forced=False) is None  # one to compile
-    assert precompile._groups(fams, {'linearization'}, 2, forced=False) == groups
-    assert precompile._groups(fams, set(), 2, forced=True) == [  # cached: no halves
-        ['linearization', 'zero_order_hold'], ['dynamics', 'derivatives', 'contact']]
-    # the estimates balance the two (the set-up's)
-    step = {**{f: precompile.FAMILIES[f].seconds for f in fams},
-            **{'linearization' + h: s for h, s in precompile.SPLIT_S['linearization'].items()}}
-    loads = [sum(step[s] for s in g) for g in groups]
-    assert abs(loads[0] - loads[1]) <= 0.1 * max(loads), loads
+    tasks = precompile._tasks(fams)
+    names = [t for t, _ in tasks]
+    assert len(names) == len(set(names))
+    assert set(names) == set(precompile.UNITS) | {
+        f'{f}#{k}' for f in fams for k in range(len(precompile.FAMILIES[f].calls_s))}
+    seconds = [s for _, s in tasks]
+    assert seconds == sorted(seconds, reverse=True)
+    # the contact family reaches the linearization's units (its horizon runs the point kernel)
+    assert set(precompile.FAMILIES['linearization'].units) < set(
+        precompile.FAMILIES['contact'].units)
+    assert precompile._family_tasks('zero_order_hold') == {'zero_order_hold#0'}
+    assert all(precompile._signature(precompile.UNITS[u][0]) for u in precompile.UNITS)
 
 
-def test_a_worker_compiles_a_split_familys_entry_after_its_other_families(monkeypatch):
-    # no idle wait for the other half: the worker's other families come first
+def test_a_task_is_claimed_once(tmp_path):
+    assert precompile._claim(str(tmp_path), 'rbd_linearizer.linearization.point:_finish')
+    assert not precompile._claim(str(tmp_path), 'rbd_linearizer.linearization.point:_finish')
+    assert precompile._claim(str(tmp_path), 'linearization#0')
+
+
+def test_a_worker_runs_the_tasks_no_other_took(tmp_path, monkeypatch, capsys):
+    # the units by their types, the node's calls with the units deferred (another process's)
+    from rbd_linearizer import _jit
+
     done = []
     monkeypatch.setattr(precompile, '_node_paths', lambda model: [
-        (f, (lambda f=f: done.append(f))) for f in precompile.FAMILIES])
-    monkeypatch.setattr(precompile, 'compile_parts', lambda parts: done.append(
-        'parts ' + ' '.join(k.rsplit(':')[1] for k, _ in parts)))
-    monkeypatch.setattr(precompile, 'wait_cached', lambda kernels, timeout_s: done.append(
-        'wait ' + ' '.join(k.rsplit(':')[1] for k in kernels)) or True)
-    assert precompile._worker(['linearization/first', 'dynamics', 'derivatives']) == 0
-    assert done == ['parts check_config aba_derivatives_passes', 'dynamics', 'derivatives',
-                    'wait _generalized_inputs _wrench_terms _finish', 'linearization']
+        (f, [lambda f=f, k=k: done.append((f'{f}#{k}', _jit._defer))
+             for k in range(len(precompile.FAMILIES[f].calls_s))])
+        for f in precompile.FAMILIES])
+    monkeypatch.setattr(_jit, 'resolve_unit', lambda name: done.append((name, _jit._defer)))
+    unit = 'rbd_linearizer.algorithm.aba:minverse_passes'
+    precompile._claim(str(tmp_path), 'dynamics#1')  # taken by the other process
+    assert precompile._worker(str(tmp_path), ['dynamics#0', unit, 'dynamics#1']) == 0
+    assert done == [('dynamics#0', True), (precompile.unit_name(unit), False)]
+    assert not _jit._defer
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line['task'] for line in lines] == ['dynamics#0', unit]
+    # the name is the one the call sites record
+    assert precompile.unit_name(unit).startswith(
+        "rbd_linearizer.algorithm.aba|minverse_passes|(Array(int64, 1, 'C', False, aligned=True)")
 
 
 def test_compile_in_processes_only_with_something_to_share_and_two_jobs(monkeypatch):
     calls = []
-    monkeypatch.setattr(precompile, '_run_workers', lambda groups, report: calls.append(groups))
+    monkeypatch.setattr(precompile, '_run_workers', lambda lists, report: calls.append(lists))
     assert precompile.compile_in_processes(['linearization', 'contact'], jobs=2)
-    assert calls == [[['linearization/first'], ['linearization/second', 'contact']]]
-    # the default configuration: the linearization's two halves
+    tasks = [t for t, _ in precompile._tasks(['linearization', 'contact'])]
+    assert calls == [[tasks, tasks]]  # the same list: each takes the next task not taken
+    # the default configuration: the linearization's units and entry
     assert precompile.compile_in_processes(['linearization'], jobs=2)
-    assert calls[-1] == [['linearization/first'], ['linearization/second']]
+    assert len(calls[-1][0]) == len(precompile.FAMILIES['linearization'].units) + 1
     assert not precompile.compile_in_processes(['linearization', 'contact'], jobs=1)
-    assert not precompile.compile_in_processes(['dynamics'], jobs=2)  # nothing to share
+    assert not precompile.compile_in_processes(['zero_order_hold'], jobs=2)  # one task
     assert len(calls) == 2
     # nothing to share: the idle cores are not sampled (0.5 s, e.g. in a parameter change)
     monkeypatch.setattr(precompile, 'default_jobs', lambda: pytest.fail('sampled'))
-    assert not precompile.compile_in_processes(['dynamics'])
+    assert not precompile.compile_in_processes(['zero_order_hold'])
 
 
-def test_a_split_family_compiles_in_two_processes_each_part_once(tmp_path):
-    # From an empty cache, the linearization's two halves in two worker processes, as a node
-    # on two idle cores compiles them: every part's argument types (SPLITS) are those its
-    # caller uses (its cache then holds that one compiled version: a part compiled by its
-    # types and again by its caller would hold two), and the family is then cached whole.
+COMPILE_THEN_LOAD = """
+import json
+from numba.core import event
+from rbd_linearizer import _jit, _kernel_cache, precompile
+from rbd_linearizer.model import build_model
+from rbd_linearizer.model.robots import default_robot_urdf
+families = ['linearization', 'contact', 'dynamics']
+tasks = [t for t, _ in precompile._tasks(families)]
+precompile._run_workers([tasks, tasks], lambda task, seconds: print(json.dumps(task)))
+versions = {u: len(precompile._dispatcher(u)._cache._cache_file._load_index())
+            for u in precompile.UNITS}
+record = (_kernel_cache.cache_info().path / _jit.UNITS_FILE).read_text().splitlines()
+compiled = []
+
+class Compiles(event.Listener):
+    def on_start(self, ev):
+        fn = ev.data['dispatcher'].py_func
+        if fn.__module__.startswith('rbd_linearizer'):
+            compiled.append(fn.__name__)
+
+    def on_end(self, ev):
+        pass
+
+event.register('numba:compile', Compiles())
+paths = dict(precompile._node_paths(build_model(default_robot_urdf())))
+for fam in families:
+    for call in paths[fam]:
+        call()
+loaded = precompile.load_units(families)
+print(json.dumps([versions, sorted({line.split('\\t')[1] for line in record}), compiled,
+                  loaded, precompile.missing(families)]))
+"""
+
+
+def test_two_processes_compile_every_task_once_and_the_node_calls_then_load(tmp_path):
+    # From an empty cache, the tasks of the linearization, contact and dynamics families (every
+    # unit) in two worker processes, as a node on two idle cores compiles them: the node's
+    # calls then compile nothing (they load every kernel and unit from the cache); each
+    # unit's types (UNITS) are those its call sites use (the record of the call sites; its
+    # cache holds that one compiled version: compiled by its types and again by its callers it
+    # would hold two), and every unit the call sites reach is a task.
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
     env.pop('NUMBA_DISABLE_JIT', None)
-    script = (
-        'import json\n'
-        'from rbd_linearizer import precompile\n'
-        "precompile._run_workers([['linearization/first'], ['linearization/second']], "
-        'lambda family, seconds: print(json.dumps(family)))\n'
-        'counts = {}\n'
-        'for half in precompile.SPLITS["linearization"]:\n'
-        '    for kernel, spec in half:\n'
-        '        index = precompile._dispatcher(kernel)._cache._cache_file._load_index()\n'
-        '        counts[kernel] = [key[0] == precompile._signature(spec) for key in index]\n'
-        "print(json.dumps([counts, precompile.missing(['linearization'])]))\n")
-    res = subprocess.run([sys.executable, '-c', script], env=env, capture_output=True,
-                         text=True, timeout=900)
+    res = subprocess.run([sys.executable, '-c', COMPILE_THEN_LOAD], env=env,
+                         capture_output=True, text=True, timeout=1200)
     assert res.returncode == 0, res.stderr[-3000:]
     lines = res.stdout.strip().splitlines()
-    assert json.loads(lines[0]) == 'linearization'  # one progress step: the family
-    counts, cold = json.loads(lines[-1])
-    assert cold == []
-    assert len(counts) == sum(len(half) for half in precompile.SPLITS['linearization'])
-    assert all(found == [True] for found in counts.values()), counts
-
-
-def test_the_first_half_waits_for_the_second_in_the_cache(tmp_path, monkeypatch):
-    kernel = 'rbd_linearizer.linearization.point:_finish'
-    monkeypatch.setattr(precompile, '_cache_dir', lambda: tmp_path)
-    assert not precompile.wait_cached([kernel], timeout_s=0.05, period_s=0.01)
-    (tmp_path / 'linearization').mkdir()
-
-    def later():
-        (tmp_path / 'linearization' / 'point._finish-695.py312.nbi').write_bytes(b'')
-
-    timer = threading.Timer(0.1, later)
-    timer.start()
-    try:
-        assert precompile.wait_cached([kernel], timeout_s=30, period_s=0.01)
-    finally:
-        timer.cancel()
+    families = ['linearization', 'contact', 'dynamics']
+    assert sorted(json.loads(line) for line in lines[:-1]) == sorted(
+        t for t, _ in precompile._tasks(families))
+    versions, recorded, compiled, loaded, cold = json.loads(lines[-1])
+    assert compiled == [] and cold == []
+    assert all(n == 1 for n in versions.values()), versions
+    point = 'rbd_linearizer.linearization.point|contact_point_kernel|'  # the contact's call
+    assert {n for n in recorded if not n.startswith(point)} == {
+        precompile.unit_name(u) for u in precompile.UNITS}
+    assert loaded == len(recorded)
 
 
 def _served_cold(monkeypatch, in_processes):
@@ -309,13 +334,19 @@ def test_seed_from_copies_this_versions_kernels_where_missing(tmp_path, monkeypa
     other = source / '__pycache__' / 'kernels' / 'ffff0000ffff0000'
     other.mkdir()
     (other / 'x.f-1.py312.nbi').write_bytes(b'other version')
+    (mine / 'units.txt').write_text('a:caller\tm|f|(int64, )\na:caller\tm|g|(int64, )\n')
+    (where / 'units.txt').write_text('a:caller\tm|f|(int64, )\n')
     assert precompile.seed_from(source) == 2
+    # the record of the units: the lines missing here appended
+    assert (where / 'units.txt').read_text() == (
+        'a:caller\tm|f|(int64, )\na:caller\tm|g|(int64, )\n')
     assert sorted(p.relative_to(where).as_posix() for p in where.rglob('*') if p.is_file()) == [
         'algorithm/aba.minverse_passes-3.py312.nbi',
         'linearization/horizon.points_kernel-1.py312.1.nbc',
-        'linearization/horizon.points_kernel-1.py312.nbi']
+        'linearization/horizon.points_kernel-1.py312.nbi', 'units.txt']
     assert (where / 'algorithm' / 'aba.minverse_passes-3.py312.nbi').read_bytes() == b'mine'
     assert precompile.seed_from(source) == 0  # all there now
+    assert (where / 'units.txt').read_text().count('\n') == 2  # no line twice
     assert precompile.seed_from(tmp_path / 'nowhere') == 0
     monkeypatch.setattr(precompile, '_cache_dir', lambda: mine)
     assert precompile.seed_from(source) == 0  # its own cache

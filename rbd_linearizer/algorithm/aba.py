@@ -576,7 +576,7 @@ def _minverse_forward_pass(nb, parents, idx_v, nvj, nv, J, U, Dinv, Fa, Minv, UD
                 Fa[i, j, 5] = j5 * x
 
 
-@jit_unit
+@jit_unit('int64')
 def minverse_passes(mi, mf, q, ws):
     """Recursive M^-1 in O(n^2), full symmetric output into data.Minv; returns NOT_SPD or 0.
 

@@ -103,7 +103,7 @@ def _neg_matmul_tree(mi, M, D, T, out):
             o[c] = T[c, r]
 
 
-@jit_unit  # compiled once, called by address from the linearization's entry
+@jit_unit('int64')  # compiled once, called by address from the linearization's entry
 def aba_derivatives_passes(mi, mf, q, v, tau, fext, ws, dW, dtau, Cm, tau_id, sc, ddq_dx):
     # (int64[:], float64[:], q, v, tau, fext, ws, dW, dtau (nv, 2nv), Cm (nv, nv), tau_id (nv),
     #  sc, ddq_dx (nv, 2nv) C-contiguous) -> int64 code. Fills data.ddq, data.Minv, dtau, Cm

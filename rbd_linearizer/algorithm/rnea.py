@@ -52,7 +52,7 @@ __all__ = ['compute_generalized_gravity', 'nonlinear_effects', 'rnea']
 MODE_RNEA, MODE_NLE, MODE_GRAVITY = np.int64(0), np.int64(1), np.int64(2)
 
 
-@jit_unit
+@jit_unit('none')
 def rnea_passes(mi, mf, q, v, a, fext, ws, mode, out):
     # RNEA: seed 003 Alg. 1 (Featherstone RBDA Table 5.1), linear-first spatial vectors, body
     # frames; mode 0: tau = ID(q, v, a); 1: a = 0; 2: v = a = 0 (gravity only). Writes out (nv,).

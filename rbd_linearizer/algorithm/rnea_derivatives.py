@@ -295,7 +295,7 @@ def _derivatives_entries(nb, nv, nvj, idx_v, parents, subptr, subidx, oS, alp, g
                 Cm[r, k] = s0 * f[0] + s1 * f[1] + s2 * f[2] + s3 * f[3] + s4 * f[4] + s5 * f[5]
 
 
-@jit_unit
+@jit_unit('none')
 def rnea_derivatives_passes(mi, mf, ws, dW, dtau, Cm, sc):
     # (int64[:], float64[:], ws float64[:], dW float64[:, :] (15 nb + 10 nv, 6),
     #  dtau float64[:, :] (nv, 2 nv), Cm float64[:, :] (nv, nv), sc float64[:]) -> None.

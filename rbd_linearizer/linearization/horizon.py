@@ -7,8 +7,9 @@ contact schedule, the packed buffers of the point's contact pattern) and collect
 One entry per case, each shared by the single state and the horizon: ``linearize`` and the
 serial ``linearize_batch`` both run ``points_kernel``. The point kernels are units
 (``_jit.jit_unit``): compiled once on their own and called here through their address, so an
-entry compiles only its own loop (~1-2 s from an empty cache) instead of linking and
-optimising the point kernel's whole tree again (docs/performance.md "Start-up"). (A batch with
+entry compiles only its own loop (~1-2 s from an empty cache, without the point kernel: a
+unit declares its result's type) instead of linking and optimising the point kernel's whole
+tree again (docs/performance.md "Start-up"). (A batch with
 contacts runs ``contact_horizon_kernel``; ``linearize_contact`` calls
 ``point.contact_point_kernel`` directly.) The parallel loop (``horizon_kernel_parallel``: one
 workspace per thread) is compiled only where it is used.

@@ -391,7 +391,7 @@ def _integrate_base(q, dq, q1, W):
     q1[6] = nw_ / n
 
 
-@jit_unit
+@jit_unit('none')
 def _generalized_inputs(mi, mf, q, u, tau, fext, iw, W, H3, tau_dofs, w_body, w_rot, w_tr,
                         w_world, w_size, w_off):
     """Pass 1 (docs/linearization.md §4): the joint torques ``tau`` and the body-frame wrenches.
@@ -442,7 +442,7 @@ def _body_rows(mi, mf, q, v, u, ws, sc, iw, A, B, f, ddq, J, MJ, W, H3, row, tmp
                       w_world, w_size, w_off)
 
 
-@jit_unit
+@jit_unit('none')
 def _wrench_terms(mi, mf, q, u, ws, sc, iw, Mx, A_vq, B_rows, J, MJ, W, H3, row, tmp, w_body,
                   w_rot, w_tr, w_world, w_size, w_off):
     """Write the wrench inputs' columns ``Mx J_b^T G`` (``B_rows``), pose terms (``A_vq``).
@@ -692,7 +692,7 @@ def _kinematic_rows(v, A, floating):
             A[r0 + 2, c0 + 1] = -w[0]
 
 
-@jit_unit
+@jit_unit('int64')
 def _finish(q, v, dt, A, B, f, ddq, X, pw, opts):
     """Apply passes 3-4: the body-representation continuous (A, B, f) to ``opts``' model.
 
@@ -725,7 +725,7 @@ def _finish(q, v, dt, A, B, f, ddq, X, pw, opts):
     return _check_result(A, B, f)
 
 
-@jit_unit
+@jit_unit('int64')
 def point_kernel(mi, mf, q, v, u, dt, ws, dW, dtau, Cm, tau_id, sc, pw, iw, A, B, f, ddq,
                  tau_dofs, w_body, w_rot, w_tr, w_world, w_size, w_off, offs, opts):
     """One state without contacts: A, B, f, ddq of ``linearize`` with the options ``opts``.
@@ -765,7 +765,7 @@ def contact_scratch_size(nv: int, m: int, nu: int) -> int:
     return 4 * m * nv + 3 * m + 2 * nv * nv + 2 * nv + 2 * (nv + m) * nv + (nv + m) * (nu + 6)
 
 
-@jit_unit
+@jit_unit('int64')
 def contact_point_kernel(mi, mf, q, v, u, dt, ws, dW, dtau, Cm, tau_id, sc, D, ci, cf, cpw, pw,
                          iw, A, B, f, ddq, lam, dlx, dlu, rows, tau_dofs, w_body, w_rot, w_tr,
                          w_world, w_size, w_off, opts):

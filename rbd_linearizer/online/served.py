@@ -142,9 +142,9 @@ class Served:
         cold = precompile.missing(known) if report is not None else []
         if cold:
             def work():
-                # two idle cores: compiled in two processes at once into the cache (two cold
-                # families, or the halves of the linearization's kernel tree), then loaded
-                # here; a failing worker: compiled here
+                # two idle cores: compiled in two processes at once into the cache (the
+                # families' units and calls, each taken by the first free process), then
+                # loaded here; a failing worker: compiled here
                 try:
                     if precompile.compile_in_processes(cold):
                         report(f'compiled {", ".join(cold)} in two processes; loading')

@@ -137,7 +137,7 @@ def _chol_solve(L, m, X):
             xi[c] *= d
 
 
-@jit_unit
+@jit_unit('boolean')
 def _forward_dynamics(nv, m, Minv, h, tau, J, drift, target, JMinv, G, rhs, free, lam, qdd):
     """Solve the constrained forward dynamics; False if ``G`` is not positive definite.
 
@@ -183,7 +183,7 @@ def _forward_dynamics(nv, m, Minv, h, tau, J, drift, target, JMinv, G, rhs, free
     return True
 
 
-@jit_unit
+@jit_unit('none')
 def _contact_wrenches(c_body, c_size, c_row, c_R, c_p, oR, lam, fin, fext, f6):
     """Fill ``fext`` (nb * 6): each body's wrench of the contact forces, body frame, + ``fin``.
 
@@ -216,7 +216,7 @@ def _contact_wrenches(c_body, c_size, c_row, c_R, c_p, oR, lam, fin, fext, f6):
         fext[6 * b + 5] += f6[5] + p[0] * f6[1] - p[1] * f6[0]
 
 
-@jit_unit
+@jit_unit('none')
 def _turning_forces(c_size, c_row, S, mask, J, lam, dtau):
     """Subtract from ``dtau/dq`` the turning of the world-axes point forces (D = -M^-1 dtau).
 
@@ -241,7 +241,7 @@ def _turning_forces(c_size, c_row, S, mask, J, lam, dtau):
                     dtau[i, l] -= J[r0, i] * x0 + J[r0 + 1, i] * x1 + J[r0 + 2, i] * x2
 
 
-@jit_unit
+@jit_unit('none')
 def _derivative_products(nv, m, Minv, D, E, J, JMinv, L, dq, dv, dtau_out, lq, lv, ltau):
     """Form the six derivative blocks from D, E and the factor ``L`` of ``G``.
 
@@ -297,7 +297,7 @@ def _derivative_products(nv, m, Minv, D, E, J, JMinv, L, dq, dv, dtau_out, lq, l
                 ot[c] += a * x[c]
 
 
-@jit_unit
+@jit_unit('int64')
 def _contact_kernel(mi, mf, ws, q, v, tau, fin, mode, dW, dtau, Cm, tau_id, sc, D, ci, cf, qdd,
                     lam, J, drift, target, Minv_out, free, dq, dv, dtau_out, lq, lv, ltau):
     # One evaluation of the constrained dynamics (module docstring): mode MODE_KINEMATICS: J,

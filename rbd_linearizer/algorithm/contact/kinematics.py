@@ -33,7 +33,7 @@ def _rot(R, x, o, out, oo):
         out[oo + r] = R[r, 0] * x[o] + R[r, 1] * x[o + 1] + R[r, 2] * x[o + 2]
 
 
-@jit_unit
+@jit_unit('none')
 def _world_kinematics(parents, jtype, idx_v, axis, oR, op, v, qdd, S, V, A, Vp, Ap, root, s,
                       t):
     """Pass 1 (docs/contacts.md §3): the world kinematics about the base origin, root-down.
@@ -91,7 +91,7 @@ def _world_kinematics(parents, jtype, idx_v, axis, oR, op, v, qdd, S, V, A, Vp, 
             A[i, r] = Ap[r, iv] + s[r] * qdd[iv] + t[r] * v[iv]
 
 
-@jit_unit
+@jit_unit('none')
 def _contact_poses(parents, idx_v, nvj, oR, op, c_body, c_R, c_p, Rcs, pcs, mask):
     """Each contact frame's world pose ``(Rc, pc)`` (about the base origin) and its dofs."""
     for ci in range(c_body.shape[0]):
@@ -112,7 +112,7 @@ def _contact_poses(parents, idx_v, nvj, oR, op, c_body, c_R, c_p, Rcs, pcs, mask
             j = parents[j]
 
 
-@jit_unit
+@jit_unit('none')
 def _anchor_errors(c_size, c_anchored, c_anchor, origin, Rcs, pcs, err, jri, m3, x6):
     """Compute the Baumgarte position error of each anchored contact (others: e = 0, Jr^-1 = 1).
 
@@ -147,7 +147,7 @@ def _anchor_errors(c_size, c_anchored, c_anchor, origin, Rcs, pcs, err, jri, m3,
         jlog6(e, jri[ci], m3)
 
 
-@jit_unit
+@jit_unit('none')
 def _contact_frames(c_body, c_size, c_row, c_gain, c_err, A, V, Rcs, pcs, vcs, pds, drift,
                     target, ac, t, x3):
     """Pass 2 (docs/contacts.md §2): per contact, its drift and Baumgarte target (A at qdd = 0).
@@ -180,7 +180,7 @@ def _contact_frames(c_body, c_size, c_row, c_gain, c_err, A, V, Rcs, pcs, vcs, p
                 target[r0 + r] = -kp * c_err[ci, r] - kd * vc[r]
 
 
-@jit_unit
+@jit_unit('none')
 def _jacobian_rows(c_size, c_row, Rcs, pcs, S, mask, J, jc):
     """Fill the constraint Jacobian ``J`` (m, nv): point rows ``Rc Jc[lin]``, surface ``Jc``."""
     nv = S.shape[1]
@@ -202,7 +202,7 @@ def _jacobian_rows(c_size, c_row, Rcs, pcs, S, mask, J, jc):
                     J[r0 + r, k] = jc[r]
 
 
-@jit_unit
+@jit_unit('none')
 def _point_accelerations(c_body, c_size, A, Rcs, pcs, vcs, aps, ac, t, x3):
     """Each point's classical acceleration (world axes) at the constrained qdd (A at qdd)."""
     for ci in range(c_body.shape[0]):
@@ -249,7 +249,7 @@ def _point_columns(kp, kd, Rc, vc, ap, pd, s, jc, dvq, daq, dav, eq, ev, u, t, x
         ev[r] += kd * t[r]
 
 
-@jit_unit
+@jit_unit('none')
 def _contact_columns(c_body, c_size, c_row, c_gain, c_jri, S, V, Vp, Ap, root, mask, E,
                      Rcs, pcs, vcs, aps, pds, s, t, u, w6, jc, dvq, daq, dav, Vd, eq, ev, x3):
     """Pass 3 (docs/contacts.md §3): per contact and dof k, the columns k and nv + k of E.
