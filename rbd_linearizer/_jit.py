@@ -270,9 +270,12 @@ class _Unit(_Intrinsic):
         argtypes = tuple(types.unliteral(a) for a in args)
         fn = self.kernel.py_func
         name = f'{fn.__module__}|{fn.__name__}|({"".join(repr(a) + ", " for a in argtypes)})'
-        _record(name)
 
         def codegen(context, builder, signature, llargs):
+            # (recorded here, at each call site's lowering inside its caller's compile: numba
+            # keeps the typing of an intrinsic per argument types, so a second caller with the
+            # same types never runs this typer)
+            _record(name)
             module = builder.module
             slot = module.globals.get('rbd_linearizer.unit.' + name)
             if slot is None:

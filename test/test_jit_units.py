@@ -46,6 +46,12 @@ def twice(x, a, out):
     return s0 + s1 + n0 + n1
 
 @jit
+def once(x, a, out):
+    # another caller of the unit with the types of twice's first call site
+    s, n = scaled_sum(x, a, out, False)
+    return s + n
+
+@jit
 def twice_linked(x, a, out):
     s0, n0 = scaled_sum_linked(x, a, out)
     s1, n1 = scaled_sum_linked(x[::2], 2.0 * a, out[::2])
@@ -95,6 +101,7 @@ if sys.argv[1] == 'load':
     report['loaded'] = _jit.load_units(['toy_units:twice'])
     report['resolved'] = sorted(n.split('|')[1] for n in _jit._resolved)
 report['value'] = k.twice(x, 0.5, out)
+report['once'] = k.once(x, 0.5, np.zeros(5))
 report['linked'] = k.twice_linked(x, 0.5, ref)
 report['same_out'] = bool((out == ref).all())
 report['python_call'] = list(k.scaled_sum(x, 3.0, ref, False))
@@ -147,8 +154,10 @@ def test_a_unit_is_called_through_its_address_and_loaded_from_the_cache(tmp_path
     assert compiled['resolve_called'] and not compiled['unit_defined_in_caller']
     assert compiled['unit_signatures'] == 2
     record = next((tmp_path / 'cache').rglob(_jit.UNITS_FILE)).read_text().splitlines()
+    # each caller's call sites (once: the types of one of twice's, typed once by numba)
     assert sorted(line.split('\t')[0] for line in record) == [
-        'toy_units:calls_misdeclared'] + ['toy_units:twice'] * 2
+        'toy_units:calls_misdeclared', 'toy_units:once'] + ['toy_units:twice'] * 2
+    assert compiled['once'] == 0.5 * 15 + 5
 
     # a second process: the caller from the cache, its call sites find the units (loaded
     # from the cache too) when they first run

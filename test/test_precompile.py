@@ -248,8 +248,9 @@ for fam in families:
     for call in paths[fam]:
         call()
 loaded = precompile.load_units(families)
+reached = {fam: precompile.load_units([fam]) for fam in families}
 print(json.dumps([versions, sorted({line.split('\\t')[1] for line in record}), compiled,
-                  loaded, precompile.missing(families)]))
+                  loaded, reached, precompile.missing(families)]))
 """
 
 
@@ -269,13 +270,17 @@ def test_two_processes_compile_every_task_once_and_the_node_calls_then_load(tmp_
     families = ['linearization', 'contact', 'dynamics']
     assert sorted(json.loads(line) for line in lines[:-1]) == sorted(
         t for t, _ in precompile._tasks(families))
-    versions, recorded, compiled, loaded, cold = json.loads(lines[-1])
+    versions, recorded, compiled, loaded, reached, cold = json.loads(lines[-1])
     assert compiled == [] and cold == []
     assert all(n == 1 for n in versions.values()), versions
     point = 'rbd_linearizer.linearization.point|contact_point_kernel|'  # the contact's call
     assert {n for n in recorded if not n.startswith(point)} == {
         precompile.unit_name(u) for u in precompile.UNITS}
     assert loaded == len(recorded)
+    # and the record leads from each family's kernels to every unit they reach (what the
+    # warm-up loads ahead: precompile.load_units), each caller's call sites recorded
+    assert reached == {'linearization': len(precompile.FAMILIES['linearization'].units),
+                       'contact': len(precompile.UNITS) + 1, 'dynamics': 2}
 
 
 def _served_cold(monkeypatch, in_processes):
