@@ -69,7 +69,9 @@ UNITS: dict[str, tuple[str, float]] = {
         'i1 f1 f1 f1 f1 f1 i1 f3 f2A i1 i1 f3 f2 i1 i1 i1', 4.2),
     'rbd_linearizer.linearization.point:_wrench_terms': (
         'i1 f1 f1 f1 f1 f1 i1 f2A f2A f2A f2 f2 f3 f2A f1 f2 i1 f3 f2 i1 i1 i1', 3.7),
-    'rbd_linearizer.linearization.point:_finish': ('f1 f1 f f2 f2 f1 f1 f2 f1 i1', 11.2),
+    'rbd_linearizer.linearization.point:_finish': ('f1 f1 f f2 f2 f1 f1 f2 f1 i1', 9.5),
+    'rbd_linearizer.linearization.point:_twist_blocks': (
+        'f1 f1 f1 i b f2 f2 f2 f2 f2 f2 f2A f1 f2A f3', 2.0),
     'rbd_linearizer.algorithm.aba_derivatives:aba_derivatives_passes': (
         'i1 f1 f1 f1 f1 f1 f1 f2 f2 f2 f1 f1 f2', 4.5),
     'rbd_linearizer.algorithm.aba:minverse_passes': ('i1 f1 f1 f1', 7.3),
@@ -132,13 +134,13 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 
 
 def _signature(spec: str) -> tuple:
-    # 'i1 f2A f ...': int64 / float64; a digit: an array of that many dimensions (C-contiguous,
-    # 'A': any layout: a strided view); none: a scalar
+    # 'i1 f2A f ...': int64 / float64 / 'b' boolean; a digit: an array of that many
+    # dimensions (C-contiguous, 'A': any layout: a strided view); none: a scalar
     from numba import types
 
     out = []
     for tok in spec.split():
-        dtype = {'f': types.float64, 'i': types.int64}[tok[0]]
+        dtype = {'f': types.float64, 'i': types.int64, 'b': types.boolean}[tok[0]]
         out.append(dtype if len(tok) == 1 else
                    types.Array(dtype, int(tok[1]), 'A' if tok.endswith('A') else 'C'))
     return tuple(out)

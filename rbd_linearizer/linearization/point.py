@@ -135,7 +135,7 @@ def _pose(q, R):
     R[2, 2] = 1 - 2 * (x * x + y * y)
 
 
-@jit
+@jit_unit('none')  # one compile for its three call sites in _finish (a literal flag apart)
 def _twist_blocks(q, vb, ab, rep, with_rates, T, N, Td, Nd, Ti, M6, R, p, H3, W):
     # T, N (z_nu = T z_v + N z_H), with_rates: their rates Td, Nd along (vb, ab); Ti = T^-1
     # (closed form); as representation._blocks / _block_rates (same products)
