@@ -146,14 +146,6 @@ def _signature(spec: str) -> tuple:
     return tuple(out)
 
 
-def _dispatcher(kernel: str):
-    import importlib
-
-    module, name = kernel.split(':')
-    obj = getattr(importlib.import_module(module), name)
-    return getattr(obj, 'kernel', obj)  # a unit (_jit.jit_unit): its numba dispatcher
-
-
 def unit_name(unit: str) -> str:
     """Return the name ``_jit.resolve_unit`` takes for ``unit`` of ``UNITS`` (by its types)."""
     module, function = unit.split(':')

@@ -220,6 +220,7 @@ def test_compile_in_processes_only_with_something_to_share_and_two_jobs(monkeypa
 
 
 COMPILE_THEN_LOAD = """
+import importlib
 import json
 from numba.core import event
 from rbd_linearizer import _jit, _kernel_cache, precompile
@@ -228,8 +229,11 @@ from rbd_linearizer.model.robots import default_robot_urdf
 families = ['linearization', 'contact', 'dynamics']
 tasks = [t for t, _ in precompile._tasks(families)]
 precompile._run_workers([tasks, tasks], lambda task, seconds: print(json.dumps(task)))
-versions = {u: len(precompile._dispatcher(u)._cache._cache_file._load_index())
-            for u in precompile.UNITS}
+def unit_kernel(unit):  # a unit's numba dispatcher
+    module, function = unit.split(':')
+    return getattr(importlib.import_module(module), function).kernel
+
+versions = {u: len(unit_kernel(u)._cache._cache_file._load_index()) for u in precompile.UNITS}
 record = (_kernel_cache.cache_info().path / _jit.UNITS_FILE).read_text().splitlines()
 compiled = []
 
