@@ -305,14 +305,16 @@ class _CompileWatch:
     """Which kernel numba compiles now and how many have finished (numba's event API)."""
 
     def __init__(self):
-        self.stack: list[str] = []  # kernels being compiled, outermost first
         self.done = 0
         self._listener = None
 
     @property
     def current(self) -> str | None:
-        """The innermost kernel being compiled (None between two)."""
-        return self.stack[-1] if self.stack else None
+        """The innermost of the package's kernels being compiled (None between two)."""
+        jit = sys.modules.get('rbd_linearizer._jit')  # (its stack of compiles: _CompileStack)
+        stack = jit._compiling if jit is not None else []
+        return next((k.split(':')[1] for k in reversed(stack)
+                     if k.startswith('rbd_linearizer')), None)
 
     def __enter__(self):
         try:
@@ -320,23 +322,13 @@ class _CompileWatch:
 
             watch = self
 
-            def ours(ev) -> str | None:
-                fn = getattr(ev.data.get('dispatcher'), 'py_func', None)
-                if fn is not None and fn.__module__.startswith('rbd_linearizer'):
-                    return fn.__name__
-                return None
-
             class _Listener(event.Listener):
                 def on_start(self, ev):
-                    name = ours(ev)
-                    if name:
-                        watch.stack.append(name)
+                    pass
 
                 def on_end(self, ev):
-                    name = ours(ev)
-                    if name:
-                        if watch.stack and watch.stack[-1] == name:
-                            watch.stack.pop()
+                    fn = getattr(ev.data.get('dispatcher'), 'py_func', None)
+                    if fn is not None and fn.__module__.startswith('rbd_linearizer'):
                         watch.done += 1
 
             self._listener = _Listener()
