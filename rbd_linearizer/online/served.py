@@ -197,8 +197,8 @@ class Served:
                 self.dynamics(q, v, 0, rep)
             elif fam == 'derivatives':
                 self.dynamics_derivatives(q, v, None, 2, 0, rep)
-            precompile.load_units([fam])  # the units of the branches not taken above
-            self._warm.add(fam)
+        precompile.load_units(families)  # the units of the branches not taken above
+        self._warm.update(families)
 
     def linearize(self, q, v, u, cfg: dict[str, Any], stamp_ns: int = 0,
                   representation: str | None = None, time_model: str | None = None,
