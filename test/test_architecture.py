@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / 'rbd_linearizer'
 
 #: Layer rank of each top-level module or subpackage (higher may import lower, never upward).
 LAYERS = {
-    'errors': 0, 'conventions': 0, '_kernel_cache': 0,
+    'errors': 0, 'conventions': 0, '_kernel_cache': 0, '_numba_speedups': 0,
     '_jit': 1, 'results': 1,
     'spatial': 2,  # the spatial algebra the model builder uses too (one hat, one adjoint)
     'model': 3,
