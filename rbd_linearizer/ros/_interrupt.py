@@ -15,7 +15,8 @@ bytecodes of the main thread, so the exception could land
 - inside a weakref callback (a ``WeakValueDictionary`` dropping a dead entry, importlib's own
   while a module imports: "Exception ignored in: <function _WeakValueDictionary.__init__.
   <locals>.KeyedRef.remove ...> ... KeyboardInterrupt", seen once in a clean-clone run of
-  ``rbd-demo --node`` stopped 0.5 s after its start), printed and dropped likewise.
+  ``rbd-demo --node`` stopped 0.5 s after its start; and a module lock's, ``_get_module_lock.
+  <locals>.cb``, seen once likewise on Kilted), printed and dropped likewise.
 
 A handler raises only when ``safe_to_raise(frame)`` (no frame of the main thread's stack is in
 one of those), and otherwise calls ``deliver_again(signum)``: the signal comes again
@@ -37,7 +38,8 @@ _UNSAFE_PACKAGES = tuple(f'{os.sep}{name}{os.sep}' for name in ('numba', 'llvmli
 #: The standard library's weakref callbacks: (file name, function name).
 _WEAKREF_CALLBACKS = frozenset({('weakref.py', 'remove'), ('weakref.py', '__call__'),
                                 ('_weakrefset.py', '_remove'),
-                                ('<frozen importlib._bootstrap>', 'remove')})
+                                ('<frozen importlib._bootstrap>', 'remove'),
+                                ('<frozen importlib._bootstrap>', 'cb')})  # a module lock's
 
 
 def safe_to_raise(frame) -> bool:

@@ -188,3 +188,28 @@ def test_a_weakref_callback_is_no_place_to_raise(weak_dict):
         sys.settrace(None)
     assert seen == [False], seen
     assert safe_to_raise(sys._getframe())  # plain code stays a place to raise
+
+
+def test_importlibs_module_lock_callback_is_no_place_to_raise():
+    # importlib drops a module's lock through a weakref callback (_get_module_lock's cb) when
+    # the lock dies during an import: a signal landing there was printed and dropped ("Exception
+    # ignored in: <function _get_module_lock.<locals>.cb ...>", rbd-demo --node, Kilted)
+    import importlib._bootstrap as bootstrap
+
+    from rbd_linearizer.ros._interrupt import safe_to_raise
+
+    seen = []
+
+    def trace(frame, event, arg):
+        if event == 'call' and frame.f_code.co_name == 'cb' \
+                and frame.f_code.co_filename == '<frozen importlib._bootstrap>':
+            seen.append(safe_to_raise(frame))
+        return None
+
+    lock = bootstrap._get_module_lock('rbd_linearizer.test.no_such_module')
+    sys.settrace(trace)
+    try:
+        del lock  # the callback runs now (reference counting)
+    finally:
+        sys.settrace(None)
+    assert seen == [False], seen
