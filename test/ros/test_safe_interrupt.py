@@ -162,6 +162,26 @@ def _weak_dicts():
         yield bootstrap._WeakValueDictionary
 
 
+def _safe_to_raise_in_callbacks(is_callback, drop) -> list[bool]:
+    # safe_to_raise at each call of a function whose code is_callback, while drop() lets a
+    # weakly referenced object die (its callbacks run then: reference counting)
+    from rbd_linearizer.ros._interrupt import safe_to_raise
+
+    seen = []
+
+    def trace(frame, event, arg):
+        if event == 'call' and is_callback(frame.f_code):
+            seen.append(safe_to_raise(frame))
+        return None
+
+    sys.settrace(trace)
+    try:
+        drop()
+    finally:
+        sys.settrace(None)
+    return seen
+
+
 @pytest.mark.parametrize('weak_dict', list(_weak_dicts()))
 def test_a_weakref_callback_is_no_place_to_raise(weak_dict):
     # A signal landing in a weak dictionary's callback (an entry dropped as its value dies:
@@ -171,21 +191,11 @@ def test_a_weakref_callback_is_no_place_to_raise(weak_dict):
     class Value:
         pass
 
-    seen = []
-
-    def trace(frame, event, arg):
-        if event == 'call' and frame.f_code.co_name in ('remove', '_remove'):
-            seen.append(safe_to_raise(frame))
-        return None
-
     d = weak_dict()
-    value = Value()
-    d.setdefault('key', value)  # (importlib's has no item assignment)
-    sys.settrace(trace)
-    try:
-        del value  # the callback runs now (reference counting)
-    finally:
-        sys.settrace(None)
+    held = [Value()]  # the value's one strong reference
+    d.setdefault('key', held[0])  # (importlib's has no item assignment)
+    seen = _safe_to_raise_in_callbacks(lambda code: code.co_name in ('remove', '_remove'),
+                                       held.clear)
     assert seen == [False], seen
     assert safe_to_raise(sys._getframe())  # plain code stays a place to raise
 
@@ -196,20 +206,8 @@ def test_importlibs_module_lock_callback_is_no_place_to_raise():
     # ignored in: <function _get_module_lock.<locals>.cb ...>", rbd-demo --node, Kilted)
     import importlib._bootstrap as bootstrap
 
-    from rbd_linearizer.ros._interrupt import safe_to_raise
-
-    seen = []
-
-    def trace(frame, event, arg):
-        if event == 'call' and frame.f_code.co_name == 'cb' \
-                and frame.f_code.co_filename == '<frozen importlib._bootstrap>':
-            seen.append(safe_to_raise(frame))
-        return None
-
-    lock = bootstrap._get_module_lock('rbd_linearizer.test.no_such_module')
-    sys.settrace(trace)
-    try:
-        del lock  # the callback runs now (reference counting)
-    finally:
-        sys.settrace(None)
+    held = [bootstrap._get_module_lock('rbd_linearizer.test.no_such_module')]
+    seen = _safe_to_raise_in_callbacks(
+        lambda code: code.co_name == 'cb' and code.co_filename == '<frozen importlib._bootstrap>',
+        held.clear)
     assert seen == [False], seen
