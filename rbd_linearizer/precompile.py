@@ -24,6 +24,7 @@ warm-up in a worker thread while the calling thread reports progress. No ROS imp
 from __future__ import annotations
 
 import argparse
+import atexit
 from collections.abc import Callable, Iterable
 import dataclasses
 import sys
@@ -33,6 +34,8 @@ from typing import Any
 
 #: Progress period of ``run_reporting`` [s]: the node is never silent for 5 s while compiling.
 PROGRESS_PERIOD_S = 4.5
+#: Niceness of the worker processes compiling after a cold node's first output.
+BACKGROUND_NICE = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,9 +45,10 @@ class Family:
     name: str
     what: str  # for the log: "compiling kernels for <what>"
     kernels: tuple[str, ...]  # 'module:function' of the top-level kernels (cache check)
-    # the compile time of each of its node calls (_node_paths; a worker's task each), the
-    # units they reach apart: one process, empty cache, idle 2-core machine (the slower Intel
-    # Xeon), measured 2026-11-29, docs/performance.md "Start-up"
+    # the compile time of each of its node calls (_node_paths; a worker's task each: call k
+    # compiles kernels[k]), the units they reach apart: two worker processes, empty cache, idle
+    # 2-core machine (the slower Intel Xeon), the tasks in the order a cold node runs them
+    # (first_output_split), measured 2026-11-29 evening, docs/performance.md "Start-up"
     calls_s: tuple[float, ...]
     units: tuple[str, ...] = ()  # the units (UNITS) its kernels reach
 
@@ -64,46 +68,46 @@ class Family:
 #: record of the call sites (``_jit.UNITS_FILE``).
 UNITS: dict[str, tuple[str, float]] = {
     'rbd_linearizer.linearization.point:point_kernel': (
-        'i1 f1 f1 f1 f1 f f1 f2 f2 f2 f1 f1 f1 i1 f2 f2 f1 f1 i1 i1 f3 f2 i1 i1 i1 i1 i1', 2.8),
-    'rbd_linearizer.linearization.point:_generalized_inputs': (
-        'i1 f1 f1 f1 f1 f1 i1 f3 f2A i1 i1 f3 f2 i1 i1 i1', 4.2),
+        'i1 f1 f1 f1 f1 f f1 f2 f2 f2 f1 f1 f1 i1 f2 f2 f1 f1 i1 i1 f3 f2 i1 i1 i1 i1 i1', 3.5),
+    'rbd_linearizer.linearization.point:_wrench_inputs': (
+        'i1 f1 f1 f1 f1 i1 f3 f2A i1 f3 f2 i1 i1 i1', 3.6),
     'rbd_linearizer.linearization.point:_wrench_terms': (
-        'i1 f1 f1 f1 f1 f1 i1 f2A f2A f2A f2 f2 f3 f2A f1 f2 i1 f3 f2 i1 i1 i1', 3.7),
-    'rbd_linearizer.linearization.point:_finish': ('f1 f1 f f2 f2 f1 f1 f2 f1 i1', 9.5),
+        'i1 f1 f1 f1 f1 f1 i1 f2A f2A f2A f2 f2 f3 f2A f1 f2 i1 f3 f2 i1 i1 i1', 10.3),
+    'rbd_linearizer.linearization.point:_finish_passes': ('f1 f1 f f2 f2 f1 f1 f2 f1 i1', 10.4),
     'rbd_linearizer.linearization.point:_twist_blocks': (
-        'f1 f1 f1 i b f2 f2 f2 f2 f2 f2 f2A f1 f2A f3', 2.0),
+        'f1 f1 f1 i b f2 f2 f2 f2 f2 f2 f2A f1 f2A f3', 2.7),
     'rbd_linearizer.algorithm.aba_derivatives:aba_derivatives_passes': (
-        'i1 f1 f1 f1 f1 f1 f1 f2 f2 f2 f1 f1 f2', 4.5),
-    'rbd_linearizer.algorithm.aba:minverse_passes': ('i1 f1 f1 f1', 7.3),
-    'rbd_linearizer.algorithm.rnea:rnea_passes': ('i1 f1 f1 f1 f1 f1 f1 i f1', 4.7),
+        'i1 f1 f1 f1 f1 f1 f1 f2 f2 f2 f1 f1 f2', 4.9),
+    'rbd_linearizer.algorithm.aba:minverse_passes': ('i1 f1 f1 f1', 8.8),
+    'rbd_linearizer.algorithm.rnea:rnea_passes': ('i1 f1 f1 f1 f1 f1 f1 i f1', 2.9),
     # (its tree compiles the spatial helpers most passes use: ~5 s of its time)
     'rbd_linearizer.algorithm.rnea_derivatives:rnea_derivatives_passes': (
-        'i1 f1 f1 f2 f2 f2 f1', 11.7),
+        'i1 f1 f1 f2 f2 f2 f1', 9.5),
     'rbd_linearizer.algorithm.contact.dynamics:_contact_kernel': (
         'i1 f1 f1 f1 f1 f1 f1 i f2 f2 f2 f1 f1 f2 i1 f1 f1 f1 f2 f1 f1 f2 f1 f2 f2 f2 f2 f2 '
-        'f2', 8.7),
+        'f2', 10.3),
     'rbd_linearizer.algorithm.contact.dynamics:_forward_dynamics': (
         'i i f2 f1 f1 f2 f1 f1 f2 f2 f2 f1 f1 f1', 1.2),
     'rbd_linearizer.algorithm.contact.dynamics:_contact_wrenches': (
-        'i1 i1 i1 f3 f2 f3 f1 f1 f1 f1', 0.7),
+        'i1 i1 i1 f3 f2 f3 f1 f1 f1 f1', 0.6),
     'rbd_linearizer.algorithm.contact.dynamics:_turning_forces': ('i1 i1 f2 i2 f2 f1 f2', 0.3),
     'rbd_linearizer.algorithm.contact.dynamics:_derivative_products': (
-        'i i f2 f2 f2 f2 f2 f2 f2 f2 f2 f2 f2 f2', 2.0),
+        'i i f2 f2 f2 f2 f2 f2 f2 f2 f2 f2 f2 f2', 3.0),
     'rbd_linearizer.algorithm.contact.kinematics:_world_kinematics': (
-        'i1 i1 i1 f2 f3 f2 f1 f1 f2 f2 f2 f2 f2 i1 f1 f1', 1.8),
+        'i1 i1 i1 f2 f3 f2 f1 f1 f2 f2 f2 f2 f2 i1 f1 f1', 1.2),
     'rbd_linearizer.algorithm.contact.kinematics:_contact_poses': (
-        'i1 i1 i1 f3 f2 i1 f3 f2 f3 f2 i2', 0.5),
+        'i1 i1 i1 f3 f2 i1 f3 f2 f3 f2 i2', 0.4),
     'rbd_linearizer.algorithm.contact.kinematics:_anchor_errors': (
-        'i1 i1 f3 f1 f3 f2 f2 f3 f3 f1', 2.3),
+        'i1 i1 f3 f1 f3 f2 f2 f3 f3 f1', 4.2),
     'rbd_linearizer.algorithm.contact.kinematics:_contact_frames': (
-        'i1 i1 i1 f2 f2 f2 f2 f3 f2 f2 f2 f1 f1 f1 f1 f1', 1.1),
+        'i1 i1 i1 f2 f2 f2 f2 f3 f2 f2 f2 f1 f1 f1 f1 f1', 0.5),
     'rbd_linearizer.algorithm.contact.kinematics:_jacobian_rows': (
-        'i1 i1 f3 f2 f2 i2 f2 f1', 0.8),
+        'i1 i1 f3 f2 f2 i2 f2 f1', 0.3),
     'rbd_linearizer.algorithm.contact.kinematics:_point_accelerations': (
-        'i1 i1 f2 f3 f2 f2 f2 f1 f1 f1', 0.3),
+        'i1 i1 f2 f3 f2 f2 f2 f1 f1 f1', 0.4),
     'rbd_linearizer.algorithm.contact.kinematics:_contact_columns': (
         'i1 i1 i1 f2 f3 f2 f2 f2 f2 i1 i2 f2 f3 f2 f2 f2 f2 f1 f1 f1 f1 f1 f1 f1 f1 f1 f1 f1 '
-        'f1', 2.2),
+        'f1', 3.5),
 }
 
 _ABA = ('rbd_linearizer.algorithm.aba:minverse_passes',
@@ -115,20 +119,20 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            # any inputs (joint torques, wrenches), every representation, continuous time and
            # Lie-Euler: one compiled entry for the single state and ~/linearize_trajectory's
            # horizon (linearize_batch), over the point kernel and its units
-           ('rbd_linearizer.linearization.horizon:points_kernel',), (3.5,),
+           ('rbd_linearizer.linearization.horizon:points_kernel',), (2.1,),
            tuple(u for u in UNITS if '.contact.' not in u)),
     Family('zero_order_hold', 'the zero-order hold (expm)',
-           ('rbd_linearizer.linearization.point:zero_order_hold',), (8.0,)),
+           ('rbd_linearizer.linearization.point:zero_order_hold',), (12.6,)),
     Family('dynamics', 'the dynamics terms (M, M^-1, C, g, h)',
            ('rbd_linearizer.algorithm.compute_all_terms:_all_terms_kernel',
-            'rbd_linearizer.algorithm.coriolis:_coriolis_kernel'), (6.6, 5.7), _ABA),
+            'rbd_linearizer.algorithm.coriolis:_coriolis_kernel'), (8.7, 8.9), _ABA),
     Family('derivatives', 'the forward-dynamics derivatives (seed 002)',
-           ('rbd_linearizer.algorithm._higher_order_kernels:hybrid_kernel',), (18.8,)),
+           ('rbd_linearizer.algorithm._higher_order_kernels:hybrid_kernel',), (13.8,)),
     # every contact set, representation and time model: the point (from Python), then the
     # horizon's loop over a schedule (over both point kernels); the linearization's units too
     Family('contact', 'the contact linearization (A, B, f, lambda)',
            ('rbd_linearizer.linearization.point:contact_point_kernel',
-            'rbd_linearizer.linearization.horizon:contact_horizon_kernel'), (3.5, 1.5),
+            'rbd_linearizer.linearization.horizon:contact_horizon_kernel'), (4.3, 0.7),
            tuple(UNITS)),
 )}
 
@@ -269,6 +273,25 @@ def missing(families: Iterable[str]) -> list[str]:
     return out
 
 
+def missing_tasks(tasks: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Return the tasks among ``tasks`` (``_tasks``) whose kernel is not in the cache yet.
+
+    A unit's kernel is itself, a call's (``'family#k'``) the family's ``kernels[k]``.
+    """
+    def cached(task: str) -> bool:
+        if task in UNITS:
+            kernel = task
+        else:
+            family, k = task.split('#')
+            kernel = FAMILIES[family].kernels[int(k)]
+        try:
+            return bool(_index_files(kernel, _cache_dir()))
+        except OSError:
+            return False  # cannot tell: assume it compiles
+
+    return [t for t in tasks if not cached(t[0])]
+
+
 def _tasks(families: Iterable[str]) -> list[tuple[str, float]]:
     # The worker processes' tasks for ``families``: each unit they reach (once) and each of
     # their node calls ('family#k'), with its compile time [s], the longest first
@@ -279,18 +302,64 @@ def _tasks(families: Iterable[str]) -> list[tuple[str, float]]:
     return sorted(tasks.items(), key=lambda t: -t[1])
 
 
-def _family_tasks(family: str) -> set[str]:
+def family_tasks(family: str) -> set[str]:
+    """Return the names of the tasks of ``family`` (its units and its calls)."""
     return {t for t, _ in _tasks([family])}
 
 
-def estimate_s(families: Iterable[str], jobs: int = 1) -> float:
+_POINT = 'rbd_linearizer.linearization.point:'
+
+
+def first_output_split(families: Iterable[str], cfg: dict[str, Any], has_wrenches: bool = False
+                       ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """Split the tasks of ``families`` (``_tasks``): those a node's first output needs, the rest.
+
+    A cold node compiles the first before its first output and the rest after it
+    (``online.served.Served.warm_up``). The rest: the units only an option ``cfg`` does not
+    use reaches (``_wrench_inputs`` and ``_wrench_terms`` without wrench inputs;
+    ``_twist_blocks`` in the body representation, and ``_finish_passes`` in the body
+    representation in continuous time: the tick's call sites never reach them, the services'
+    and the trajectories' may), the contact horizon (the trajectories only) and the
+    zero-order hold unless the tick's time model is discrete. Every other task is needed (the
+    tick's entries and the units every linearization reaches). Each list longest first.
+    """
+    rep = cfg.get('velocity_representation', 'body')
+    discrete = cfg.get('time_model', 'continuous') == 'discrete'
+    later = {'contact#1'} | (set() if discrete else {'zero_order_hold#0'})
+    if not has_wrenches:
+        later |= {_POINT + '_wrench_inputs', _POINT + '_wrench_terms'}
+    if rep == 'body':
+        later.add(_POINT + '_twist_blocks')
+        if not discrete:
+            later.add(_POINT + '_finish_passes')
+    tasks = _tasks(families)
+    return [t for t in tasks if t[0] not in later], [t for t in tasks if t[0] in later]
+
+
+def load_tasks(tasks: Iterable[tuple[str, float]]) -> int:
+    """Load the units among ``tasks`` (compiled into the cache: ``compile_in_processes``).
+
+    Ahead of the call sites that reach them, which would load them in a control tick; the
+    number loaded.
+    """
+    from rbd_linearizer import _jit
+
+    units = [t for t, _ in tasks if t in UNITS]
+    for unit in units:
+        _jit.resolve_unit(unit_name(unit))
+    return len(units)
+
+
+def estimate_s(families: Iterable[str], jobs: int = 1,
+               tasks: list[tuple[str, float]] | None = None) -> float:
     """Return the typical compile time of ``families`` [s] (0 when none).
 
-    On one core, or in ``jobs`` processes taking the tasks (``_tasks``) longest first, each
-    the next one not taken when it is free (as ``compile_in_processes`` does).
+    On one core, or in ``jobs`` processes taking the tasks (``_tasks``, or ``tasks`` of them)
+    longest first, each the next one not taken when it is free (as ``compile_in_processes``
+    does).
     """
     loads = [0.0] * max(jobs, 1)
-    for _, seconds in _tasks(families):
+    for _, seconds in _tasks(families) if tasks is None else tasks:
         loads[loads.index(min(loads))] += seconds
     return max(loads)
 
@@ -510,24 +579,37 @@ def default_jobs() -> int:
     return 2 if idle >= 1.5 else 1
 
 
-def compile_in_processes(families: list[str], jobs: int | None = None) -> bool:
+def compile_in_processes(families: list[str], jobs: int | None = None,
+                         tasks: list[tuple[str, float]] | None = None) -> bool:
     """Compile ``families`` into the cache in worker processes when that is faster; whether so.
 
     For a node starting with a cold cache, on two idle cores (``default_jobs``): the families'
-    tasks (``_tasks``: their units and their calls, independent) are compiled in two
-    processes at once, each taking the next task not taken, and the caller then loads them
-    from the cache instead of compiling them in its own process, one core only. Returns False
-    (nothing done) when there is nothing to share (one task). A failing worker raises
-    RuntimeError with its error; the caller can still compile in process.
+    tasks (``_tasks``: their units and their calls, independent; or ``tasks`` of them) are
+    compiled in two processes at once, each taking the next task not taken, and the caller
+    then loads them from the cache instead of compiling them in its own process, one core
+    only. Returns False (nothing done) when there is nothing to share (one task). A failing
+    worker raises RuntimeError with its error; the caller can still compile in process.
     """
-    tasks = [t for t, _ in _tasks(families)]
-    if len(tasks) < 2:
+    names = [t for t, _ in (_tasks(families) if tasks is None else tasks)]
+    if len(names) < 2:
         return False  # nothing to share: no 0.5 s sample of the idle cores (default_jobs)
     jobs = default_jobs() if jobs is None else jobs
     if jobs < 2:
         return False
-    _run_workers([tasks] * jobs, lambda task, seconds: None)
+    _run_workers([names] * jobs, lambda task, seconds: None)
     return True
+
+
+def compile_in_background(tasks: list[tuple[str, float]], jobs: int) -> None:
+    """Compile ``tasks`` into the cache in ``jobs`` worker processes of low priority.
+
+    For what a cold node compiles after its first output (``first_output_split``): the
+    workers run at niceness ``BACKGROUND_NICE`` (the node's tick, at its own priority, goes
+    first on a busy core), also with one job. RuntimeError as ``compile_in_processes``.
+    """
+    if tasks:
+        _run_workers([[t for t, _ in tasks]] * max(jobs, 1), lambda task, seconds: None,
+                     nice=BACKGROUND_NICE)
 
 
 def _claim(claims: str, task: str) -> bool:
@@ -541,14 +623,18 @@ def _claim(claims: str, task: str) -> bool:
     return True
 
 
-def _worker(claims: str, tasks: list[str]) -> int:
+def _worker(claims: str, tasks: list[str], nice: int = 0) -> int:
     # python -m rbd_linearizer.precompile --worker a,b --claims DIR: compile each task of the
     # list no other worker sharing DIR took, in order, one JSON line per task when done (the
     # parent prints the progress). A unit ('module:function' of UNITS): compiled by its types;
     # a node call ('family#k'): run with the units deferred (_jit.defer_units: its kernels are
     # compiled, the units they call are tasks of their own)
     import json
+    import os
 
+    if nice:
+        os.nice(nice)
+    parent = os.getppid()
     from rbd_linearizer import _jit
     from rbd_linearizer.model import build_model
     from rbd_linearizer.model.robots import default_robot_urdf
@@ -560,6 +646,8 @@ def _worker(claims: str, tasks: list[str]) -> int:
         print(f'rbd_linearizer.precompile: unknown kernel tasks {unknown}', file=sys.stderr)
         return 2
     for task in tasks:
+        if os.getppid() != parent:  # orphaned (the node ended without atexit: _kill_live)
+            return 0
         if not _claim(claims, task):
             continue
         t = time.perf_counter()
@@ -572,7 +660,22 @@ def _worker(claims: str, tasks: list[str]) -> int:
     return 0
 
 
-def _run_workers(lists: list[list[str]], report: Callable[[str, float], None]) -> None:
+#: The worker processes running (``_run_workers``): killed when this process exits, e.g. a node
+#: stopped while they compile in the background (``compile_in_background``).
+_LIVE: set = set()
+
+
+def _kill_live() -> None:
+    for proc in list(_LIVE):
+        if proc.poll() is None:
+            proc.kill()
+
+
+atexit.register(_kill_live)
+
+
+def _run_workers(lists: list[list[str]], report: Callable[[str, float], None],
+                 nice: int = 0) -> None:
     # One worker process per list of tasks, sharing one directory of claims (a task runs in
     # one of them); report(task, seconds) as each task finishes (any order). A worker that
     # fails: the others are stopped, RuntimeError with its error output.
@@ -587,9 +690,11 @@ def _run_workers(lists: list[list[str]], report: Callable[[str, float], None]) -
     errors = [tempfile.TemporaryFile(mode='w+') for _ in lists]
     claims = tempfile.TemporaryDirectory(prefix='rbd_linearizer-precompile-')
     procs = [subprocess.Popen([sys.executable, '-m', 'rbd_linearizer.precompile', '--worker',
-                               ','.join(tasks), '--claims', claims.name],
+                               ','.join(tasks), '--claims', claims.name,
+                               '--nice', str(nice)],
                               stdout=subprocess.PIPE, stderr=err, text=True)
              for tasks, err in zip(lists, errors, strict=True)]
+    _LIVE.update(procs)
 
     def read(k: int) -> None:
         for line in procs[k].stdout:
@@ -618,6 +723,7 @@ def _run_workers(lists: list[list[str]], report: Callable[[str, float], None]) -
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+        _LIVE.difference_update(procs)
         for err in errors:
             err.close()
         claims.cleanup()
@@ -678,7 +784,7 @@ def precompile(everything: bool = False, out=sys.stdout, jobs: int | None = None
         print(f'\r{line.ljust(79)}' if tty else line, file=out, flush=True)
 
     if parallel:
-        left = {fam: _family_tasks(fam) for fam in shared}
+        left = {fam: family_tasks(fam) for fam in shared}
 
         def task_done(task: str, seconds: float) -> None:
             # a family is done when its last task is (any process, any order)
@@ -722,9 +828,10 @@ def main(argv: list[str] | None = None) -> int:
                          'copy of the package (e.g. the source tree a build runs from)')
     ap.add_argument('--worker', default=None, help=argparse.SUPPRESS)  # a,b: one worker's
     ap.add_argument('--claims', default=None, help=argparse.SUPPRESS)  # its directory
+    ap.add_argument('--nice', type=int, default=0, help=argparse.SUPPRESS)  # its niceness
     args = ap.parse_args(argv)
     if args.worker is not None:
-        return _worker(args.claims, args.worker.split(','))
+        return _worker(args.claims, args.worker.split(','), args.nice)
     import io
 
     out = io.StringIO() if args.quiet else sys.stdout

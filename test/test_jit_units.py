@@ -219,5 +219,5 @@ def test_the_linearization_entry_calls_its_passes_as_units():
     assert precompile.load_units(['linearization']) >= 7
     names = {n.split('|')[1] for n in _jit._resolved}
     assert {'point_kernel', 'aba_derivatives_passes', 'minverse_passes', 'rnea_passes',
-            'rnea_derivatives_passes', '_generalized_inputs', '_wrench_terms',
-            '_finish'} <= names
+            'rnea_derivatives_passes', '_wrench_inputs', '_wrench_terms',
+            '_finish_passes'} <= names

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 
+import numpy as np
 import pytest
 
 from rbd_linearizer import precompile
@@ -135,7 +136,7 @@ def test_a_failing_worker_stops_the_other_at_once(tmp_path, monkeypatch):
     monkeypatch.setenv('NUMBA_CACHE_DIR', str(tmp_path))
     monkeypatch.delenv('NUMBA_DISABLE_JIT', raising=False)
     seen = []
-    long = ['linearization#0', 'rbd_linearizer.linearization.point:_finish',
+    long = ['linearization#0', 'rbd_linearizer.linearization.point:_finish_passes',
             'rbd_linearizer.algorithm.rnea_derivatives:rnea_derivatives_passes']
     with pytest.raises(RuntimeError, match='no_such_task'):
         precompile._run_workers([long, ['no_such_task']], lambda task, s: seen.append(task))
@@ -170,13 +171,14 @@ def test_the_tasks_are_each_unit_and_each_call_once_the_longest_first():
     # the contact family reaches the linearization's units (its horizon runs the point kernel)
     assert set(precompile.FAMILIES['linearization'].units) < set(
         precompile.FAMILIES['contact'].units)
-    assert precompile._family_tasks('zero_order_hold') == {'zero_order_hold#0'}
+    assert precompile.family_tasks('zero_order_hold') == {'zero_order_hold#0'}
     assert all(precompile._signature(precompile.UNITS[u][0]) for u in precompile.UNITS)
 
 
 def test_a_task_is_claimed_once(tmp_path):
-    assert precompile._claim(str(tmp_path), 'rbd_linearizer.linearization.point:_finish')
-    assert not precompile._claim(str(tmp_path), 'rbd_linearizer.linearization.point:_finish')
+    unit = 'rbd_linearizer.linearization.point:_finish_passes'
+    assert precompile._claim(str(tmp_path), unit)
+    assert not precompile._claim(str(tmp_path), unit)
     assert precompile._claim(str(tmp_path), 'linearization#0')
 
 
@@ -226,15 +228,16 @@ from numba.core import event
 from rbd_linearizer import _jit, _kernel_cache, precompile
 from rbd_linearizer.model import build_model
 from rbd_linearizer.model.robots import default_robot_urdf
+import numpy as np
+from rbd_linearizer.algorithm.compute_all_terms import compute_all_terms
+from rbd_linearizer.algorithm.contact import PointContact
+from rbd_linearizer.algorithm.joint_configuration import neutral
+from rbd_linearizer.linearization import linearize
+from rbd_linearizer.linearization.contact import linearize_contact
+from rbd_linearizer.model.data import create_data
+from rbd_linearizer.online import params
 families = ['linearization', 'contact', 'dynamics']
-tasks = [t for t, _ in precompile._tasks(families)]
-precompile._run_workers([tasks, tasks], lambda task, seconds: print(json.dumps(task)))
-def unit_kernel(unit):  # a unit's numba dispatcher
-    module, function = unit.split(':')
-    return getattr(importlib.import_module(module), function).kernel
-
-versions = {u: len(unit_kernel(u)._cache._cache_file._load_index()) for u in precompile.UNITS}
-record = (_kernel_cache.cache_info().path / _jit.UNITS_FILE).read_text().splitlines()
+first, later = precompile.first_output_split(families, params.defaults())
 compiled = []
 
 class Compiles(event.Listener):
@@ -246,22 +249,45 @@ class Compiles(event.Listener):
     def on_end(self, ev):
         pass
 
+# what a cold node compiles before its first output (the default options), then its tick's
+# calls (the linearization, with a contact, the dynamics terms): nothing more compiles
+tasks = [t for t, _ in first]
+precompile._run_workers([tasks, tasks], lambda task, seconds: print(json.dumps(task)))
 event.register('numba:compile', Compiles())
-paths = dict(precompile._node_paths(build_model(default_robot_urdf())))
+model = build_model(default_robot_urdf())
+data, q, v = create_data(model), neutral(model), np.zeros(model.nv)
+frame = next(n for n, fr in model.frames.items() if fr.body >= 0)
+linearize(model, data, q, v)
+linearize_contact(model, data, q, v, None, (PointContact(frame),))
+compute_all_terms(model, data, q, v)
+first_compiled = list(compiled)
+tasks = [t for t, _ in later]  # then the rest
+precompile._run_workers([tasks, tasks], lambda task, seconds: print(json.dumps(task)))
+
+def unit_kernel(unit):  # a unit's numba dispatcher
+    module, function = unit.split(':')
+    return getattr(importlib.import_module(module), function).kernel
+
+versions = {u: len(unit_kernel(u)._cache._cache_file._load_index()) for u in precompile.UNITS}
+record = (_kernel_cache.cache_info().path / _jit.UNITS_FILE).read_text().splitlines()
+paths = dict(precompile._node_paths(model))
 for fam in families:
     for call in paths[fam]:
         call()
 loaded = precompile.load_units(families)
 reached = {fam: precompile.load_units([fam]) for fam in families}
 print(json.dumps([versions, sorted({line.split('\\t')[1] for line in record}), compiled,
-                  loaded, reached, precompile.missing(families)]))
+                  loaded, reached, precompile.missing(families), first_compiled,
+                  [t for t, _ in later]]))
 """
 
 
 def test_two_processes_compile_every_task_once_and_the_node_calls_then_load(tmp_path):
     # From an empty cache, the tasks of the linearization, contact and dynamics families (every
-    # unit) in two worker processes, as a node on two idle cores compiles them: the node's
-    # calls then compile nothing (they load every kernel and unit from the cache); each
+    # unit) in two worker processes, as a node on two idle cores compiles them: first those of
+    # its first output (the default options), after which its tick's calls compile nothing,
+    # then the rest. The node's calls then compile nothing (they load every kernel and unit
+    # from the cache); each
     # unit's types (UNITS) are those its call sites use (the record of the call sites; its
     # cache holds that one compiled version: compiled by its types and again by its callers it
     # would hold two), and every unit the call sites reach is a task.
@@ -274,8 +300,12 @@ def test_two_processes_compile_every_task_once_and_the_node_calls_then_load(tmp_
     families = ['linearization', 'contact', 'dynamics']
     assert sorted(json.loads(line) for line in lines[:-1]) == sorted(
         t for t, _ in precompile._tasks(families))
-    versions, recorded, compiled, loaded, reached, cold = json.loads(lines[-1])
-    assert compiled == [] and cold == []
+    versions, recorded, compiled, loaded, reached, cold, first_compiled, later = json.loads(
+        lines[-1])
+    assert first_compiled == [] and compiled == [] and cold == []
+    lin = 'rbd_linearizer.linearization.point:'
+    assert set(later) == {lin + '_wrench_inputs', lin + '_wrench_terms', lin + '_twist_blocks',
+                          lin + '_finish_passes', 'contact#1'}
     assert all(n == 1 for n in versions.values()), versions
     point = 'rbd_linearizer.linearization.point|contact_point_kernel|'  # the contact's call
     assert {n for n in recorded if not n.startswith(point)} == {
@@ -287,39 +317,173 @@ def test_two_processes_compile_every_task_once_and_the_node_calls_then_load(tmp_
                        'contact': len(precompile.UNITS) + 1, 'dynamics': 2}
 
 
-def _served_cold(monkeypatch, in_processes):
+def _served_cold(monkeypatch, in_processes, background=None):
     # a Served whose two families are reported cold: warm_up hands them to
-    # compile_in_processes (replaced by in_processes), then loads them in process
+    # compile_in_processes (replaced by in_processes) for the first output, then loads them in
+    # process; the rest to compile_in_background (replaced by background), then loaded in a
+    # background thread (run to its end here)
     from rbd_linearizer.model.robots import default_robot_urdf
     from rbd_linearizer.online import params as P
+    from rbd_linearizer.online import served as served_module
     from rbd_linearizer.online.served import Served, build_served
 
     cfg = P.validate_config(dict(P.defaults(), publish_dynamics=True))
     served = build_served(default_robot_urdf(), dict(cfg, publish_dynamics=False))
     monkeypatch.setattr(precompile, 'missing', lambda families: list(families))
+    monkeypatch.setattr(precompile, 'missing_tasks', lambda tasks: list(tasks))
     monkeypatch.setattr(precompile, 'compile_in_processes', in_processes)
+    monkeypatch.setattr(precompile, 'compile_in_background',
+                        background or (lambda tasks, jobs: None))
     fresh = Served(served.model, served.inputs, served.contacts)
     lines: list[str] = []
     fresh.warm_up(cfg, lines.append)
-    return fresh, cfg, lines
+    after_first = fresh.cold_families(cfg)
+    served_module._wait_for_later()
+    return fresh, cfg, lines, after_first
 
 
 def test_node_warm_up_compiles_cold_families_in_two_processes(monkeypatch):
-    asked = []
-    served, cfg, lines = _served_cold(monkeypatch, lambda fams: asked.append(fams) or True)
-    assert asked == [['linearization', 'dynamics']]
+    asked, behind = [], []
+    served, cfg, lines, after_first = _served_cold(
+        monkeypatch, lambda fams, tasks: asked.append((fams, tasks)) or True,
+        lambda tasks, jobs: behind.append(tasks))
+    first, later = precompile.first_output_split(['linearization', 'dynamics'], cfg)
+    assert asked == [(['linearization', 'dynamics'], first)]  # what the first output needs
+    assert after_first == ['linearization']  # its rest: after the first output
+    assert behind == [later]
     assert served.cold_families(cfg) == []  # then loaded (warmed up) in process
     assert any(line.startswith('compiled linearization, dynamics in two processes')
                for line in lines), lines
+    assert any(' the rest compiled and loaded in ' in line for line in lines), lines
 
 
 def test_node_warm_up_compiles_in_process_when_the_workers_fail(monkeypatch):
-    def failing(fams):
+    def failing(fams, tasks):
         raise RuntimeError('pre-compiling linearization failed (exit code 1)')
 
-    served, cfg, lines = _served_cold(monkeypatch, failing)
+    served, cfg, lines, _ = _served_cold(monkeypatch, failing)
     assert served.cold_families(cfg) == []
     assert any('failed, compiling here' in line for line in lines), lines
+
+
+def test_the_rest_of_a_cold_warm_up_runs_beside_the_tick_with_its_own_workspace(monkeypatch):
+    # after the first output: the tick's calls run (its kernels are loaded) while the rest
+    # warms up in a background thread, on a workspace of its own (the tick's is in use); a
+    # failure there is said, never raised, and leaves the family cold for a later warm-up
+    from rbd_linearizer.online.served import Served
+
+    seen, gate = [], threading.Event()
+    original = Served.linearize
+
+    def spy(self, *args, data=None, **kwargs):
+        if threading.current_thread().name == 'rbd-kernel-warmup-later':
+            seen.append(data is not None and data is not self.data)
+        return original(self, *args, data=data, **kwargs)
+
+    def background(tasks, jobs):
+        assert gate.wait(30)  # the tick below runs first
+
+    monkeypatch.setattr(Served, 'linearize', spy)
+    from rbd_linearizer.model.robots import default_robot_urdf
+    from rbd_linearizer.online import params as P
+    from rbd_linearizer.online import served as served_module
+    from rbd_linearizer.online.served import build_served
+
+    cfg = P.validate_config(P.defaults())
+    ref = build_served(default_robot_urdf(), cfg)
+    monkeypatch.setattr(precompile, 'missing', lambda families: list(families))
+    monkeypatch.setattr(precompile, 'missing_tasks', lambda tasks: list(tasks))
+    monkeypatch.setattr(precompile, 'compile_in_processes', lambda fams, tasks: True)
+    monkeypatch.setattr(precompile, 'compile_in_background', background)
+    fresh = Served(ref.model, ref.inputs, ref.contacts)
+    lines: list[str] = []
+    fresh.warm_up(cfg, lines.append)
+    q, v = ref.source.state(0.3)
+    lin = fresh.linearize(q, v, None, cfg)  # the tick, before the rest is loaded
+    np.testing.assert_array_equal(lin.A, ref.linearize(q, v, None, cfg).A)
+    assert fresh.cold_families(cfg) == ['linearization']
+    gate.set()
+    served_module._wait_for_later()
+    assert seen and all(seen), seen
+    assert fresh.cold_families(cfg) == []
+
+    def failing(tasks, jobs):
+        raise RuntimeError('pre-compiling the rest failed (exit code 1)')
+
+    monkeypatch.setattr(precompile, 'compile_in_background', failing)
+    again = Served(ref.model, ref.inputs, ref.contacts)
+    lines.clear()
+    again.warm_up(cfg, lines.append)
+    served_module._wait_for_later()
+    assert again.cold_families(cfg) == ['linearization']
+    assert any('compiling the rest of the kernels' in line and 'failed: RuntimeError' in line
+               for line in lines), lines
+
+
+W_IN, W_TERMS, TWIST, PASSES = (f'rbd_linearizer.linearization.point:{n}' for n in (
+    '_wrench_inputs', '_wrench_terms', '_twist_blocks', '_finish_passes'))
+
+
+@pytest.mark.parametrize('options, wrenches, later', [
+    ({}, False, {W_IN, W_TERMS, TWIST, PASSES, 'contact#1', 'zero_order_hold#0'}),
+    ({'time_model': 'discrete'}, False, {W_IN, W_TERMS, TWIST, 'contact#1'}),
+    ({'velocity_representation': 'mixed'}, False, {W_IN, W_TERMS, 'contact#1',
+                                                   'zero_order_hold#0'}),
+    ({'velocity_representation': 'inertial', 'time_model': 'discrete'}, True, {'contact#1'}),
+    ({}, True, {TWIST, PASSES, 'contact#1', 'zero_order_hold#0'}),
+])
+def test_the_first_output_needs_the_tasks_its_options_reach(options, wrenches, later):
+    from rbd_linearizer.online import params as P
+
+    families = list(precompile.FAMILIES)
+    first, rest = precompile.first_output_split(families, dict(P.defaults(), **options),
+                                                wrenches)
+    assert {t for t, _ in rest} == later
+    assert sorted(first + rest) == sorted(precompile._tasks(families))
+    assert [s for _, s in first] == sorted((s for _, s in first), reverse=True)
+    # the entries of the tick and the units every linearization reaches are always first
+    assert {'linearization#0', 'contact#0', 'rbd_linearizer.linearization.point:point_kernel',
+            'rbd_linearizer.algorithm.rnea_derivatives:rnea_derivatives_passes'} <= {
+        t for t, _ in first}
+
+
+def test_missing_tasks_are_those_whose_kernel_is_not_cached(monkeypatch, tmp_path):
+    # a unit's kernel is itself, a family's call k compiles the family's kernels[k]
+    assert all(len(f.kernels) == len(f.calls_s) for f in precompile.FAMILIES.values())
+    tasks = precompile._tasks(['linearization', 'dynamics'])
+    monkeypatch.setattr(precompile, '_cache_dir', lambda: tmp_path)
+    assert precompile.missing_tasks(tasks) == tasks
+    for kernel in ('rbd_linearizer.algorithm.aba:minverse_passes',
+                   'rbd_linearizer.algorithm.coriolis:_coriolis_kernel'):
+        module, name = kernel.split(':')
+        index = tmp_path.joinpath(*module.split('.')[1:-1], f'{module.split(".")[-1]}.{name}'
+                                  '-123.py312.nbi')
+        index.parent.mkdir(parents=True, exist_ok=True)
+        index.write_bytes(b'')
+    assert precompile.missing_tasks(tasks) == [
+        t for t in tasks if t[0] not in ('rbd_linearizer.algorithm.aba:minverse_passes',
+                                         'dynamics#1')]
+
+
+def test_background_workers_run_niced_and_end_with_this_process(monkeypatch, tmp_path):
+    niced = []
+    monkeypatch.setattr(os, 'nice', niced.append)
+    assert precompile._worker(str(tmp_path), [], nice=precompile.BACKGROUND_NICE) == 0
+    assert niced == [precompile.BACKGROUND_NICE]
+    # orphaned (its parent ended without killing it): it stops before its next task
+    ppids = iter([1000, 1])
+    monkeypatch.setattr(os, 'getppid', lambda: next(ppids))
+    assert precompile._worker(str(tmp_path), ['dynamics#0']) == 0
+    assert not (tmp_path / 'dynamics#0').exists()  # not claimed, not compiled
+    proc = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
+    precompile._LIVE.add(proc)
+    try:
+        precompile._kill_live()  # (registered with atexit)
+        assert proc.wait(10) != 0
+    finally:
+        precompile._LIVE.discard(proc)
+        if proc.poll() is None:
+            proc.kill()
 
 
 def test_seed_from_copies_this_versions_kernels_where_missing(tmp_path, monkeypatch):

@@ -3,7 +3,9 @@
 ``linearize``, ``linearize_body``, ``linearize_batch`` (every point), the node's tick, its
 services and its trajectory interfaces all run these kernels; ``linearize_contact`` and a
 horizon's points with active contacts run ``contact_point_kernel``, which shares the passes
-after the dynamics (``_finish``, compiled once and called by both). In order:
+after the dynamics (``_finish``: its passes compiled once and called by both). The passes only
+some options reach are units of their own (``_wrench_inputs``, ``_wrench_terms``,
+``_finish_passes``): a configuration that never asks for them never compiles them. In order:
 
 1. the generalized inputs: joint torques, and the body-frame wrenches ``F_b = G u`` of the
    wrench inputs (``G`` of ``inputs.wrench_map``; world-frame inputs take the body's world
@@ -391,19 +393,30 @@ def _integrate_base(q, dq, q1, W):
     q1[6] = nw_ / n
 
 
-@jit_unit('none')
+@jit_inline
 def _generalized_inputs(mi, mf, q, u, tau, fext, iw, W, H3, tau_dofs, w_body, w_rot, w_tr,
                         w_world, w_size, w_off):
     """Pass 1 (docs/linearization.md §4): the joint torques ``tau`` and the body-frame wrenches.
 
     ``fext`` (6 nb, or empty without wrench inputs) receives ``F_b = G u`` of each wrench input
-    (``inputs.wrench_map``); world-frame inputs take the body's world orientation.
+    (``_wrench_inputs``, a unit: a configuration without wrench inputs never reaches it).
     """
     nv = tau.shape[0]
     for r in range(nv):
         tau[r] = 0.0
     for c in range(tau_dofs.shape[0]):
         tau[tau_dofs[c]] = u[c]
+    if w_body.shape[0] > 0:
+        _wrench_inputs(mi, mf, q, u, fext, iw, W, H3, w_body, w_rot, w_tr, w_world, w_size,
+                       w_off)
+
+
+@jit_unit('none')
+def _wrench_inputs(mi, mf, q, u, fext, iw, W, H3, w_body, w_rot, w_tr, w_world, w_size, w_off):
+    """Write the body-frame wrenches ``F_b = G u`` of the wrench inputs into ``fext`` (6 nb).
+
+    ``G`` of ``inputs.wrench_map``; world-frame inputs take the body's world orientation.
+    """
     for r in range(fext.shape[0]):
         fext[r] = 0.0
     for k in range(w_body.shape[0]):
@@ -692,14 +705,24 @@ def _kinematic_rows(v, A, floating):
             A[r0 + 2, c0 + 1] = -w[0]
 
 
-@jit_unit('int64')
+@jit_inline
 def _finish(q, v, dt, A, B, f, ddq, X, pw, opts):
     """Apply passes 3-4: the body-representation continuous (A, B, f) to ``opts``' model.
 
     In place: the representation and time model of ``opts`` (``tm`` = 2: the continuous model,
-    ``zero_order_hold`` follows); ``X`` (m, nx) (contact-force
-    Jacobians, or 0 rows) becomes ``X P(x)^-1`` in a non-body representation. Returns 0 or
-    ``BAD_RESULT``.
+    ``zero_order_hold`` follows); ``X`` (m, nx) (contact-force Jacobians, or 0 rows) becomes
+    ``X P(x)^-1`` in a non-body representation. Returns 0 or ``BAD_RESULT``. The body
+    representation in continuous time has nothing to do here; the other models call
+    ``_finish_passes`` (a unit: a configuration that never asks for them never reaches it).
+    """
+    if opts[1] == 0 and (opts[2] == 0 or opts[2] == 2):
+        return 0 if X.shape[0] == 0 else _check_result(A, B, f)
+    return _finish_passes(q, v, dt, A, B, f, ddq, X, pw, opts)
+
+
+@jit_unit('int64')
+def _finish_passes(q, v, dt, A, B, f, ddq, X, pw, opts):
+    """``_finish`` in a representation other than body or a discrete time model.
 
     Shared (compiled once, called) by ``point_kernel`` and ``contact_point_kernel``.
     """
@@ -708,8 +731,6 @@ def _finish(q, v, dt, A, B, f, ddq, X, pw, opts):
     tm = opts[2]
     W, tmp, vnext, vstep, row, q1, dq, nu1, H3, _, _, _, _ = _scratch_views(pw, 0, nv,
                                                                             B.shape[1])
-    if rep == 0 and (tm == 0 or tm == 2):
-        return 0 if X.shape[0] == 0 else _check_result(A, B, f)
     if tm == 0 or tm == 2:  # (the zero-order hold of tm = 2 follows: zero_order_hold)
         if rep != 0:
             _represent_continuous(q, v, ddq, rep, A, B, f, W, H3, tmp, row)

@@ -13,6 +13,7 @@ the inputs and warms up the kernel families the configuration uses; ``Served.lin
 from __future__ import annotations
 
 from collections.abc import Callable
+import threading
 import time
 from typing import Any
 
@@ -50,6 +51,16 @@ from rbd_linearizer.results import DynamicsTerms, Linearization, MultibodyState
 
 __all__ = ['DescriptionQueue', 'Served', 'build_served', 'has_description_source',
            'initial_description', 'model_error_hint', 'try_build_served']
+
+
+#: The background threads of cold warm-ups (``Served.warm_up``): a later warm-up waits for them.
+_later: list[threading.Thread] = []
+
+
+def _wait_for_later() -> None:
+    while _later:
+        _later[0].join()
+        _later.pop(0)
 
 
 class Served:
@@ -136,35 +147,104 @@ class Served:
         ``precompile.PROGRESS_PERIOD_S`` (the compilation runs in a worker thread meanwhile;
         on two idle cores in two processes, ``precompile.compile_in_processes``, then loaded
         from the cache).
+
+        From an empty cache only what the configuration's first output needs is compiled
+        before this returns (``precompile.first_output_split``: the tick's kernels and the
+        units its options reach); the rest (the units of the other representations, time
+        models and inputs, the trajectories' kernels) compiles after it in worker processes of
+        low priority and is loaded in a background thread (``report``: a line when it starts
+        and one when it is done). Until then a service or trajectory call that reaches one of
+        those units compiles or loads it on its way; a later warm-up (a parameter change, a
+        model swap) first waits for it.
         """
+        _wait_for_later()
         families = self.cold_families(cfg)
         known = [f for f in families if f in precompile.FAMILIES]
         cold = precompile.missing(known) if report is not None else []
-        if cold:
-            def work():
-                # two idle cores: compiled in two processes at once into the cache (the
-                # families' units and calls, each taken by the first free process), then
-                # loaded here; a failing worker: compiled here
-                try:
-                    if precompile.compile_in_processes(cold):
-                        report(f'compiled {", ".join(cold)} in two processes; loading')
-                    elif estimate < one_core:
-                        report('two cores are not idle: compiling in this process (about '
-                               f'{one_core:.0f} s)')
-                except (RuntimeError, OSError) as err:
-                    report(f'compiling in two processes failed, compiling here: {err}')
-                self._warm_up(cfg, families)
-
-            one_core = precompile.estimate_s(cold)
-            estimate = precompile.estimate_s(cold, jobs=min(precompile.usable_cores(), 2))
-            precompile.run_reporting(work, report, precompile.describe(cold), estimate)
-        else:
+        if not cold:
             self._warm_up(cfg, families)
+            return
+        first, later = precompile.first_output_split(cold, cfg, self.resolved.has_wrenches)
+        # (a task cached already, e.g. by a cold start stopped before its end, is loaded)
+        todo, later = precompile.missing_tasks(first), precompile.missing_tasks(later)
+        # the families with a task left for after the first output
+        partial = [f for f in cold if precompile.family_tasks(f) & {t for t, _ in later}]
 
-    def _warm_up(self, cfg: dict[str, Any], families: list[str]) -> None:
+        def work():
+            # two idle cores: compiled in two processes at once into the cache (the tasks,
+            # each taken by the first free process), then loaded here; a failing worker:
+            # compiled here
+            try:
+                if precompile.compile_in_processes(cold, tasks=todo):
+                    report(f'compiled {", ".join(cold)} in two processes; loading')
+                elif estimate < one_core:
+                    report('two cores are not idle: compiling in this process (about '
+                           f'{one_core:.0f} s)')
+            except (RuntimeError, OSError) as err:
+                report(f'compiling in two processes failed, compiling here: {err}')
+            self._warm_up(cfg, families, first=first, partial=partial)
+
+        what = precompile.describe(cold)
+        if todo:
+            one_core = precompile.estimate_s(cold, tasks=todo)
+            estimate = precompile.estimate_s(cold, jobs=min(precompile.usable_cores(), 2),
+                                             tasks=todo)
+            precompile.run_reporting(work, report, what + (', as the first output needs them'
+                                                           if later else ''), estimate)
+        else:
+            self._warm_up(cfg, families, first=first, partial=partial)
+        if later:
+            jobs = precompile.default_jobs()  # (2 on two idle cores, else 1)
+            report(f'compiling the rest of the kernels for {what} in the background (about '
+                   f'{precompile.estimate_s([], jobs=jobs, tasks=later):.0f} s, low priority): '
+                   'other representations, time models, inputs and the trajectories')
+            thread = threading.Thread(target=self._warm_up_later,
+                                      args=(cfg, partial, later, jobs, what, report),
+                                      name='rbd-kernel-warmup-later', daemon=True)
+            _later.append(thread)
+            thread.start()
+
+    def _warm_up_later(self, cfg: dict[str, Any], families: list[str],
+                       later: list[tuple[str, float]], jobs: int, what: str,
+                       report: Callable[[str], None]) -> None:
+        # The rest of a cold warm-up (warm_up), in a background thread: compiled in ``jobs``
+        # worker processes of low priority, loaded here with a workspace of its own (the
+        # tick's is in use). A failure leaves the families cold: a later warm-up compiles them.
+        t0 = time.monotonic()
+        try:
+            precompile.compile_in_background(later, jobs)
+            self._warm_up(cfg, families, data=create_data(self.model))
+            report(f'kernels for {what}: the rest compiled and loaded in '
+                   f'{time.monotonic() - t0:.1f} s')
+        except Exception as err:  # noqa: BLE001 - a background thread: said, never raised
+            try:
+                report(f'compiling the rest of the kernels for {what} failed: '
+                       f'{type(err).__name__}: {err} (compiled when first used)')
+            except Exception:  # noqa: BLE001, S110 - the node may be gone (its logger too)
+                pass
+
+    def _warm_up(self, cfg: dict[str, Any], families: list[str],
+                 first: list[tuple[str, float]] | None = None, partial: list[str] = (),
+                 data=None) -> None:
+        # Run each family's paths once (loading or compiling their kernels), then load the
+        # units of the branches not taken and mark the families warm. With ``first`` (the
+        # tasks compiled for the first output: warm_up): the tick's paths only, with the
+        # configuration's own options, and the ``partial`` families (the others' tasks are
+        # compiled after it) neither warmed up further nor marked warm. ``data``: the
+        # workspace of the linearization's and the contacts' paths (default ``self.data``,
+        # the tick's).
         q = neutral(self.model)
         v = np.zeros(self.model.nv)
         rep = cfg['velocity_representation']
+        if first is not None and partial:
+            for fam in partial:
+                if fam == 'contact':
+                    self.linearize_contact(q, v, None, cfg, self.contacts.frames)
+                elif fam == 'linearization':
+                    self.linearize(q, v, None, cfg)
+            precompile.load_tasks(first)  # the tick's branches not taken above
+            self._warm_up(cfg, [f for f in families if f not in partial])
+            return
         # (the zero-order hold is its own family, warmed up after the linearization's)
         lie_euler = dict(cfg, discrete_method='lie_euler')
         for fam in families:
@@ -172,17 +252,17 @@ class Served:
                 # trajectories' loop over a schedule (a point in contact, a flight point)
                 for tm in ('continuous', 'discrete'):
                     self.linearize_contact(q, v, None, lie_euler, self.contacts.frames,
-                                           time_model=tm)
+                                           time_model=tm, data=data)
                     sched = np.zeros((2, len(self.contacts.frames)), dtype=bool)
                     sched[0] = True
                     pts = TrajectoryPoints(np.stack([q, q]), np.stack([v, v]), None, rep, tm,
                                            cfg['dt'] if tm == 'discrete' else None, 0, sched)
-                    self.linearize_trajectory(pts, lie_euler)
+                    self.linearize_trajectory(pts, lie_euler, data=data)
             elif fam == 'zero_order_hold':  # one kernel after every linearization's points
-                self.linearize(q, v, None, cfg, time_model='discrete')
+                self.linearize(q, v, None, cfg, time_model='discrete', data=data)
             elif fam.startswith('linearization'):  # (other kernels with wrench inputs)
                 for tm in ('continuous', 'discrete'):
-                    self.linearize(q, v, None, lie_euler, time_model=tm)
+                    self.linearize(q, v, None, lie_euler, time_model=tm, data=data)
                     if self.contacts:
                         continue  # trajectories with a catalogue: the contact family's
                     # ~/linearize_trajectory, ~/trajectory: linearize_batch (precompile's
@@ -192,7 +272,8 @@ class Served:
                                            cfg['dt'] if tm == 'discrete' else None)
                     serial_only = cfg['trajectory_parallel'] == 'never'
                     for par in ('never',) if serial_only else ('never', 'always'):
-                        self.linearize_trajectory(pts, dict(lie_euler, trajectory_parallel=par))
+                        self.linearize_trajectory(pts, dict(lie_euler, trajectory_parallel=par),
+                                                  data=data)
             elif fam == 'dynamics':
                 self.dynamics(q, v, 0, rep)
             elif fam == 'derivatives':

@@ -12,7 +12,9 @@ those paths once (``Served.warm_up``):
   signature on any kernel);
 * enabling an output at run time warms its kernels up in the parameter change, not in a tick;
 * when kernels must be compiled, the node logs what and for about how long before the
-  compilation ends, and progress while it runs (order of events, no timing).
+  compilation ends, and progress while it runs (order of events, no timing); from an empty
+  cache first what its first output needs, then, before it serves, that the rest compiles in
+  the background, and once loaded, that it is done.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from rclpy.impl.rcutils_logger import RcutilsLogger  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from rbd_linearizer import precompile  # noqa: E402
+from rbd_linearizer.online import served as served_module  # noqa: E402
 from rbd_linearizer.online.served import Served  # noqa: E402
 from rbd_linearizer.ros import node as node_module  # noqa: E402
 
@@ -164,17 +167,20 @@ def test_node_logs_what_it_compiles_before_the_warm_up_ends(context, monkeypatch
 
     real_warm_up = Served._warm_up
 
-    def slow_warm_up(self, cfg, families):
+    def slow_warm_up(self, cfg, families, **kwargs):
         for ev in said.values():
             ev.wait(60)
-        real_warm_up(self, cfg, families)
+        real_warm_up(self, cfg, families, **kwargs)
         events.append(f'warm-up done: {",".join(families)}')
 
     monkeypatch.setattr(RcutilsLogger, 'info', logged)
     monkeypatch.setattr(Served, '_warm_up', slow_warm_up)
     monkeypatch.setattr(precompile, 'missing', lambda families: list(families))
-    # compiled here (in its worker thread), not in worker processes: the cores may be idle
-    monkeypatch.setattr(precompile, 'compile_in_processes', lambda families: False)
+    monkeypatch.setattr(precompile, 'missing_tasks', lambda tasks: list(tasks))
+    # compiled here (in its worker thread), not in worker processes: the cores may be idle;
+    # what the first output does not need (loaded here after it, in a background thread)
+    monkeypatch.setattr(precompile, 'compile_in_processes', lambda families, tasks: False)
+    monkeypatch.setattr(precompile, 'compile_in_background', lambda tasks, jobs: None)
     monkeypatch.setattr(precompile, 'PROGRESS_PERIOD_S', 0.05)
     node = node_module.LinearizerNode(
         'warmup_log', context=context, namespace='/h2_warmup', parameter_overrides=[
@@ -193,6 +199,12 @@ def test_node_logs_what_it_compiles_before_the_warm_up_ends(context, monkeypatch
         done = first('warm-up done: linearization')
         serving = first("log: serving model 'seed002_aerial_manipulator'")
         assert compiling < progress < done < serving, events
+        assert 'as the first output needs them' in events[compiling]
+        background = first('log: compiling the rest of the kernels for the linearization')
+        assert done < background < serving, events
+        served_module._wait_for_later()
+        assert any(e.startswith('log: kernels for the linearization (A, B, f): the rest compiled'
+                                ' and loaded') for e in events), events
         assert node._served.cold_families(node._cfg) == []
 
         # an output enabled at run time: warmed up by the parameter change, said in the log
