@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/bench_startup.py [--python VENV/bin/python] [--runs 3] [--cold-runs 1]
        [--no-cold] [--no-precompile] [--precompile-jobs auto|N ...] [--timeout 600]
-       [--node-param NAME:=VALUE ...] [--cache-dir DIR|package]
+       [--node-param NAME:=VALUE ...] [--cache-dir DIR|package] [--after-first SECONDS]
 
 For the Python (venv) given by ``--python`` (default: this one), so one run measures one ROS
 distribution:
@@ -23,6 +23,10 @@ when DDS discovery between the two takes its ~2.6 s retry, as it does in some ru
 recorded from the node's log: the time of its first log line, and the longest silence between
 two log lines before the first output ("a user sees a hung node"). Whole-process wall
 times (``time.perf_counter``); the node runs in its own ROS domain with localhost discovery.
+With ``--after-first S`` a cold node runs on after its first output while the rest of its
+kernels compile in the background (until its log says they are loaded, S seconds at most): the
+outputs the probe receives meanwhile, their largest gap (an upper bound of the tick's delay:
+the probe's own scheduling included) and when the node said the rest was loaded.
 Last, one line per issue-24 target measured in the run (``targets``: the pre-compile, the cold
 first output, first log line and longest silence), its worst value and whether it is met.
 """
@@ -50,15 +54,14 @@ PROBE = textwrap.dedent(r"""
     from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
     from rbd_linearizer.msg import Linearization
 
-    node_cmd, timeout = json.loads(sys.argv[1]), float(sys.argv[2])
+    node_cmd, timeout, after = json.loads(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
     rclpy.init()
     probe = rclpy.create_node('startup_probe')
-    first = []
-    qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+    first = []  # the arrival time of every output received
+    qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                      reliability=ReliabilityPolicy.RELIABLE)
     probe.create_subscription(Linearization, '/linearizer/linearization',
-                              lambda raw: first.append(time.perf_counter()) if not first
-                              else None, qos, raw=True)
+                              lambda raw: first.append(time.perf_counter()), qos, raw=True)
     lines = []
     t0 = time.perf_counter()
     proc = subprocess.Popen(node_cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -73,6 +76,14 @@ PROBE = textwrap.dedent(r"""
     deadline = t0 + timeout
     while not first and time.perf_counter() < deadline and proc.poll() is None:
         rclpy.spin_once(probe, timeout_sec=0.05)
+    # --after-first: on for that long, or until 2 s after the node said its background
+    # warm-up was done
+    rest = []
+    while first and time.perf_counter() < first[0] + after and proc.poll() is None and not (
+            rest and time.perf_counter() > rest[0] + 2.0):
+        rclpy.spin_once(probe, timeout_sec=0.01)
+        if not rest:
+            rest += [t for t, s in lines if 'the rest compiled and loaded' in s]
     proc.terminate()
     try:
         proc.wait(timeout=30)
@@ -84,7 +95,12 @@ PROBE = textwrap.dedent(r"""
     before = [t - t0 for t, _ in lines if t <= end]
     marks = [0.0] + before + [end - t0]
     published = [t - t0 for t, s in lines if 'first output published' in s]
+    gaps = [b - a for a, b in zip(first, first[1:])]
     print(json.dumps({
+        'rest_loaded_s': (rest[0] - t0) if rest else None,
+        'outputs_after_first': len(first) - 1,
+        'after_first_s': (first[-1] - first[0]) if first else 0.0,
+        'largest_gap_ms': 1e3 * max(gaps) if gaps else None,
         'first_output_s': (first[0] - t0) if first else None,
         'published_s': published[0] if published else None,
         'first_log_s': before[0] if before else None,
@@ -129,12 +145,17 @@ def node_command(python: str, module: bool = False, params: tuple[str, ...] = ()
 
 
 def first_output(python: str, cache_dir: str, timeout: float, module: bool = False,
-                 params: tuple[str, ...] = ()) -> dict:
-    """Start the node once with ``cache_dir`` as numba cache; the probe's figures."""
+                 params: tuple[str, ...] = (), after: float = 0.0) -> dict:
+    """Start the node once with ``cache_dir`` as numba cache; the probe's figures.
+
+    ``after`` > 0: the node runs on after its first output, at most that long [s] (until 2 s
+    after its log says the background warm-up is done); the probe counts the outputs it
+    receives meanwhile and their largest gap.
+    """
     res = subprocess.run([python, '-c', PROBE, json.dumps(node_command(python, module, params)),
-                          str(timeout)],
+                          str(timeout), str(after)],
                          env=_env(cache_dir), capture_output=True, text=True,
-                         timeout=timeout + 120, check=False)
+                         timeout=timeout + after + 120, check=False)
     try:
         return json.loads(res.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
@@ -205,6 +226,10 @@ def _print_run(label: str, r: dict, show_log: bool) -> None:
     print(f"{label}: first output {_fmt(r['first_output_s'])} s (published "
           f"{_fmt(r['published_s'])} s), first log {_fmt(r['first_log_s'])} s, longest "
           f"silence {_fmt(r['longest_silence_s'])} s (load {os.getloadavg()[0]:.2f})", flush=True)
+    if r.get('after_first_s'):
+        print(f"    then {r['outputs_after_first']} outputs in {r['after_first_s']:.1f} s, "
+              f"largest gap between two {r['largest_gap_ms']:.1f} ms; background warm-up "
+              f"done at {_fmt(r['rest_loaded_s'])} s", flush=True)
     if show_log:
         print('\n'.join(r['log']))
 
@@ -225,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
                          "'package': the set-up's own, as a user's node finds it)")
     ap.add_argument('--timeout', type=float, default=600.0)
     ap.add_argument('--show-log', action='store_true', help="print the node's first log lines")
+    ap.add_argument('--after-first', type=float, default=0.0, metavar='SECONDS',
+                    help='cold runs: keep the node on after its first output (at most this '
+                         'long, until its background warm-up is done) and report the outputs '
+                         'received meanwhile and their largest gap')
     ap.add_argument('--node-module', action='store_true',
                     help='start the node as python -m rbd_linearizer.ros.node (PYTHONPATH)')
     ap.add_argument('--node-param', action='append', default=[], metavar='NAME:=VALUE',
@@ -257,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_cold:
             for k in range(args.cold_runs):
                 r = first_output(python, str(Path(tmp) / f'cold{k}'), args.timeout,
-                                 args.node_module, params)
+                                 args.node_module, params, args.after_first)
                 rows.append(('cold', r))
                 _print_run(f'cold {k}', r, args.show_log)
         if args.cache_dir == 'package':  # the set-up's own cache (NUMBA_CACHE_DIR unset)

@@ -194,25 +194,26 @@ class Served:
         else:
             self._warm_up(cfg, families, first=first, partial=partial)
         if later:
-            jobs = precompile.default_jobs()  # (2 on two idle cores, else 1)
+            jobs = min(precompile.usable_cores(), 2)  # (the thread samples the idle cores)
             report(f'compiling the rest of the kernels for {what} in the background (about '
                    f'{precompile.estimate_s([], jobs=jobs, tasks=later):.0f} s, low priority): '
                    'other representations, time models, inputs and the trajectories')
             thread = threading.Thread(target=self._warm_up_later,
-                                      args=(cfg, partial, later, jobs, what, report),
+                                      args=(cfg, partial, later, what, report),
                                       name='rbd-kernel-warmup-later', daemon=True)
             _later.append(thread)
             thread.start()
 
     def _warm_up_later(self, cfg: dict[str, Any], families: list[str],
-                       later: list[tuple[str, float]], jobs: int, what: str,
+                       later: list[tuple[str, float]], what: str,
                        report: Callable[[str], None]) -> None:
-        # The rest of a cold warm-up (warm_up), in a background thread: compiled in ``jobs``
-        # worker processes of low priority, loaded here with a workspace of its own (the
-        # tick's is in use). A failure leaves the families cold: a later warm-up compiles them.
+        # The rest of a cold warm-up (warm_up), in a background thread: compiled in worker
+        # processes of low priority (two on two idle cores, else one), loaded here with a
+        # workspace of its own (the tick's is in use). A failure leaves the families cold: a
+        # later warm-up compiles them.
         t0 = time.monotonic()
         try:
-            precompile.compile_in_background(later, jobs)
+            precompile.compile_in_background(later, precompile.default_jobs())
             self._warm_up(cfg, families, data=create_data(self.model))
             report(f'kernels for {what}: the rest compiled and loaded in '
                    f'{time.monotonic() - t0:.1f} s')
