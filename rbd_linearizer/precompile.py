@@ -319,13 +319,19 @@ def first_output_split(families: Iterable[str], cfg: dict[str, Any], has_wrenche
     use reaches (``_wrench_inputs`` and ``_wrench_terms`` without wrench inputs;
     ``_twist_blocks`` in the body representation, and ``_finish_passes`` in the body
     representation in continuous time: the tick's call sites never reach them, the services'
-    and the trajectories' may), the contact horizon (the trajectories only) and the
-    zero-order hold unless the tick's time model is discrete. Every other task is needed (the
-    tick's entries and the units every linearization reaches). Each list longest first.
+    and the trajectories' may), the contact horizon (the trajectories only), the zero-order
+    hold unless the tick's time model is discrete, and the linearization without contacts
+    (its entry, ``point_kernel``, ``aba_derivatives_passes``) when every tick has the
+    catalogue's contacts (``contact_frames`` with ``contact_source`` 'parameter'). Every
+    other task is needed (the tick's entries and the units they reach). Each list longest
+    first.
     """
     rep = cfg.get('velocity_representation', 'body')
     discrete = cfg.get('time_model', 'continuous') == 'discrete'
     later = {'contact#1'} | (set() if discrete else {'zero_order_hold#0'})
+    if cfg.get('contact_frames') and cfg.get('contact_source', 'parameter') == 'parameter':
+        later |= {'linearization#0', _POINT + 'point_kernel',
+                  'rbd_linearizer.algorithm.aba_derivatives:aba_derivatives_passes'}
     if not has_wrenches:
         later |= {_POINT + '_wrench_inputs', _POINT + '_wrench_terms'}
     if rep == 'body':

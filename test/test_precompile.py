@@ -237,7 +237,11 @@ from rbd_linearizer.linearization.contact import linearize_contact
 from rbd_linearizer.model.data import create_data
 from rbd_linearizer.online import params
 families = ['linearization', 'contact', 'dynamics']
+model = build_model(default_robot_urdf())
+frame = next(n for n, fr in model.frames.items() if fr.body >= 0)
 first, later = precompile.first_output_split(families, params.defaults())
+with_contacts, _ = precompile.first_output_split(
+    families, dict(params.defaults(), contact_frames=[frame]))
 compiled = []
 
 class Compiles(event.Listener):
@@ -249,20 +253,23 @@ class Compiles(event.Listener):
     def on_end(self, ev):
         pass
 
-# what a cold node compiles before its first output (the default options), then its tick's
-# calls (the linearization, with a contact, the dynamics terms): nothing more compiles
-tasks = [t for t, _ in first]
-precompile._run_workers([tasks, tasks], lambda task, seconds: print(json.dumps(task)))
+# what a cold node compiles before its first output, then its tick's calls: nothing more
+# compiles. With a contact in every tick (contact_frames): the contact linearization and the
+# dynamics terms; then the default options: the linearization without contacts
 event.register('numba:compile', Compiles())
-model = build_model(default_robot_urdf())
 data, q, v = create_data(model), neutral(model), np.zeros(model.nv)
-frame = next(n for n, fr in model.frames.items() if fr.body >= 0)
-linearize(model, data, q, v)
+tasks = [t for t, _ in with_contacts]
+precompile._run_workers([tasks, tasks], lambda task, seconds: print(json.dumps(task)))
 linearize_contact(model, data, q, v, None, (PointContact(frame),))
 compute_all_terms(model, data, q, v)
 first_compiled = list(compiled)
+tasks = [t for t, _ in first if t not in tasks]
+precompile._run_workers([tasks, tasks], lambda task, seconds: print(json.dumps(task)))
+linearize(model, data, q, v)
+first_compiled += compiled[len(first_compiled):]
 tasks = [t for t, _ in later]  # then the rest
 precompile._run_workers([tasks, tasks], lambda task, seconds: print(json.dumps(task)))
+compiled.clear()
 
 def unit_kernel(unit):  # a unit's numba dispatcher
     module, function = unit.split(':')
@@ -285,8 +292,8 @@ print(json.dumps([versions, sorted({line.split('\\t')[1] for line in record}), c
 def test_two_processes_compile_every_task_once_and_the_node_calls_then_load(tmp_path):
     # From an empty cache, the tasks of the linearization, contact and dynamics families (every
     # unit) in two worker processes, as a node on two idle cores compiles them: first those of
-    # its first output (the default options), after which its tick's calls compile nothing,
-    # then the rest. The node's calls then compile nothing (they load every kernel and unit
+    # its first output (with a contact in every tick, then the default options), after each of
+    # which its tick's calls compile nothing, then the rest. The node's calls then compile nothing (they load every kernel and unit
     # from the cache); each
     # unit's types (UNITS) are those its call sites use (the record of the call sites; its
     # cache holds that one compiled version: compiled by its types and again by its callers it
@@ -422,6 +429,8 @@ def test_the_rest_of_a_cold_warm_up_runs_beside_the_tick_with_its_own_workspace(
 
 W_IN, W_TERMS, TWIST, PASSES = (f'rbd_linearizer.linearization.point:{n}' for n in (
     '_wrench_inputs', '_wrench_terms', '_twist_blocks', '_finish_passes'))
+NO_CONTACTS = ('linearization#0', 'rbd_linearizer.linearization.point:point_kernel',
+               'rbd_linearizer.algorithm.aba_derivatives:aba_derivatives_passes')
 
 
 @pytest.mark.parametrize('options, wrenches, later', [
@@ -431,6 +440,11 @@ W_IN, W_TERMS, TWIST, PASSES = (f'rbd_linearizer.linearization.point:{n}' for n 
                                                    'zero_order_hold#0'}),
     ({'velocity_representation': 'inertial', 'time_model': 'discrete'}, True, {'contact#1'}),
     ({}, True, {TWIST, PASSES, 'contact#1', 'zero_order_hold#0'}),
+    # every tick with the catalogue's contacts: the linearization without contacts later
+    ({'contact_frames': ['B7']}, False, {W_IN, W_TERMS, TWIST, PASSES, 'contact#1',
+                                         'zero_order_hold#0', *NO_CONTACTS}),
+    ({'contact_frames': ['B7'], 'contact_source': 'topic'}, False, {
+        W_IN, W_TERMS, TWIST, PASSES, 'contact#1', 'zero_order_hold#0'}),
 ])
 def test_the_first_output_needs_the_tasks_its_options_reach(options, wrenches, later):
     from rbd_linearizer.online import params as P
@@ -441,10 +455,9 @@ def test_the_first_output_needs_the_tasks_its_options_reach(options, wrenches, l
     assert {t for t, _ in rest} == later
     assert sorted(first + rest) == sorted(precompile._tasks(families))
     assert [s for _, s in first] == sorted((s for _, s in first), reverse=True)
-    # the entries of the tick and the units every linearization reaches are always first
-    assert {'linearization#0', 'contact#0', 'rbd_linearizer.linearization.point:point_kernel',
-            'rbd_linearizer.algorithm.rnea_derivatives:rnea_derivatives_passes'} <= {
-        t for t, _ in first}
+    # the tick's entries and the units every linearization reaches are always first
+    assert {'contact#0', 'rbd_linearizer.algorithm.rnea_derivatives:rnea_derivatives_passes',
+            'rbd_linearizer.algorithm.aba:minverse_passes'} <= {t for t, _ in first}
 
 
 def test_missing_tasks_are_those_whose_kernel_is_not_cached(monkeypatch, tmp_path):

@@ -238,11 +238,11 @@ class Served:
         v = np.zeros(self.model.nv)
         rep = cfg['velocity_representation']
         if first is not None and partial:
-            for fam in partial:
-                if fam == 'contact':
-                    self.linearize_contact(q, v, None, cfg, self.contacts.frames)
-                elif fam == 'linearization':
-                    self.linearize(q, v, None, cfg)
+            calls = {t for t, _ in first}  # (the tick's calls: first_output_split)
+            if 'linearization' in partial and 'linearization#0' in calls:
+                self.linearize(q, v, None, cfg)
+            if 'contact' in partial and 'contact#0' in calls:
+                self.linearize_contact(q, v, None, cfg, self.contacts.frames)
             precompile.load_tasks(first)  # the tick's branches not taken above
             self._warm_up(cfg, [f for f in families if f not in partial])
             return
