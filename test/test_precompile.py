@@ -293,11 +293,11 @@ def test_two_processes_compile_every_task_once_and_the_node_calls_then_load(tmp_
     # From an empty cache, the tasks of the linearization, contact and dynamics families (every
     # unit) in two worker processes, as a node on two idle cores compiles them: first those of
     # its first output (with a contact in every tick, then the default options), after each of
-    # which its tick's calls compile nothing, then the rest. The node's calls then compile nothing (they load every kernel and unit
-    # from the cache); each
-    # unit's types (UNITS) are those its call sites use (the record of the call sites; its
-    # cache holds that one compiled version: compiled by its types and again by its callers it
-    # would hold two), and every unit the call sites reach is a task.
+    # which its tick's calls compile nothing, then the rest. The node's calls then compile
+    # nothing (they load every kernel and unit from the cache); each unit's types (UNITS) are
+    # those its call sites use (the record of the call sites; its cache holds that one
+    # compiled version: compiled by its types and again by its callers it would hold two), and
+    # every unit the call sites reach is a task.
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
     env.pop('NUMBA_DISABLE_JIT', None)
     res = subprocess.run([sys.executable, '-c', COMPILE_THEN_LOAD], env=env,
