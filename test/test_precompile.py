@@ -427,6 +427,40 @@ def test_the_rest_of_a_cold_warm_up_runs_beside_the_tick_with_its_own_workspace(
                for line in lines), lines
 
 
+def test_a_contact_tick_warms_up_without_the_linearization_without_contacts(monkeypatch):
+    # contact_frames (every tick with contacts), a discrete zero-order-hold tick: before the
+    # first output only the contact call runs (its hold included); the linearization without
+    # contacts, and the hold's own warm-up path that uses it, after it in the background
+    import threading
+
+    from rbd_linearizer.model.robots import default_robot_urdf
+    from rbd_linearizer.online import params as P
+    from rbd_linearizer.online import served as served_module
+    from rbd_linearizer.online.served import Served, build_served
+
+    plain = []
+    original = Served.linearize
+
+    def spy(self, *args, **kwargs):
+        plain.append(threading.current_thread().name)
+        return original(self, *args, **kwargs)
+
+    cfg = P.validate_config(dict(P.defaults(), contact_frames=['B7'], time_model='discrete',
+                                 discrete_method='zoh'))
+    ref = build_served(default_robot_urdf(), cfg)
+    monkeypatch.setattr(Served, 'linearize', spy)
+    monkeypatch.setattr(precompile, 'missing', lambda families: list(families))
+    monkeypatch.setattr(precompile, 'missing_tasks', lambda tasks: list(tasks))
+    monkeypatch.setattr(precompile, 'compile_in_processes', lambda fams, tasks: True)
+    monkeypatch.setattr(precompile, 'compile_in_background', lambda tasks, jobs: None)
+    fresh = Served(ref.model, ref.inputs, ref.contacts)
+    fresh.warm_up(cfg, lambda line: None)
+    assert plain == [] or set(plain) == {'rbd-kernel-warmup-later'}, plain
+    served_module._wait_for_later()
+    assert plain and set(plain) == {'rbd-kernel-warmup-later'}, plain
+    assert fresh.cold_families(cfg) == []
+
+
 W_IN, W_TERMS, TWIST, PASSES = (f'rbd_linearizer.linearization.point:{n}' for n in (
     '_wrench_inputs', '_wrench_terms', '_twist_blocks', '_finish_passes'))
 NO_CONTACTS = ('linearization#0', 'rbd_linearizer.linearization.point:point_kernel',

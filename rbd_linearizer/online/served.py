@@ -167,8 +167,11 @@ class Served:
         first, later = precompile.first_output_split(cold, cfg, self.resolved.has_wrenches)
         # (a task cached already, e.g. by a cold start stopped before its end, is loaded)
         todo, later = precompile.missing_tasks(first), precompile.missing_tasks(later)
-        # the families with a task left for after the first output
-        partial = [f for f in cold if precompile.family_tasks(f) & {t for t, _ in later}]
+        # the families with a task left for after the first output (and the zero-order hold's
+        # warm-up path, a linearization without contacts, when that one is left for after it)
+        names = {t for t, _ in later}
+        partial = [f for f in families if precompile.family_tasks(f) & names or (
+            f == 'zero_order_hold' and 'linearization#0' in names)]
 
         def work():
             # two idle cores: compiled in two processes at once into the cache (the tasks,
