@@ -57,11 +57,11 @@ PROBE = textwrap.dedent(r"""
     node_cmd, timeout, after = json.loads(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
     rclpy.init()
     probe = rclpy.create_node('startup_probe')
-    first = []  # the arrival time of every output received
+    arrivals = []  # the arrival time of every output received
     qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                      reliability=ReliabilityPolicy.RELIABLE)
     probe.create_subscription(Linearization, '/linearizer/linearization',
-                              lambda raw: first.append(time.perf_counter()), qos, raw=True)
+                              lambda raw: arrivals.append(time.perf_counter()), qos, raw=True)
     lines = []
     t0 = time.perf_counter()
     proc = subprocess.Popen(node_cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -74,12 +74,12 @@ PROBE = textwrap.dedent(r"""
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     deadline = t0 + timeout
-    while not first and time.perf_counter() < deadline and proc.poll() is None:
+    while not arrivals and time.perf_counter() < deadline and proc.poll() is None:
         rclpy.spin_once(probe, timeout_sec=0.05)
     # --after-first: on for that long, or until 2 s after the node said its background
     # warm-up was done
     rest = []
-    while first and time.perf_counter() < first[0] + after and proc.poll() is None and not (
+    while arrivals and time.perf_counter() < arrivals[0] + after and proc.poll() is None and not (
             rest and time.perf_counter() > rest[0] + 2.0):
         rclpy.spin_once(probe, timeout_sec=0.01)
         if not rest:
@@ -91,17 +91,17 @@ PROBE = textwrap.dedent(r"""
         proc.kill()
         proc.wait()
     reader.join(timeout=5)
-    end = first[0] if first else time.perf_counter()
+    end = arrivals[0] if arrivals else time.perf_counter()
     before = [t - t0 for t, _ in lines if t <= end]
     marks = [0.0] + before + [end - t0]
     published = [t - t0 for t, s in lines if 'first output published' in s]
-    gaps = [b - a for a, b in zip(first, first[1:])]
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
     print(json.dumps({
         'rest_loaded_s': (rest[0] - t0) if rest else None,
-        'outputs_after_first': len(first) - 1,
-        'after_first_s': (first[-1] - first[0]) if first else 0.0,
+        'outputs_after_first': len(arrivals) - 1,
+        'after_first_s': (arrivals[-1] - arrivals[0]) if arrivals else 0.0,
         'largest_gap_ms': 1e3 * max(gaps) if gaps else None,
-        'first_output_s': (first[0] - t0) if first else None,
+        'first_output_s': (arrivals[0] - t0) if arrivals else None,
         'published_s': published[0] if published else None,
         'first_log_s': before[0] if before else None,
         'longest_silence_s': max(b - a for a, b in zip(marks, marks[1:])),

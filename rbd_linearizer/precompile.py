@@ -260,17 +260,7 @@ def seed_from(package_dir) -> int:
 
 def missing(families: Iterable[str]) -> list[str]:
     """Return the families among ``families`` with a kernel or unit not in the cache yet."""
-    out = []
-    for fam in families:
-        try:
-            where = _cache_dir()
-            cached = all(_index_files(k, where)
-                         for k in FAMILIES[fam].kernels + FAMILIES[fam].units)
-        except OSError:
-            cached = False  # cannot tell: assume it compiles
-        if not cached:
-            out.append(fam)
-    return out
+    return [fam for fam in families if missing_tasks(_tasks([fam]))]
 
 
 def missing_tasks(tasks: list[tuple[str, float]]) -> list[tuple[str, float]]:
@@ -278,18 +268,17 @@ def missing_tasks(tasks: list[tuple[str, float]]) -> list[tuple[str, float]]:
 
     A unit's kernel is itself, a call's (``'family#k'``) the family's ``kernels[k]``.
     """
-    def cached(task: str) -> bool:
+    def kernel(task: str) -> str:
         if task in UNITS:
-            kernel = task
-        else:
-            family, k = task.split('#')
-            kernel = FAMILIES[family].kernels[int(k)]
-        try:
-            return bool(_index_files(kernel, _cache_dir()))
-        except OSError:
-            return False  # cannot tell: assume it compiles
+            return task
+        family, k = task.split('#')
+        return FAMILIES[family].kernels[int(k)]
 
-    return [t for t in tasks if not cached(t[0])]
+    try:
+        where = _cache_dir()
+        return [t for t in tasks if not _index_files(kernel(t[0]), where)]
+    except OSError:
+        return list(tasks)  # cannot tell: assume they compile
 
 
 def _tasks(families: Iterable[str]) -> list[tuple[str, float]]:

@@ -324,6 +324,15 @@ def test_two_processes_compile_every_task_once_and_the_node_calls_then_load(tmp_
                        'contact': len(precompile.UNITS) + 1, 'dynamics': 2}
 
 
+def _everything_cold(monkeypatch, in_processes, background):
+    # every family and task reported not cached; compile_in_processes (the first output's
+    # tasks) and compile_in_background (the rest) replaced
+    monkeypatch.setattr(precompile, 'missing', lambda families: list(families))
+    monkeypatch.setattr(precompile, 'missing_tasks', lambda tasks: list(tasks))
+    monkeypatch.setattr(precompile, 'compile_in_processes', in_processes)
+    monkeypatch.setattr(precompile, 'compile_in_background', background)
+
+
 def _served_cold(monkeypatch, in_processes, background=None):
     # a Served whose two families are reported cold: warm_up hands them to
     # compile_in_processes (replaced by in_processes) for the first output, then loads them in
@@ -336,11 +345,7 @@ def _served_cold(monkeypatch, in_processes, background=None):
 
     cfg = P.validate_config(dict(P.defaults(), publish_dynamics=True))
     served = build_served(default_robot_urdf(), dict(cfg, publish_dynamics=False))
-    monkeypatch.setattr(precompile, 'missing', lambda families: list(families))
-    monkeypatch.setattr(precompile, 'missing_tasks', lambda tasks: list(tasks))
-    monkeypatch.setattr(precompile, 'compile_in_processes', in_processes)
-    monkeypatch.setattr(precompile, 'compile_in_background',
-                        background or (lambda tasks, jobs: None))
+    _everything_cold(monkeypatch, in_processes, background or (lambda tasks, jobs: None))
     fresh = Served(served.model, served.inputs, served.contacts)
     lines: list[str] = []
     fresh.warm_up(cfg, lines.append)
@@ -398,10 +403,7 @@ def test_the_rest_of_a_cold_warm_up_runs_beside_the_tick_with_its_own_workspace(
 
     cfg = P.validate_config(P.defaults())
     ref = build_served(default_robot_urdf(), cfg)
-    monkeypatch.setattr(precompile, 'missing', lambda families: list(families))
-    monkeypatch.setattr(precompile, 'missing_tasks', lambda tasks: list(tasks))
-    monkeypatch.setattr(precompile, 'compile_in_processes', lambda fams, tasks: True)
-    monkeypatch.setattr(precompile, 'compile_in_background', background)
+    _everything_cold(monkeypatch, lambda fams, tasks: True, background)
     fresh = Served(ref.model, ref.inputs, ref.contacts)
     lines: list[str] = []
     fresh.warm_up(cfg, lines.append)
@@ -431,8 +433,6 @@ def test_a_contact_tick_warms_up_without_the_linearization_without_contacts(monk
     # contact_frames (every tick with contacts), a discrete zero-order-hold tick: before the
     # first output only the contact call runs (its hold included); the linearization without
     # contacts, and the hold's own warm-up path that uses it, after it in the background
-    import threading
-
     from rbd_linearizer.model.robots import default_robot_urdf
     from rbd_linearizer.online import params as P
     from rbd_linearizer.online import served as served_module
@@ -449,10 +449,7 @@ def test_a_contact_tick_warms_up_without_the_linearization_without_contacts(monk
                                  discrete_method='zoh'))
     ref = build_served(default_robot_urdf(), cfg)
     monkeypatch.setattr(Served, 'linearize', spy)
-    monkeypatch.setattr(precompile, 'missing', lambda families: list(families))
-    monkeypatch.setattr(precompile, 'missing_tasks', lambda tasks: list(tasks))
-    monkeypatch.setattr(precompile, 'compile_in_processes', lambda fams, tasks: True)
-    monkeypatch.setattr(precompile, 'compile_in_background', lambda tasks, jobs: None)
+    _everything_cold(monkeypatch, lambda fams, tasks: True, lambda tasks, jobs: None)
     fresh = Served(ref.model, ref.inputs, ref.contacts)
     fresh.warm_up(cfg, lambda line: None)
     assert plain == [] or set(plain) == {'rbd-kernel-warmup-later'}, plain

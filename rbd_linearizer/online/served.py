@@ -58,9 +58,10 @@ _later: list[threading.Thread] = []
 
 
 def _wait_for_later() -> None:
-    while _later:
-        _later[0].join()
-        _later.pop(0)
+    # (two threads may wait at once, e.g. a model swap's worker and a parameter change)
+    for thread in list(_later):
+        thread.join()
+    _later[:] = [t for t in _later if t.is_alive()]
 
 
 class Served:
