@@ -17,8 +17,11 @@ configuration needs, ``missing`` which of them are not in the cache yet, ``estim
 long compiling them takes, ``compile_in_processes`` compiles them in two processes on two
 idle cores (their tasks: each unit, ``UNITS``, and each node call, independent of one another
 since a caller compiles without its units: ``_jit.jit_unit``), and ``run_reporting`` runs the
-warm-up in a worker thread while the calling thread reports progress. No ROS import here
-(usable at build time).
+warm-up in a worker thread while the calling thread reports progress. Every process compiling
+into one cache at once (a node and its trajectory process, two nodes, the set-up beside a
+node) compiles each task once: a worker takes the task's lock in the cache (``_task_lock``)
+and leaves a task another process holds for last, then loads it. No ROS import here (usable
+at build time).
 """
 
 from __future__ import annotations
@@ -618,12 +621,52 @@ def _claim(claims: str, task: str) -> bool:
     return True
 
 
+#: The directory, in the kernel cache, of the tasks' locks (``_task_lock``).
+LOCKS = 'compiling'
+
+
+def _task_lock(task: str, wait: bool = False) -> int | None:
+    # The kernel cache's lock of ``task``, shared by every process compiling into this cache (a
+    # node and its trajectory process, two nodes started at once, the set-up beside a node):
+    # an open file descriptor holding it (released by _unlock, or when the process ends); None
+    # when another process holds it and not ``wait``; -1 when there is no lock to be had here
+    # (a cache not writable, a file system without flock: compiled without one)
+    import fcntl
+    import os
+
+    try:
+        where = _cache_dir() / LOCKS
+        where.mkdir(parents=True, exist_ok=True)
+        fd = os.open(where / f'{task}.lock', os.O_CREAT | os.O_RDWR, 0o666)
+    except OSError:
+        return -1
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except OSError:
+        os.close(fd)
+        return -1
+    return fd
+
+
+def _unlock(fd: int | None) -> None:
+    import os
+
+    if fd is not None and fd >= 0:
+        os.close(fd)
+
+
 def _worker(claims: str, tasks: list[str], nice: int = 0) -> int:
     # python -m rbd_linearizer.precompile --worker a,b --claims DIR: compile each task of the
     # list no other worker sharing DIR took, in order, one JSON line per task when done (the
     # parent prints the progress). A unit ('module:function' of UNITS): compiled by its types;
     # a node call ('family#k'): run with the units deferred (_jit.defer_units: its kernels are
-    # compiled, the units they call are tasks of their own)
+    # compiled, the units they call are tasks of their own). A task another process compiles
+    # into the same cache at the time (its lock held: _task_lock) waits until the others are
+    # done, then until that process is, and is loaded from the cache (compiled if that
+    # process failed): each kernel compiles once however many processes start cold at once
     import json
     import os
 
@@ -640,18 +683,38 @@ def _worker(claims: str, tasks: list[str], nice: int = 0) -> int:
     if unknown:
         print(f'rbd_linearizer.precompile: unknown kernel tasks {unknown}', file=sys.stderr)
         return 2
-    for task in tasks:
-        if os.getppid() != parent:  # orphaned (the node ended without atexit: _kill_live)
-            return 0
-        if not _claim(claims, task):
-            continue
-        t = time.perf_counter()
-        if task in UNITS:
-            _jit.resolve_unit(unit_name(task))
-        else:
-            with _jit.defer_units():
-                calls[task]()
-        print(json.dumps({'task': task, 'seconds': time.perf_counter() - t}), flush=True)
+
+    def run(task: str, lock: int | None, waited: bool) -> None:
+        # one JSON line: the task, its seconds, whether it waited for another process, how
+        # many of the package's kernels it compiled (0: loaded from the cache)
+        try:
+            t, before = time.perf_counter(), watch.done
+            if task in UNITS:
+                _jit.resolve_unit(unit_name(task))
+            else:
+                with _jit.defer_units():
+                    calls[task]()
+            print(json.dumps({'task': task, 'seconds': time.perf_counter() - t,
+                              'waited': waited, 'compiled': watch.done - before}), flush=True)
+        finally:
+            _unlock(lock)
+
+    deferred = []  # compiled by another process now
+    with _CompileWatch() as watch:
+        for task in tasks:
+            if os.getppid() != parent:  # orphaned (the node ended without atexit: _kill_live)
+                return 0
+            if not _claim(claims, task):
+                continue
+            lock = _task_lock(task)
+            if lock is None:
+                deferred.append(task)
+            else:
+                run(task, lock, False)
+        for task in deferred:
+            if os.getppid() != parent:
+                return 0
+            run(task, _task_lock(task, wait=True), True)
     return 0
 
 

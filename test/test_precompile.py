@@ -192,6 +192,7 @@ def test_a_worker_runs_the_tasks_no_other_took(tmp_path, monkeypatch, capsys):
              for k in range(len(precompile.FAMILIES[f].calls_s))])
         for f in precompile.FAMILIES])
     monkeypatch.setattr(_jit, 'resolve_unit', lambda name: done.append((name, _jit._defer)))
+    monkeypatch.setattr(precompile, '_cache_dir', lambda: tmp_path / 'cache')
     unit = 'rbd_linearizer.algorithm.aba:minverse_passes'
     precompile._claim(str(tmp_path), 'dynamics#1')  # taken by the other process
     assert precompile._worker(str(tmp_path), ['dynamics#0', unit, 'dynamics#1']) == 0
@@ -199,9 +200,91 @@ def test_a_worker_runs_the_tasks_no_other_took(tmp_path, monkeypatch, capsys):
     assert not _jit._defer
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line['task'] for line in lines] == ['dynamics#0', unit]
+    assert [(line['waited'], line['compiled']) for line in lines] == [(False, 0), (False, 0)]
     # the name is the one the call sites record
     assert precompile.unit_name(unit).startswith(
         "rbd_linearizer.algorithm.aba|minverse_passes|(Array(int64, 1, 'C', False, aligned=True)")
+    # each task's lock taken in the cache, and released
+    assert sorted(f.name for f in (tmp_path / 'cache' / precompile.LOCKS).iterdir()) == [
+        'dynamics#0.lock', f'{unit}.lock']
+    fd = precompile._task_lock('dynamics#0')
+    assert fd is not None and fd >= 0
+    precompile._unlock(fd)
+
+
+HOLD = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print('held', flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_task_another_process_compiles_waits_for_it(tmp_path, monkeypatch, capsys):
+    # Another process sharing the cache (a node's trajectory process, a second node, the set-up)
+    # compiles a task now: the worker runs its other tasks first, then waits for that one and
+    # runs it (loaded from the cache the other process filled; compiled here if that process
+    # ended without it, as here: it is killed)
+    from rbd_linearizer import _jit
+
+    done = []
+    monkeypatch.setattr(precompile, '_node_paths', lambda model: [
+        (f, [lambda f=f, k=k: done.append(f'{f}#{k}')
+             for k in range(len(precompile.FAMILIES[f].calls_s))])
+        for f in precompile.FAMILIES])
+    monkeypatch.setattr(_jit, 'resolve_unit', done.append)
+    monkeypatch.setattr(precompile, '_cache_dir', lambda: tmp_path / 'cache')
+    (tmp_path / 'cache' / precompile.LOCKS).mkdir(parents=True)
+    holder = subprocess.Popen(
+        [sys.executable, '-c', HOLD,
+         str(tmp_path / 'cache' / precompile.LOCKS / 'dynamics#0.lock')],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == 'held\n'
+        assert precompile._task_lock('dynamics#0') is None  # held by the other process
+        claims = tmp_path / 'claims'
+        claims.mkdir()
+        worker = threading.Thread(target=precompile._worker,
+                                  args=(str(claims), ['dynamics#0', 'dynamics#1']))
+        worker.start()
+        worker.join(10)
+        assert worker.is_alive() and done == ['dynamics#1']  # waiting for dynamics#0
+    finally:
+        holder.kill()
+        holder.wait()
+    worker.join(10)
+    assert not worker.is_alive() and done == ['dynamics#1', 'dynamics#0']
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(line['task'], line['waited']) for line in lines] == [
+        ('dynamics#1', False), ('dynamics#0', True)]
+
+
+def test_processes_starting_cold_at_once_compile_each_kernel_once(tmp_path):
+    # Two processes compiling into one empty cache at once (e.g. a cold node and its trajectory
+    # process: each compiles the rest of its kernels after its first output), each with its own
+    # worker and the same tasks: every task is compiled by one of them and loaded by the other
+    contact = 'rbd_linearizer.algorithm.contact.kinematics:'
+    tasks = [contact + name for name in ('_anchor_errors', '_point_accelerations',
+                                         '_jacobian_rows')]  # (4.2, 0.4, 0.3 s)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / 'cache'))
+    env.pop('NUMBA_DISABLE_JIT', None)
+    procs = []
+    for k in range(2):
+        (tmp_path / f'claims{k}').mkdir()
+        procs.append(subprocess.Popen(
+            [sys.executable, '-m', 'rbd_linearizer.precompile', '--worker', ','.join(tasks),
+             '--claims', str(tmp_path / f'claims{k}')],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    runs = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+        runs.append({ev['task']: ev for ev in map(json.loads, out.splitlines())})
+    for task in tasks:
+        # (a unit's compile counts the functions it inlines too)
+        compiled = sorted(run[task]['compiled'] for run in runs)
+        assert compiled[0] == 0 and compiled[1] > 0, (task, runs)
 
 
 def test_compile_in_processes_only_with_something_to_share_and_two_jobs(monkeypatch):
