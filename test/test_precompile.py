@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -510,6 +511,62 @@ def test_the_rest_of_a_cold_warm_up_runs_beside_the_tick_with_its_own_workspace(
     assert again.cold_families(cfg) == ['linearization']
     assert any('compiling the rest of the kernels' in line and 'failed: RuntimeError' in line
                for line in lines), lines
+
+
+def test_a_request_for_other_options_waits_for_the_background_warm_up(monkeypatch):
+    # After a cold node's first output, a request (its own workspace) for another
+    # representation or time model, and any trajectory, waits until the rest of the kernels is
+    # compiled (in worker processes) and loaded, instead of compiling in the node's process
+    # beside the tick; one with the tick's options is answered at once, and the tick's and the
+    # background's own calls never wait
+    from rbd_linearizer.model.robots import default_robot_urdf
+    from rbd_linearizer.online import params as P
+    from rbd_linearizer.online import served as served_module
+    from rbd_linearizer.online.served import Served, build_served
+    from rbd_linearizer.online.trajectory import TrajectoryPoints
+
+    gate = threading.Event()
+    cfg = P.validate_config(P.defaults())
+    ref = build_served(default_robot_urdf(), cfg)
+    _everything_cold(monkeypatch, lambda fams, tasks: True, lambda tasks, jobs: gate.wait(30))
+    fresh = Served(ref.model, ref.inputs, ref.contacts)
+    fresh.warm_up(cfg, lambda line: None)
+    q, v = ref.source.state(0.3)
+    points = TrajectoryPoints(np.stack([q, q]), np.stack([v, v]), None, 'body', 'continuous',
+                              None)
+    done: dict[str, float] = {}
+
+    def request(name, call):
+        call()
+        done[name] = time.monotonic()
+
+    try:
+        waiting = [threading.Thread(target=request, args=(name, call)) for name, call in (
+            ('mixed', lambda: fresh.linearize_with(q, v, None, cfg, representation='mixed',
+                                                   data=fresh.request_data)),
+            ('discrete', lambda: fresh.linearize_with(q, v, None, cfg, time_model='discrete',
+                                                      dt=0.01, data=fresh.request_data)),
+            ('trajectory', lambda: fresh.linearize_trajectory(points, cfg,
+                                                              data=fresh.trajectory_data)))]
+        for t in waiting:
+            t.start()
+        lin, _ = fresh.linearize_with(q, v, None, cfg, time_model=cfg['time_model'],
+                                      representation=cfg['velocity_representation'],
+                                      data=fresh.request_data)
+        fresh.linearize(q, v, None, cfg)  # the tick
+        time.sleep(0.5)
+        assert done == {} and all(t.is_alive() for t in waiting)
+        np.testing.assert_array_equal(lin.A, ref.linearize(q, v, None, cfg).A)
+        opened = time.monotonic()
+        gate.set()
+        for t in waiting:
+            t.join(30)
+        assert sorted(done) == ['discrete', 'mixed', 'trajectory']
+        assert min(done.values()) > opened
+        assert fresh.cold_families(cfg) == []  # the background warm-up ended first
+    finally:
+        gate.set()
+        served_module._wait_for_later()
 
 
 def test_a_contact_tick_warms_up_without_the_linearization_without_contacts(monkeypatch):

@@ -58,10 +58,20 @@ _later: list[threading.Thread] = []
 
 
 def _wait_for_later() -> None:
-    # (two threads may wait at once, e.g. a model swap's worker and a parameter change)
+    # (two threads may wait at once, e.g. a model swap's worker and a parameter change; the
+    # background thread itself, loading a trajectory path, does not wait for itself)
+    me = threading.current_thread()
     for thread in list(_later):
-        thread.join()
+        if thread is not me:
+            thread.join()
     _later[:] = [t for t in _later if t.is_alive()]
+
+
+def _worker_waits(served: Served, data) -> bool:
+    # A request's or the topic worker's call (a workspace of its own) while a cold warm-up's
+    # rest is still compiling in the background (Served.warm_up)
+    return (data is not None and data is not served.data
+            and any(t.is_alive() for t in _later))
 
 
 class Served:
@@ -154,9 +164,10 @@ class Served:
         units its options reach); the rest (the units of the other representations, time
         models and inputs, the trajectories' kernels) compiles after it in worker processes of
         low priority and is loaded in a background thread (``report``: a line when it starts
-        and one when it is done). Until then a service or trajectory call that reaches one of
-        those units compiles or loads it on its way; a later warm-up (a parameter change, a
-        model swap) first waits for it.
+        and one when it is done). Until then a worker's call for other options than the
+        tick's, and any trajectory, waits for it (``linearize_with``,
+        ``linearize_trajectory``), and so does a later warm-up (a parameter change, a model
+        swap).
         """
         _wait_for_later()
         families = self.cold_families(cfg)
@@ -328,7 +339,18 @@ class Served:
         the forces are None without a contact catalogue, ``ContactForces.empty`` (m = 0) for an
         empty set. ``overrides``: ``representation``, ``time_model``, ``dt``, ``data`` (the
         workspace, as ``linearize``).
+
+        A request's call (a ``data`` of its own: ``request_data``) for a contact set, a
+        representation or a time model other than the tick's, made while the rest of a cold
+        warm-up compiles in the background (``warm_up``), waits for that warm-up: its kernels
+        are compiled there, in worker processes, not here (a compile in this process would
+        hold the interpreter lock, and the tick, for seconds).
         """
+        if _worker_waits(self, overrides.get('data')) and (
+                frames or overrides.get('representation') not in (
+                    None, cfg['velocity_representation'])
+                or overrides.get('time_model') not in (None, cfg['time_model'])):
+            _wait_for_later()
         if frames:
             res = self.linearize_contact(q, v, u, cfg, frames, stamp_ns, **overrides)
             return res.linearization, ContactForces.of(res, self.contacts.types_of(frames))
@@ -365,8 +387,13 @@ class Served:
         ``points`` from ``online.trajectory.check_trajectory`` (V in the BODY frame; its
         representation, time model and steps override the configuration's); the node's model,
         input selection, ``discrete_method`` and ``trajectory_parallel``. ``data``: the
-        workspace (default ``self.data``; the topic worker passes ``trajectory_data``).
+        workspace (default ``self.data``; the topic worker passes ``trajectory_data``). A
+        worker's call (a ``data`` of its own) made while the rest of a cold warm-up compiles in
+        the background first waits for it, as ``linearize_with``'s (the trajectories' kernels
+        are among the rest).
         """
+        if _worker_waits(self, data):
+            _wait_for_later()
         start = time.perf_counter()
         parallel = {'auto': 'auto', 'always': True, 'never': False}[cfg['trajectory_parallel']]
         cat = self.contacts
