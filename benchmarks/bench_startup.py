@@ -3,6 +3,7 @@
 Usage: python benchmarks/bench_startup.py [--python VENV/bin/python] [--runs 3] [--cold-runs 1]
        [--no-cold] [--no-precompile] [--precompile-jobs auto|N ...] [--timeout 600]
        [--node-param NAME:=VALUE ...] [--cache-dir DIR|package] [--after-first SECONDS]
+       [--request-after-first]
 
 For the Python (venv) given by ``--python`` (default: this one), so one run measures one ROS
 distribution:
@@ -26,7 +27,11 @@ times (``time.perf_counter``); the node runs in its own ROS domain with localhos
 With ``--after-first S`` a cold node runs on after its first output while the rest of its
 kernels compile in the background (until its log says they are loaded, S seconds at most): the
 outputs the probe receives meanwhile, their largest gap (an upper bound of the tick's delay:
-the probe's own scheduling included) and when the node said the rest was loaded.
+the probe's own scheduling included) and when the node said the rest was loaded. With
+``--request-after-first`` the probe calls ``~/linearize`` 1 s after a cold node's first output,
+at that output's state with options the tick does not use (mixed representation, discrete
+time: their kernels are among the rest): its round trip, and the outputs received until the
+answer against those the rate before it gives, with their largest gap.
 Last, one line per issue-24 target measured in the run (``targets``: the pre-compile, the cold
 first output, first log line and longest silence), its worst value and whether it is met.
 """
@@ -55,13 +60,21 @@ PROBE = textwrap.dedent(r"""
     from rbd_linearizer.msg import Linearization
 
     node_cmd, timeout, after = json.loads(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+    ask = sys.argv[4] == '1'  # --request-after-first
     rclpy.init()
     probe = rclpy.create_node('startup_probe')
     arrivals = []  # the arrival time of every output received
+    first_raw = []
+
+    def on_output(raw):
+        arrivals.append(time.perf_counter())
+        if not first_raw:
+            first_raw.append(raw)
+
     qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                      reliability=ReliabilityPolicy.RELIABLE)
-    probe.create_subscription(Linearization, '/linearizer/linearization',
-                              lambda raw: arrivals.append(time.perf_counter()), qos, raw=True)
+    probe.create_subscription(Linearization, '/linearizer/linearization', on_output, qos,
+                              raw=True)
     lines = []
     t0 = time.perf_counter()
     proc = subprocess.Popen(node_cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -76,6 +89,35 @@ PROBE = textwrap.dedent(r"""
     deadline = t0 + timeout
     while not arrivals and time.perf_counter() < deadline and proc.poll() is None:
         rclpy.spin_once(probe, timeout_sec=0.05)
+    # --request-after-first: 1 s after the first output, a ~/linearize at its state with
+    # other options than the tick's (mixed representation, discrete time): its round trip
+    # and the outputs received meanwhile
+    request = {}
+    if ask and arrivals:
+        from rclpy.serialization import deserialize_message
+        from rbd_linearizer.srv import Linearize
+
+        while time.perf_counter() < arrivals[0] + 1.0:
+            rclpy.spin_once(probe, timeout_sec=0.01)
+        out = deserialize_message(first_raw[0], Linearization)
+        req = Linearize.Request()
+        req.joint_names, req.state, req.input = out.joint_names, out.state, out.input
+        req.velocity_representation, req.time_model, req.dt = 'mixed', 'discrete', 0.01
+        client = probe.create_client(Linearize, '/linearizer/linearize')
+        client.wait_for_service(timeout_sec=10.0)
+        n0, sent = len(arrivals), time.perf_counter()
+        future = client.call_async(req)
+        while not future.done() and time.perf_counter() < sent + timeout:
+            rclpy.spin_once(probe, timeout_sec=0.01)
+        answered = time.perf_counter()
+        during = [t for t in arrivals[n0 - 1:] if t <= answered]
+        period = (arrivals[n0 - 1] - arrivals[0]) / max(n0 - 1, 1)
+        request = {'request_s': answered - sent,
+                   'request_success': bool(future.done() and future.result().success),
+                   'outputs_during_request': len(during) - 1,
+                   'outputs_expected': (answered - sent) / period,
+                   'request_largest_gap_ms': 1e3 * max(
+                       (b - a for a, b in zip(during, during[1:])), default=0.0)}
     # --after-first: on for that long, or until 2 s after the node said its background
     # warm-up was done
     rest = []
@@ -107,6 +149,7 @@ PROBE = textwrap.dedent(r"""
         'longest_silence_s': max(b - a for a, b in zip(marks, marks[1:])),
         'log': [f'{t - t0:8.2f} s  {s}' for t, s in lines[:60]],
         'returncode': proc.returncode,
+        **request,
     }))
     probe.destroy_node()
     rclpy.shutdown()
@@ -145,15 +188,17 @@ def node_command(python: str, module: bool = False, params: tuple[str, ...] = ()
 
 
 def first_output(python: str, cache_dir: str, timeout: float, module: bool = False,
-                 params: tuple[str, ...] = (), after: float = 0.0) -> dict:
+                 params: tuple[str, ...] = (), after: float = 0.0, request: bool = False) -> dict:
     """Start the node once with ``cache_dir`` as numba cache; the probe's figures.
 
     ``after`` > 0: the node runs on after its first output, at most that long [s] (until 2 s
     after its log says the background warm-up is done); the probe counts the outputs it
-    receives meanwhile and their largest gap.
+    receives meanwhile and their largest gap. ``request``: 1 s after the first output the
+    probe calls ``~/linearize`` with other options than the tick's (mixed, discrete) and
+    counts the outputs received until the answer.
     """
     res = subprocess.run([python, '-c', PROBE, json.dumps(node_command(python, module, params)),
-                          str(timeout), str(after)],
+                          str(timeout), str(after), '1' if request else '0'],
                          env=_env(cache_dir), capture_output=True, text=True,
                          timeout=timeout + after + 120, check=False)
     try:
@@ -230,6 +275,12 @@ def _print_run(label: str, r: dict, show_log: bool) -> None:
         print(f"    then {r['outputs_after_first']} outputs in {r['after_first_s']:.1f} s, "
               f"largest gap between two {r['largest_gap_ms']:.1f} ms; background warm-up "
               f"done at {_fmt(r['rest_loaded_s'])} s", flush=True)
+    if 'request_s' in r:
+        print(f"    a ~/linearize (mixed, discrete) 1 s after the first output: answered in "
+              f"{r['request_s']:.2f} s (success {r['request_success']}), "
+              f"{r['outputs_during_request']} outputs meanwhile of "
+              f"{r['outputs_expected']:.0f} at the rate before it, largest gap "
+              f"{r['request_largest_gap_ms']:.1f} ms", flush=True)
     if show_log:
         print('\n'.join(r['log']))
 
@@ -254,6 +305,10 @@ def main(argv: list[str] | None = None) -> int:
                     help='cold runs: keep the node on after its first output (at most this '
                          'long, until its background warm-up is done) and report the outputs '
                          'received meanwhile and their largest gap')
+    ap.add_argument('--request-after-first', action='store_true',
+                    help='cold runs: 1 s after the first output, call ~/linearize with other '
+                         'options than the tick (mixed, discrete) and report the outputs '
+                         'received until its answer and their largest gap')
     ap.add_argument('--node-module', action='store_true',
                     help='start the node as python -m rbd_linearizer.ros.node (PYTHONPATH)')
     ap.add_argument('--node-param', action='append', default=[], metavar='NAME:=VALUE',
@@ -286,7 +341,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_cold:
             for k in range(args.cold_runs):
                 r = first_output(python, str(Path(tmp) / f'cold{k}'), args.timeout,
-                                 args.node_module, params, args.after_first)
+                                 args.node_module, params, args.after_first,
+                                 args.request_after_first)
                 rows.append(('cold', r))
                 _print_run(f'cold {k}', r, args.show_log)
         if args.cache_dir == 'package':  # the set-up's own cache (NUMBA_CACHE_DIR unset)
