@@ -658,6 +658,17 @@ def _unlock(fd: int | None) -> None:
         os.close(fd)
 
 
+def wait_for_others(tasks: Iterable[tuple[str, float]]) -> None:
+    """Return once no other process compiles one of ``tasks`` into this cache (their locks).
+
+    For a node about to compile in its own process, or to start workers: a task that another
+    process (a background warm-up's worker, another node starting cold) is compiling is then
+    cached, and is loaded instead of compiled a second time (``missing_tasks`` after this).
+    """
+    for task, _ in tasks:
+        _unlock(_task_lock(task, wait=True))
+
+
 def _worker(claims: str, tasks: list[str], nice: int = 0) -> int:
     # python -m rbd_linearizer.precompile --worker a,b --claims DIR: compile each task of the
     # list no other worker sharing DIR took, in order, one JSON line per task when done (the

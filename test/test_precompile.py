@@ -569,6 +569,47 @@ def test_a_request_for_other_options_waits_for_the_background_warm_up(monkeypatc
         served_module._wait_for_later()
 
 
+def test_a_parameter_change_does_not_wait_for_the_background_warm_up(monkeypatch):
+    # A parameter change (in the executor thread) while a cold warm-up's rest still compiles
+    # in the background: warmed up for its first output at once, its own rest left to a second
+    # background thread, which starts compiling only once the first is done (then cached)
+    from rbd_linearizer.model.robots import default_robot_urdf
+    from rbd_linearizer.online import params as P
+    from rbd_linearizer.online import served as served_module
+    from rbd_linearizer.online.served import Served, build_served
+
+    gate, behind = threading.Event(), []
+
+    def background(tasks, jobs):
+        behind.append(threading.current_thread())
+        gate.wait(30)
+
+    cfg = P.validate_config(P.defaults())
+    ref = build_served(default_robot_urdf(), cfg)
+    _everything_cold(monkeypatch, lambda fams, tasks: True, background)
+    monkeypatch.setattr(precompile, 'default_jobs', lambda: 2)  # (no 0.5 s sample)
+    fresh = Served(ref.model, ref.inputs, ref.contacts)
+    fresh.warm_up(cfg, lambda line: None)
+    changed = dict(cfg, velocity_representation='mixed')
+    try:
+        change = threading.Thread(target=lambda: fresh.reconfigured(changed, lambda line: None))
+        change.start()
+        change.join(10)
+        assert not change.is_alive()  # did not wait for the first background warm-up
+        time.sleep(0.3)
+        assert len(behind) == 1 and len(served_module._later) == 2
+        q, v = ref.source.state(0.3)
+        np.testing.assert_array_equal(fresh.linearize(q, v, None, changed).A,
+                                      ref.linearize(q, v, None, changed).A)
+        gate.set()
+        served_module._wait_for_later()
+        assert len(behind) == 2 and behind[0] is not behind[1]
+        assert fresh.cold_families(changed) == []
+    finally:
+        gate.set()
+        served_module._wait_for_later()
+
+
 def test_a_contact_tick_warms_up_without_the_linearization_without_contacts(monkeypatch):
     # contact_frames (every tick with contacts), a discrete zero-order-hold tick: before the
     # first output only the contact call runs (its hold included); the linearization without

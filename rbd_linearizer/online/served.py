@@ -53,24 +53,26 @@ __all__ = ['DescriptionQueue', 'Served', 'build_served', 'has_description_source
            'initial_description', 'model_error_hint', 'try_build_served']
 
 
-#: The background threads of cold warm-ups (``Served.warm_up``): a later warm-up waits for them.
+#: The background threads of cold warm-ups (``Served.warm_up``), in the order they started: a
+#: request for other options waits for them, and each waits for those before it.
 _later: list[threading.Thread] = []
 
 
-def _wait_for_later() -> None:
-    # (two threads may wait at once, e.g. a model swap's worker and a parameter change; the
-    # background thread itself, loading a trajectory path, does not wait for itself)
-    me = threading.current_thread()
-    for thread in list(_later):
-        if thread is not me:
-            thread.join()
+def _wait_for_later(before: list[threading.Thread] | None = None) -> None:
+    # Join the background warm-ups (or those of ``before``: the ones that started before the
+    # calling background thread). Two threads may wait at once (a model swap's worker and a
+    # request worker): each joins a snapshot
+    for thread in list(_later) if before is None else before:
+        thread.join()
     _later[:] = [t for t in _later if t.is_alive()]
 
 
 def _worker_waits(served: Served, data) -> bool:
     # A request's or the topic worker's call (a workspace of its own) while a cold warm-up's
-    # rest is still compiling in the background (Served.warm_up)
-    return (data is not None and data is not served.data
+    # rest is still compiling in the background (Served.warm_up); never a background thread's
+    # own call (its workspace is its own too)
+    me = threading.current_thread()
+    return (data is not None and data is not served.data and me not in _later
             and any(t.is_alive() for t in _later))
 
 
@@ -166,10 +168,12 @@ class Served:
         low priority and is loaded in a background thread (``report``: a line when it starts
         and one when it is done). Until then a worker's call for other options than the
         tick's, and any trajectory, waits for it (``linearize_with``,
-        ``linearize_trajectory``), and so does a later warm-up (a parameter change, a model
-        swap).
+        ``linearize_trajectory``). A later warm-up (a parameter change in the executor thread,
+        a model swap) does not wait for it: it compiles what its own first output needs and
+        is not cached (a kernel the background is compiling at the time: it waits for that
+        one, ``precompile.wait_for_others``) and leaves its rest to a background thread of its
+        own, which starts once the earlier ones are done.
         """
-        _wait_for_later()
         families = self.cold_families(cfg)
         known = [f for f in families if f in precompile.FAMILIES]
         cold = precompile.missing(known) if report is not None else []
@@ -186,13 +190,16 @@ class Served:
             f == 'zero_order_hold' and 'linearization#0' in names)]
 
         def work():
-            # two idle cores: compiled in two processes at once into the cache (the tasks,
-            # each taken by the first free process), then loaded here; a failing worker:
-            # compiled here
+            # a task another process compiles (a background warm-up's worker, another node):
+            # waited for, then loaded; two idle cores: the others compiled in two processes at
+            # once into the cache (each taken by the first free process), then loaded here; a
+            # failing worker: compiled here
+            precompile.wait_for_others(todo)
+            left = precompile.missing_tasks(todo)
             try:
-                if precompile.compile_in_processes(cold, tasks=todo):
+                if left and precompile.compile_in_processes(cold, tasks=left):
                     report(f'compiled {", ".join(cold)} in two processes; loading')
-                elif estimate < one_core:
+                elif left and estimate < one_core:
                     report('two cores are not idle: compiling in this process (about '
                            f'{one_core:.0f} s)')
             except (RuntimeError, OSError) as err:
@@ -214,21 +221,25 @@ class Served:
                    f'{precompile.estimate_s([], jobs=jobs, tasks=later):.0f} s, low priority): '
                    'other representations, time models, inputs and the trajectories')
             thread = threading.Thread(target=self._warm_up_later,
-                                      args=(cfg, partial, later, what, report),
+                                      args=(cfg, partial, later, what, report, list(_later)),
                                       name='rbd-kernel-warmup-later', daemon=True)
             _later.append(thread)
             thread.start()
 
     def _warm_up_later(self, cfg: dict[str, Any], families: list[str],
                        later: list[tuple[str, float]], what: str,
-                       report: Callable[[str], None]) -> None:
-        # The rest of a cold warm-up (warm_up), in a background thread: compiled in worker
-        # processes of low priority (two on two idle cores, else one), loaded here with a
-        # workspace of its own (the tick's is in use). A failure leaves the families cold: a
-        # later warm-up compiles them.
+                       report: Callable[[str], None],
+                       before: list[threading.Thread]) -> None:
+        # The rest of a cold warm-up (warm_up), in a background thread: once the background
+        # warm-ups ``before`` it are done (what they compiled is then cached), what is still
+        # missing is compiled in worker processes of low priority (two on two idle cores, else
+        # one) and everything loaded here with a workspace of its own (the tick's is in use).
+        # A failure leaves the families cold: a later warm-up compiles them.
         t0 = time.monotonic()
         try:
-            precompile.compile_in_background(later, precompile.default_jobs())
+            _wait_for_later(before)
+            precompile.compile_in_background(precompile.missing_tasks(later),
+                                             precompile.default_jobs())
             self._warm_up(cfg, families, data=create_data(self.model))
             report(f'kernels for {what}: the rest compiled and loaded in '
                    f'{time.monotonic() - t0:.1f} s')
