@@ -3,7 +3,7 @@
 Usage: python benchmarks/bench_startup.py [--python VENV/bin/python] [--runs 3] [--cold-runs 1]
        [--no-cold] [--no-precompile] [--precompile-jobs auto|N ...] [--timeout 600]
        [--node-param NAME:=VALUE ...] [--cache-dir DIR|package] [--after-first SECONDS]
-       [--request-after-first]
+       [--request-after-first | --change-after-first [NAME:=VALUE]]
 
 For the Python (venv) given by ``--python`` (default: this one), so one run measures one ROS
 distribution:
@@ -31,7 +31,9 @@ the probe's own scheduling included) and when the node said the rest was loaded.
 ``--request-after-first`` the probe calls ``~/linearize`` 1 s after a cold node's first output,
 at that output's state with options the tick does not use (mixed representation, discrete
 time: their kernels are among the rest): its round trip, and the outputs received until the
-answer against those the rate before it gives, with their largest gap.
+answer against those the rate before it gives, with their largest gap;
+``--change-after-first [NAME:=VALUE]`` the same with a parameter change through the node's
+parameter service (default ``dt:=0.02``).
 Last, one line per issue-24 target measured in the run (``targets``: the pre-compile, the cold
 first output, first log line and longest silence), its worst value and whether it is met.
 """
@@ -61,6 +63,7 @@ PROBE = textwrap.dedent(r"""
 
     node_cmd, timeout, after = json.loads(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
     ask = sys.argv[4] == '1'  # --request-after-first
+    change = sys.argv[5]  # --change-after-first NAME:=VALUE ('' : none)
     rclpy.init()
     probe = rclpy.create_node('startup_probe')
     arrivals = []  # the arrival time of every output received
@@ -92,28 +95,50 @@ PROBE = textwrap.dedent(r"""
     # --request-after-first: 1 s after the first output, a ~/linearize at its state with
     # other options than the tick's (mixed representation, discrete time): its round trip
     # and the outputs received meanwhile
+    # --change-after-first: the same with a parameter change instead (through the node's
+    # parameter service)
     request = {}
-    if ask and arrivals:
+    if (ask or change) and arrivals:
         from rclpy.serialization import deserialize_message
-        from rbd_linearizer.srv import Linearize
 
         while time.perf_counter() < arrivals[0] + 1.0:
             rclpy.spin_once(probe, timeout_sec=0.01)
-        out = deserialize_message(first_raw[0], Linearization)
-        req = Linearize.Request()
-        req.joint_names, req.state, req.input = out.joint_names, out.state, out.input
-        req.velocity_representation, req.time_model, req.dt = 'mixed', 'discrete', 0.01
-        client = probe.create_client(Linearize, '/linearizer/linearize')
+        if ask:
+            from rbd_linearizer.srv import Linearize as Srv
+
+            out = deserialize_message(first_raw[0], Linearization)
+            req = Srv.Request()
+            req.joint_names, req.state, req.input = out.joint_names, out.state, out.input
+            req.velocity_representation, req.time_model, req.dt = 'mixed', 'discrete', 0.01
+            name = '/linearizer/linearize'
+        else:
+            from rcl_interfaces.msg import Parameter, ParameterType
+            from rcl_interfaces.srv import SetParameters as Srv
+
+            req = Srv.Request()
+            pname, value = change.split(':=', 1)
+            p = Parameter(name=pname)
+            try:
+                p.value.type, p.value.double_value = (ParameterType.PARAMETER_DOUBLE,
+                                                      float(value))
+            except ValueError:
+                p.value.type, p.value.string_value = ParameterType.PARAMETER_STRING, value
+            req.parameters = [p]
+            name = '/linearizer/set_parameters'
+        client = probe.create_client(Srv, name)
         client.wait_for_service(timeout_sec=10.0)
         n0, sent = len(arrivals), time.perf_counter()
         future = client.call_async(req)
         while not future.done() and time.perf_counter() < sent + timeout:
             rclpy.spin_once(probe, timeout_sec=0.01)
         answered = time.perf_counter()
+        result = future.result() if future.done() else None
+        ok = result is not None and (result.success if ask else result.results[0].successful)
         during = [t for t in arrivals[n0 - 1:] if t <= answered]
         period = (arrivals[n0 - 1] - arrivals[0]) / max(n0 - 1, 1)
-        request = {'request_s': answered - sent,
-                   'request_success': bool(future.done() and future.result().success),
+        request = {'request_s': answered - sent, 'request_success': bool(ok),
+                   'request_what': 'a ~/linearize (mixed, discrete)' if ask else
+                                   f'a parameter change ({change})',
                    'outputs_during_request': len(during) - 1,
                    'outputs_expected': (answered - sent) / period,
                    'request_largest_gap_ms': 1e3 * max(
@@ -188,17 +213,20 @@ def node_command(python: str, module: bool = False, params: tuple[str, ...] = ()
 
 
 def first_output(python: str, cache_dir: str, timeout: float, module: bool = False,
-                 params: tuple[str, ...] = (), after: float = 0.0, request: bool = False) -> dict:
+                 params: tuple[str, ...] = (), after: float = 0.0, request: bool = False,
+                 change: str = '') -> dict:
     """Start the node once with ``cache_dir`` as numba cache; the probe's figures.
 
     ``after`` > 0: the node runs on after its first output, at most that long [s] (until 2 s
     after its log says the background warm-up is done); the probe counts the outputs it
     receives meanwhile and their largest gap. ``request``: 1 s after the first output the
     probe calls ``~/linearize`` with other options than the tick's (mixed, discrete) and
-    counts the outputs received until the answer.
+    counts the outputs received until the answer; ``change`` (``name:=value``): a parameter
+    change instead.
     """
     res = subprocess.run([python, '-c', PROBE, json.dumps(node_command(python, module, params)),
-                          str(timeout), str(after), '1' if request else '0'],
+                          str(timeout), str(after), '1' if request else '0',
+                          change],
                          env=_env(cache_dir), capture_output=True, text=True,
                          timeout=timeout + after + 120, check=False)
     try:
@@ -276,7 +304,7 @@ def _print_run(label: str, r: dict, show_log: bool) -> None:
               f"largest gap between two {r['largest_gap_ms']:.1f} ms; background warm-up "
               f"done at {_fmt(r['rest_loaded_s'])} s", flush=True)
     if 'request_s' in r:
-        print(f"    a ~/linearize (mixed, discrete) 1 s after the first output: answered in "
+        print(f"    {r['request_what']} 1 s after the first output: answered in "
               f"{r['request_s']:.2f} s (success {r['request_success']}), "
               f"{r['outputs_during_request']} outputs meanwhile of "
               f"{r['outputs_expected']:.0f} at the rate before it, largest gap "
@@ -309,6 +337,10 @@ def main(argv: list[str] | None = None) -> int:
                     help='cold runs: 1 s after the first output, call ~/linearize with other '
                          'options than the tick (mixed, discrete) and report the outputs '
                          'received until its answer and their largest gap')
+    ap.add_argument('--change-after-first', nargs='?', const='dt:=0.02', default='',
+                    metavar='NAME:=VALUE',
+                    help='the same as --request-after-first with a parameter change '
+                         '(default dt:=0.02; a number or a string)')
     ap.add_argument('--node-module', action='store_true',
                     help='start the node as python -m rbd_linearizer.ros.node (PYTHONPATH)')
     ap.add_argument('--node-param', action='append', default=[], metavar='NAME:=VALUE',
@@ -342,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
             for k in range(args.cold_runs):
                 r = first_output(python, str(Path(tmp) / f'cold{k}'), args.timeout,
                                  args.node_module, params, args.after_first,
-                                 args.request_after_first)
+                                 args.request_after_first, args.change_after_first)
                 rows.append(('cold', r))
                 _print_run(f'cold {k}', r, args.show_log)
         if args.cache_dir == 'package':  # the set-up's own cache (NUMBA_CACHE_DIR unset)
