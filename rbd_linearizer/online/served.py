@@ -56,15 +56,17 @@ __all__ = ['DescriptionQueue', 'Served', 'build_served', 'has_description_source
 #: The background threads of cold warm-ups (``Served.warm_up``), in the order they started: a
 #: request for other options waits for them, and each waits for those before it.
 _later: list[threading.Thread] = []
+_later_lock = threading.Lock()  # (appended in one thread while another drops the ended ones)
 
 
 def _wait_for_later(before: list[threading.Thread] | None = None) -> None:
     # Join the background warm-ups (or those of ``before``: the ones that started before the
-    # calling background thread). Two threads may wait at once (a model swap's worker and a
-    # request worker): each joins a snapshot
+    # calling background thread). Several threads may wait at once (a model swap's worker, a
+    # request worker, a background thread): each joins a snapshot
     for thread in list(_later) if before is None else before:
         thread.join()
-    _later[:] = [t for t in _later if t.is_alive()]
+    with _later_lock:
+        _later[:] = [t for t in _later if t.is_alive()]
 
 
 def _worker_waits(served: Served, data) -> bool:
@@ -220,10 +222,11 @@ class Served:
             report(f'compiling the rest of the kernels for {what} in the background (about '
                    f'{precompile.estimate_s([], jobs=jobs, tasks=later):.0f} s, low priority): '
                    'other representations, time models, inputs and the trajectories')
-            thread = threading.Thread(target=self._warm_up_later,
-                                      args=(cfg, partial, later, what, report, list(_later)),
-                                      name='rbd-kernel-warmup-later', daemon=True)
-            _later.append(thread)
+            with _later_lock:
+                thread = threading.Thread(target=self._warm_up_later,
+                                          args=(cfg, partial, later, what, report, list(_later)),
+                                          name='rbd-kernel-warmup-later', daemon=True)
+                _later.append(thread)
             thread.start()
 
     def _warm_up_later(self, cfg: dict[str, Any], families: list[str],
