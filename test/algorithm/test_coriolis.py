@@ -125,9 +125,31 @@ def test_mdot_minus_2c_is_skew(topology, floating, seed):
     np.testing.assert_allclose(N, -N.T, rtol=0, atol=tol)
     eta = np.random.default_rng(seed).normal(size=model.nv)
     assert abs(eta @ N @ eta) < tol * model.nv
-    # branch-induced sparsity (notes §6 item 12): C_ij = 0 wherever M_ij is structurally 0
-    related = nc.mass_matrix(model, q, rotors=False) != 0.0
+    # branch-induced sparsity (notes §6 item 12): C_ij = 0 wherever M_ij is structurally 0,
+    # i.e. neither joint supports the other (from the tree: an entry of M can be 0.0 by
+    # cancellation at one state, e.g. within the base's block, whose C entry is not 0)
+    related = _supports(model)
+    assert (topology == 'chain') == related.all()  # (a tree has unrelated dofs)
     assert np.all(C[~related] == 0.0)
+    M = nc.mass_matrix(model, q, rotors=False)
+    assert np.all(M[~related] == 0.0)  # (the same pattern)
+
+
+def _supports(model) -> np.ndarray:
+    # (nv, nv) bool: the dofs of body i and of body j are on one branch (one is an ancestor of
+    # the other, or the same body)
+    dof_body = np.empty(model.nv, dtype=int)
+    for i in range(model.nb):
+        dof_body[model.idx_v[i]: model.idx_v[i] + model.nv_joint[i]] = i
+    ancestors = []
+    for i in range(model.nb):
+        chain, k = {i}, model.parents[i]
+        while k >= 0:
+            chain.add(int(k))
+            k = model.parents[k]
+        ancestors.append(chain)
+    return np.array([[a in ancestors[b] or b in ancestors[a] for b in dof_body]
+                     for a in dof_body])
 
 
 def test_zero_velocity_and_linearity():
