@@ -49,6 +49,7 @@ from _node_process import TIMEOUT, NodeProcess, Probe, unique_ns  # noqa: E402
 
 NS = unique_ns('nt')
 SHORT = 3.0
+SPACING_NS = 5_000_000  # between two stamps of the probe (TopicsProbe.now_ns)
 JOINTS = ('q7', 'q6', 'q5', 'q4', 'q3', 'q2')
 RESOURCES = os.path.join(os.path.dirname(__file__), '..', 'resources', 'urdf')
 
@@ -73,6 +74,7 @@ class TopicsProbe(Probe):
 
     def __init__(self, node: NodeProcess):
         super().__init__(node, name='rbd_node_topics_probe')
+        self._last_stamp = 0
         self.lins: list = []
         n = self.node
         n.create_subscription(Linearization, f'{NS}/linearizer/linearization', self.lins.append,
@@ -98,7 +100,20 @@ class TopicsProbe(Probe):
         return True
 
     def now_ns(self) -> int:
-        return self.node.get_clock().now().nanoseconds
+        """Return the probe's clock now, at least ``SPACING_NS`` after the last stamp given.
+
+        The node pairs a base state with the newest joint state within ``max_state_skew_s``
+        (1 ms) of it: two states published less than that apart (the loops below publish
+        each as soon as the output of the one before arrived) could pair the new odometry,
+        sent first, with the previous joint state (measured once under load: the output
+        stamped with state 4 carried the joints of state 3).
+        """
+        now = self.node.get_clock().now().nanoseconds
+        while now < self._last_stamp + SPACING_NS:
+            time.sleep((self._last_stamp + SPACING_NS - now) * 1e-9)
+            now = self.node.get_clock().now().nanoseconds
+        self._last_stamp = now
+        return now
 
     def publish_state(self, stamp_ns, q, v, efforts=None, names=None, quat=None):
         names = list(names or MODEL.joint_names)
