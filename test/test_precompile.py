@@ -53,6 +53,28 @@ def test_precompile_leaves_every_node_kernel_in_the_cache():
     assert again.stdout.startswith("rbd_linearizer: the node's kernels are cached ("), again
 
 
+ONE_PROCESS = """
+import json
+from rbd_linearizer import precompile as p
+paths = p._node_paths
+p._node_paths = lambda model: [fam for fam in paths(model) if fam[0] == 'linearization']
+p.precompile(jobs=1)
+print(json.dumps([t for t, _ in p.missing_tasks(p._tasks(['linearization']))]))
+"""
+
+
+def test_the_pre_compile_in_one_process_leaves_every_task_in_the_cache(tmp_path):
+    # --jobs 1 (the set-up's choice with a core busy): the family's calls and also its units
+    # of the options those calls do not take (other representations, time models, inputs), as
+    # the worker processes compile them; the linearization family, from an empty cache
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    env.pop('NUMBA_DISABLE_JIT', None)
+    res = subprocess.run([sys.executable, '-c', ONE_PROCESS], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert json.loads(res.stdout.strip().splitlines()[-1]) == []
+
+
 def test_run_reporting_reports_while_the_work_runs():
     lines: list[str] = []
     release = threading.Event()
