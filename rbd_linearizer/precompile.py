@@ -812,18 +812,11 @@ def precompile(everything: bool = False, out=sys.stdout, jobs: int | None = None
 
     t0 = time.perf_counter()
     model = build_model(default_robot_urdf())
-
-    def with_units(fam: str, calls: list[Callable[[], None]]) -> Callable[[], None]:
-        # in this process: a family's calls, then its units their options did not reach
-        # (those of the other representations, time models and inputs: the worker processes
-        # compile each unit as a task of its own)
-        def run() -> None:
-            _each(*calls)()
-            for unit in FAMILIES[fam].units if fam in FAMILIES else ():
-                _jit.resolve_unit(unit_name(unit))
-        return run
-
-    steps = [(fam, with_units(fam, calls)) for fam, calls in _node_paths(model)]
+    # in this process: each family's calls, then its units (load_tasks), also those its calls'
+    # options do not reach (other representations, time models, inputs), as the worker
+    # processes compile each unit as a task of its own
+    steps = [(fam, _each(*calls, lambda fam=fam: load_tasks(_tasks([fam]))))
+             for fam, calls in _node_paths(model)]
     node_families = [f for f, _ in steps]
     if everything:
         data = None
