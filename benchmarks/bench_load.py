@@ -30,6 +30,7 @@ import sys
 import time
 
 from _node_driver import NodeDriver, isolate_ros_domain, latency_stats, proc_status_mb
+from bench_floor import window
 import numpy as np
 
 #: At most this much of the stream is in flight (published, not yet processed by the node) when
@@ -68,15 +69,16 @@ def run(robot: str, mode: str, state_rate: float, duration: float) -> dict:
         drv.start_stream()
         drv.spin_for(3.0)
         # the window starts on the arrival of a fresh diagnostics message: the node's counters
-        # (d0) and the driver's (pub0) are then read at the same moment, up to the states
+        # (d0) and the window's start (t0_ns) are then read at the same moment, up to the states
         # still in flight (published, not yet processed: IN_FLIGHT_S of them at most)
         n_wait, t_wait = len(diags), time.monotonic() + 3.0
         while len(diags) <= n_wait and time.monotonic() < t_wait:
             drv.executor.spin_once(timeout_sec=0.005)
         n_diag0 = len(diags)
         d0 = _counters(diags[-1]) if diags else _counters({})
-        drv.latencies.clear()
-        pub0 = drv.published
+        # the states and outputs of the window: those of the states stamped in it
+        # (bench_floor.window; an output of a state published before it may arrive in it)
+        t0_ns = time.time_ns()
         rss0 = proc_status_mb(pid, 'VmRSS')
         rss_peak = rss0
         t0 = time.monotonic()
@@ -88,11 +90,9 @@ def run(robot: str, mode: str, state_rate: float, duration: float) -> dict:
                 if drv.alive():
                     rss_peak = max(rss_peak, proc_status_mb(pid, 'VmRSS'))
         t1 = time.monotonic()
-        drv.stop_stream()  # before reading pub1: every state the node may count is counted
-        pub1 = drv.published
+        drv.stop_stream()
+        t1_ns = time.time_ns()  # (after the stream's last state: every state the node counts)
         d_run = diags[-1] if len(diags) > n_diag0 else {}  # the last one during the run
-        n_lat = len(drv.latencies)
-        lat = np.array(drv.latencies[:n_lat]) if n_lat else np.full(1, np.nan)
         alive = drv.alive()
         rss1 = proc_status_mb(pid, 'VmRSS') if alive else float('nan')
         hwm = proc_status_mb(pid, 'VmHWM') if alive else float('nan')
@@ -103,15 +103,19 @@ def run(robot: str, mode: str, state_rate: float, duration: float) -> dict:
             drv.executor.spin_once(timeout_sec=0.05)
         d_end = diags[-1] if len(diags) > n_diag0 else {}
         d1 = _counters(d_end)
+        lat, _, n_pub, _ = window(drv, t0_ns, t1_ns)  # (outputs that came during the wait too)
+        n_lat = lat.size
+        if not n_lat:
+            lat = np.full(1, np.nan)
         elapsed = t1 - t0
         return {
             'robot': robot, 'nv': model.nv, 'nx': 2 * model.nv, 'mode': mode,
             'node_rate_hz': node_rate, 'state_rate_hz_target': state_rate,
             'duration_s': round(elapsed, 1),
-            'states_published': pub1 - pub0,
+            'states_published': n_pub,
             # states in flight when the window opened: the node may count them in its window
             'states_in_flight_max': math.ceil(state_rate * IN_FLIGHT_S),
-            'state_rate_hz': round((pub1 - pub0) / elapsed, 1),
+            'state_rate_hz': round(n_pub / elapsed, 1),
             'outputs_received': n_lat,
             'output_rate_hz': round(n_lat / elapsed, 1),
             **latency_stats(lat),
