@@ -5,11 +5,15 @@ process on go2 (its built-in state source, a timer tick at ``RATE_HZ``) with
 ``trajectory_server: process``; a probe node in this process. Checks:
 
 * **the tick keeps its rate while maximal requests are answered**: ``REQUESTS`` requests of
-  ``max_trajectory_points`` points each (14 MB answers), one after the other; the
-  linearizations stamped between each request and its answer are counted (rates, not
-  timings) against the rate. In the node's own process the same requests leave 46-71 % of the
-  ticks (docs/performance.md, "Requests beside the tick"): rclpy holds the interpreter lock
-  while it converts them;
+  ``max_trajectory_points`` points each (14 MB answers), one after the other, served by the
+  process (its pid, not the node's); the linearizations stamped between each request and its
+  answer are counted (rates, not timings) against those stamped in the quiet stretches
+  between the requests, in the same run (what the node ticks on this machine at this moment
+  without requests: the bound is about the requests, not about a loaded machine; the
+  failure message gives both shares and each request's longest gap). In the node's own
+  process the same requests leave 46-71 % of the ticks (docs/performance.md, "Requests
+  beside the tick"), 0.67 of the quiet share in this test: rclpy holds the interpreter lock
+  while it converts them (largest gap 45-58 ms per request; with the process 7-15 ms idle);
 * the diagnostics say where trajectories are served (``trajectory_server: process (pid N)``)
   and count what the process answered (``trajectory_requests``, ``trajectory_compute_ms_*``);
 * a new robot description reaches the process before the node swaps: from the first
@@ -58,8 +62,12 @@ except FileNotFoundError as e:  # pragma: no cover - the test group pins example
 RATE_HZ = 200.0
 MAX_POINTS = 1000
 REQUESTS = 8
-#: Ticks stamped during the requests, as a share of RATE_HZ x their duration (module docstring).
+#: Ticks stamped during the requests per second, as a share of those stamped per second in
+#: the quiet stretches between them (module docstring).
 MIN_TICK_SHARE = 0.8
+#: The quiet stretch after each answer that is counted: from QUIET_S[0] to QUIET_S[1] [s]
+#: (the probe spins 0.2 s after each answer; the ticks stamped in it have arrived by then).
+QUIET_S = (0.01, 0.15)
 MODEL = build_model(URDF_PATH.read_text())
 
 
@@ -157,10 +165,15 @@ def _trajectory_pid(values: dict[str, str]) -> int:
     return int(server.split('pid ')[1].rstrip(')'))
 
 
-def test_the_tick_keeps_its_rate_while_maximal_requests_are_answered(probe):
+def _stamped(ticks: list[int], t0: int, t1: int) -> list[int]:
+    return sorted(s for s in ticks if t0 <= s <= t1)
+
+
+def test_the_tick_keeps_its_rate_while_maximal_requests_are_answered(node, probe):
     before = probe.requests_counted(1)  # (the probe's first call)
-    ticked, span = 0, 0.0
+    assert _trajectory_pid(probe.diags[-1][1]) not in (node.pid, os.getpid())
     clock = probe.node.get_clock()
+    busy, quiet = [], []  # windows [ns]: each request's round trip, the stretch after it
     for k in range(REQUESTS):
         t0 = clock.now().nanoseconds
         res = probe.linearize(MAX_POINTS, seed=100 + k)
@@ -168,15 +181,30 @@ def test_the_tick_keeps_its_rate_while_maximal_requests_are_answered(probe):
         assert res.success, res.message
         assert res.linearization.n_points == MAX_POINTS
         probe.spin(0.2)  # the ticks stamped in the window have arrived
-        ticked += sum(t0 <= s <= t1 for s in probe.ticks)
-        span += (t1 - t0) * 1e-9
-    expected = span * RATE_HZ
-    assert ticked >= MIN_TICK_SHARE * expected, \
-        f'{ticked} linearizations during {span:.3f} s of requests, {expected:.0f} expected'
+        busy.append((t0, t1))
+        quiet.append((t1 + int(QUIET_S[0] * 1e9), t1 + int(QUIET_S[1] * 1e9)))
+
+    def per_s(windows):
+        return sum(len(_stamped(probe.ticks, a, b)) for a, b in windows) / \
+            sum((b - a) * 1e-9 for a, b in windows)
+
+    def longest_gap_ms(t0, t1):  # between two ticks, one of them in the window
+        st = _stamped(probe.ticks, t0 - 10**9, t1 + 10**9)
+        return max((b - a) * 1e-6 for a, b in zip(st, st[1:], strict=False)
+                   if b >= t0 and a <= t1)
+
+    during, between = per_s(busy), per_s(quiet)
+    report = (f'{during:.0f} linearizations per s during {len(busy)} requests of '
+              f'{sum(b - a for a, b in busy) * 1e-9:.3f} s, {between:.0f} per s between them '
+              f'(rate {RATE_HZ:g} Hz); longest gap per request [ms]: '
+              + ', '.join(f'{longest_gap_ms(a, b):.0f}' for a, b in busy)
+              + f'; load average {os.getloadavg()[0]:.2f}')
+    assert between >= 0.5 * RATE_HZ, report  # the node ticks at all between the requests
+    assert during >= MIN_TICK_SHARE * between, report
     assert probe.requests_counted(before + REQUESTS) == before + REQUESTS
     after = probe.diags[-1][1]
     assert float(after['trajectory_compute_ms_p99']) > 0
-    assert _trajectory_pid(after) != os.getpid()
+    assert _trajectory_pid(after) not in (node.pid, os.getpid())
 
 
 def test_a_new_description_reaches_the_trajectory_process(probe):
