@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+import math
 import threading
 from typing import Any
 
@@ -33,7 +34,7 @@ import numpy as np
 from rbd_linearizer.conventions import REPRESENTATIONS
 from rbd_linearizer.errors import ConfigError, StateError
 from rbd_linearizer.linearization.representation import twist_transforms
-from rbd_linearizer.model.state import normalize_quaternion
+from rbd_linearizer.model.state import QUATERNION_NORM_TOLERANCE, normalize_quaternion
 from rbd_linearizer.online.params import TIME_MODELS
 from rbd_linearizer.online.requests import WORKER_IDLE_S
 
@@ -196,8 +197,9 @@ def expand_inputs(inputs, n_points: int, nu: int,
 
 
 def _first_bad(mask_rows: np.ndarray) -> int | None:
-    bad = np.flatnonzero(mask_rows)
-    return int(bad[0]) if bad.size else None
+    if not mask_rows.any():  # (the common answer, cheaper than flatnonzero)
+        return None
+    return int(np.flatnonzero(mask_rows)[0])
 
 
 def _options(cfg: dict[str, Any], representation: str, time_model: str) -> tuple[str, str]:
@@ -271,11 +273,7 @@ def _floating_states(m, base_poses, base_twists, S, Sd, N: int, rep: str):
     V = np.empty((N, m.nv))
     Q[:, 0:3], Q[:, 7:], V[:, 6:] = poses[:, 0:3], S, Sd
     V[:, 0:6] = twists  # body: as given
-    for k in range(N):  # the single-state path's own function: the same q bit for bit
-        try:
-            Q[k, 3:7] = normalize_quaternion(poses[k, 3:7])
-        except StateError as e:
-            raise StateError(f'point {k}: {e}') from None
+    Q[:, 3:7] = _unit_quaternions(poses[:, 3:7])
     if rep != 'body':  # base_twist_to_body of every point: the same maps, one stacked solve
         with np.errstate(invalid='ignore', over='ignore'):
             V[:, 0:6] = np.linalg.solve(twist_transforms(Q, rep), twists[:, :, None])[:, :, 0]
@@ -283,6 +281,30 @@ def _floating_states(m, base_poses, base_twists, S, Sd, N: int, rep: str):
     if k is not None:
         raise StateError(f'point {k}: base twist overflows in the body frame')
     return Q, V
+
+
+def _unit_quaternions(P: np.ndarray) -> np.ndarray:
+    """Return the rows of ``P`` (N, 4) as ``normalize_quaternion`` returns each, bit for bit.
+
+    Every point at once when all are within the tolerance: ``q . q`` of each row by numpy's
+    ``matmul`` of a row and a column, which is numpy's ``dot`` (the call
+    ``normalize_quaternion`` makes; test/online/test_trajectory_units.py compares them bit for
+    bit), then the same square root and division. Otherwise point by point with
+    ``normalize_quaternion``: the first refused point named, its reason kept.
+    """
+    sq = np.matmul(P[:, None, :], P[:, :, None]).reshape(-1)
+    with np.errstate(invalid='ignore', over='ignore'):
+        norm = np.sqrt(sq)
+        within = (sq > 0.0) & (sq < math.inf) & (np.abs(norm - 1.0) <= QUATERNION_NORM_TOLERANCE)
+    if within.all():
+        return P / norm[:, None]
+    out = np.empty_like(P)
+    for k in range(P.shape[0]):
+        try:
+            out[k] = normalize_quaternion(P[k])
+        except StateError as e:
+            raise StateError(f'point {k}: {e}') from None
+    return out
 
 
 def check_schedule(catalogue: Sequence[str], frames: Sequence[str], schedule,

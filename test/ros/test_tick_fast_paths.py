@@ -218,6 +218,26 @@ def test_finite_values_whose_sum_overflows_are_finite(results):
     assert non_finite_fields(huge, der) == [] == _walked(huge, der)
 
 
+def test_large_arrays_are_summed_where_they_are(results, monkeypatch):
+    # a trajectory's A, B (more than _CONCATENATED numbers) are reduced one by one, not
+    # copied into the concatenation: the same answers
+    lin, der = results
+    big = _replaced(lin, 'A', lambda a: np.tile(a, (4, 4)))
+    assert big.A.size > finite._CONCATENATED >= lin.B.size
+    assert finite._all_finite_results((big, None, der, None))
+    for bad in (np.nan, np.inf, -np.inf):
+        poisoned = _replaced(big, 'A', lambda v, b=bad: _poisoned(v, b))
+        assert not finite._all_finite_results((poisoned, der))
+        assert non_finite_fields(poisoned, der) == ['A'] == _walked(poisoned, der)
+    huge = _replaced(big, 'A', lambda a: np.full_like(a, 1e308))
+    with np.errstate(over='ignore'):
+        assert not finite._all_finite_results((huge,))  # the sum overflows: the walk decides
+    assert non_finite_fields(huge, der) == [] == _walked(huge, der)
+    with monkeypatch.context() as m:
+        m.setattr(finite, '_walk', None)  # finite: the walk is not needed
+        assert non_finite_fields(big, None, der, None) == []
+
+
 @dataclasses.dataclass
 class _Inner:
     x: object = 0.0
