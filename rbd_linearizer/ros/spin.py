@@ -102,8 +102,9 @@ def close(executor, nodes, context=None, *, exit_after: float | None = None,
     ``executor``: None when it was not built; ``nodes``: the nodes built (None entries are
     skipped); ``context``: None for rclpy's default context (whose shutdown also uninstalls
     rclpy's signal handlers), shut down only if it still is up (a stop signal may have done
-    it). ``executor.shutdown()`` releases the executor's entities (its guard conditions, the
-    generator of its last wait with that wait's timeout timer) now, while the context is up.
+    it, also between that check and the call). ``executor.shutdown()`` releases the
+    executor's entities (its guard conditions, the generator of its last wait with that
+    wait's timeout timer) now, while the context is up.
     Left to the garbage collector they go much later: once a wait has handed out work,
     rclpy's executor holds a reference cycle (itself and that generator) and outlives its
     last reference, to be collected at some later collection or during the interpreter's
@@ -125,7 +126,13 @@ def close(executor, nodes, context=None, *, exit_after: float | None = None,
             if node is not None:
                 node.destroy_node()
         if rclpy.ok(context=context):
-            rclpy.shutdown(context=context)
+            try:
+                rclpy.shutdown(context=context)
+            except Exception:  # noqa: BLE001 - re-raised unless it was that race
+                # a stop signal's thread (rclpy's handlers) shut the context down between the
+                # check and this call: "rcl_shutdown already called" (seen once in ~50 stops)
+                if rclpy.ok(context=context):
+                    raise
 
 
 def _pending_exit_code() -> int:
