@@ -147,21 +147,38 @@ def run(stop_code: int, load_main):
     return code
 
 
+def _node_class(name: str):
+    """Return a maker of ``rbd_linearizer.ros.node.<name>`` that imports that module itself.
+
+    The node's module brings numba and the kernels' modules (about 1 s here, more on a slower
+    machine); imported by the maker, it comes after ``spin.run`` has started ROS and logged
+    its first lines (the DDS profile, the allocator), and the start shows at once.
+    """
+    def make():
+        from rbd_linearizer.ros import node
+        return getattr(node, name)()
+    return make
+
+
 def linearizer_node():
-    """``linearizer_node``: ``rbd_linearizer.ros.node.main``."""
+    """``linearizer_node``: ``rbd_linearizer.ros.node.main``, the node's module imported later.
+
+    As ``main``: ``spin.run`` with the node classes, made by ``_node_class``.
+    """
     install(0)
 
     def load():
-        from rbd_linearizer.ros.node import main
-        return main
+        from rbd_linearizer.ros.spin import run as spin_run
+        return lambda: spin_run(_node_class('LinearizerNode'), None,
+                                make_lifecycle_node=_node_class('LinearizerLifecycleNode'))
     return run(0, load)
 
 
 def linearizer_lifecycle_node():
-    """``linearizer_lifecycle_node``: ``rbd_linearizer.ros.node.main_lifecycle``."""
+    """``linearizer_lifecycle_node``: ``rbd_linearizer.ros.node.main_lifecycle``, as above."""
     install(0)
 
     def load():
-        from rbd_linearizer.ros.node import main_lifecycle
-        return main_lifecycle
+        from rbd_linearizer.ros.spin import run as spin_run
+        return lambda: spin_run(_node_class('LinearizerLifecycleNode'), None)
     return run(0, load)

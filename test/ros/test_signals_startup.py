@@ -27,6 +27,10 @@ time from the spawn to the handler is printed (``pytest -s``), as are the send t
 
 Where the nodes' own handlers may raise (numba, llvmlite, ``__del__``): test_safe_interrupt.py.
 
+The node scripts import only rclpy's side (``ros/spin.py``) before ROS starts and logs its
+first lines; numba and the node's module come when the node is made (checked in a subprocess:
+``test_the_node_scripts_start_ros_before_importing_the_nodes_module``).
+
 Bounds are hang guards only (``STOP_GUARD``), never timing assertions. 44 short runs, ~30 s.
 """
 
@@ -322,3 +326,24 @@ def test_rbd_linearizer_compute(tmp_path, sig_name, point):
     script, _ = _run(tmp_path, ['rbd-linearizer', 'compute', '--urdf', str(urdf), '--state',
                                 str(state), '-o', 'out.npz'], sig_name, point, 130, finite=True)
     assert not (script.dir / 'out.npz').exists()
+
+
+def test_the_node_scripts_start_ros_before_importing_the_nodes_module():
+    # linearizer_node / linearizer_lifecycle_node: spin.run (rclpy) starts ROS and logs the
+    # first lines; numba and the node's module come when the node is made (_entry._node_class)
+    code = ('import sys\n'
+            'from rbd_linearizer.ros import _entry, spin\n'
+            'makers = [_entry._node_class(n) for n in ("LinearizerNode", '
+            '"LinearizerLifecycleNode")]\n'
+            'heavy = ("numba", "rbd_linearizer.ros.node", "rbd_linearizer.online.served")\n'
+            'print([m for m in heavy if m in sys.modules])\n'
+            'try:\n'
+            '    makers[0]()  # (no rclpy.init: the node cannot be made, its module is imported)\n'
+            'except Exception as e:\n'
+            '    print(type(e).__name__, [m for m in heavy if m in sys.modules])\n')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         timeout=STOP_GUARD * 4)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.splitlines() == [
+        '[]', "NotInitializedException ['numba', 'rbd_linearizer.ros.node', "
+              "'rbd_linearizer.online.served']"], out.stdout
