@@ -165,10 +165,12 @@ def _all_finite_results(objects) -> bool:
         if obj is not None and not _result_floats(obj, arrays, floats):
             return False
     total = sum(floats, 0.0)
-    small = [a for a in arrays if a.size <= _CONCATENATED]
+    small = []
     for a in arrays:  # large ones (a trajectory's A, B) reduced where they are: no copy
         if a.size > _CONCATENATED:
             total += float(np.add.reduce(a, None))
+        else:
+            small.append(a)
     if small:
         total += float(np.add.reduce(np.concatenate(small), None))
     return math.isfinite(total)
