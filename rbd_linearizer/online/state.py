@@ -454,7 +454,8 @@ class StateFeed:
     """The node's state inputs without ROS: stamp rules, pairing, applied inputs, assembly.
 
     The node decodes each message and hands it over with its clock's ``now``; ``take`` gives
-    the tick its ``(q, v, u, stamp)``. ``error(text, throttle)`` and ``reject(what, reason)``
+    the tick its ``(q, v, u, stamp)``. ``error(text, throttle)`` (``throttle``: the kind of a
+    line that may come in floods, logged once per second per kind) and ``reject(what, reason)``
     report (log and count: ``online.stats.Stats``); ``stats`` holds the input counters.
     """
 
@@ -477,7 +478,7 @@ class StateFeed:
                 self.sync.out_of_order += 1
             self._error(f'dropped a {"applied input" if inputs else "state"} stamped before '
                         f'the clock jumped back (stamp {stamp_ns} ns, clock {now_ns} ns)',
-                        throttle=True)
+                        throttle='before_clock_jump')
         elif verdict == 'future':
             self._reject(what, f'stamp is {(stamp_ns - now_ns) * 1e-9:.3f} s ahead of the node '
                                f'clock (max_state_age {max_age * 1e-9:g} s)')
@@ -492,7 +493,7 @@ class StateFeed:
         if (self.sync.add_joints if joints else self.sync.add_base)(sample):
             return True
         self._error(f'dropped out-of-order {"joint state" if joints else "odometry"} (stamp '
-                    f'{sample.stamp_ns} ns)', throttle=True)
+                    f'{sample.stamp_ns} ns)', throttle='out_of_order')
         return False
 
     def add_applied(self, applied: Applied, now_ns: int, sim_time: bool) -> None:
@@ -503,7 +504,7 @@ class StateFeed:
         if last is not None and applied.stamp_ns < last.stamp_ns:
             self._stats.out_of_order_inputs += 1
             self._error(f'dropped out-of-order applied inputs (stamp {applied.stamp_ns} ns, '
-                        f'newest {last.stamp_ns} ns)', throttle=True)
+                        f'newest {last.stamp_ns} ns)', throttle='out_of_order_inputs')
             return
         self.applied = applied
 
@@ -522,7 +523,7 @@ class StateFeed:
         got = self.sync.take(now_ns, min_spacing_ns)
         if got.status != 'ok':
             if got.reason and got.status == 'stale':
-                self._error(f'tick skipped: {got.reason}', throttle=True)
+                self._error(f'tick skipped: {got.reason}', throttle='tick_skipped')
             return None
         if got.state.joints.model_hash != served.model.urdf_hash:
             return None  # states of the previous model, before the swap
@@ -532,7 +533,7 @@ class StateFeed:
             self._error(f'applied inputs are stale: the newest is '
                         f'{(now_ns - self.applied.stamp_ns) * 1e-9:.3f} s old (max_state_age '
                         f'{self.sync.max_age_ns * 1e-9:g} s); u0 from the measured efforts '
-                        'instead', throttle=True)
+                        'instead', throttle='stale_inputs')
         q, v, u = assemble(got.state, served.resolved, served.tau_joints,
                            cfg['use_measured_efforts'], applied, served)
         return q, v, u, got.state.stamp_ns

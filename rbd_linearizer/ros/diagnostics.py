@@ -36,28 +36,38 @@ class NodeErrors:
     """Log and count a node's errors and refused inputs.
 
     ``node``: logs (its rclpy logger); ``stats``: where they are counted (an
-    ``online.stats.Stats``). Throttled lines (``LogThrottle``, one per second) are decided
-    before rclpy's logger is called: a skipped line costs nothing (ros/log_throttle.py).
+    ``online.stats.Stats``). Throttled lines (``LogThrottle``, one per second **per kind**: a
+    flood of one kind, e.g. skipped ticks, does not hide the first line of another, e.g. a
+    refused joint state) are decided before rclpy's logger is called: a skipped line costs
+    nothing (ros/log_throttle.py).
     """
 
     def __init__(self, node, stats):
         """Log through ``node``, count in ``stats``."""
         self._node, self._stats = node, stats
-        self._throttle = LogThrottle(1.0)  # the throttled errors' log lines (one call site)
+        self._throttles: dict[str, LogThrottle] = {}  # kind -> its throttled log lines
 
-    def error(self, text: str, throttle: bool = False) -> None:
-        """Log ``text`` (an error; throttled to 1/s as a warning) and keep it as the last."""
+    def error(self, text: str, throttle: str | None = None) -> None:
+        """Log ``text`` (an error) and keep it as the last.
+
+        ``throttle``: the kind of a line that may come in floods (``'rejected_joint_state'``,
+        ``'tick_skipped'``, ...): logged as a warning, at most once per second per kind;
+        None: always logged, as an error.
+        """
         self._stats.error(text)
-        if throttle:
-            if self._throttle.due():
-                self._node.get_logger().warning(text)
-        else:
+        if throttle is None:
             self._node.get_logger().error(text)
+            return
+        gate = self._throttles.get(throttle)
+        if gate is None:
+            gate = self._throttles[throttle] = LogThrottle(1.0)
+        if gate.due():
+            self._node.get_logger().warning(text)
 
     def reject(self, what: str, reason: str) -> None:
-        """Count a refused ``what`` (``rejected_<what>``) and log why (throttled)."""
+        """Count a refused ``what`` (``rejected_<what>``) and log why (throttled per ``what``)."""
         self._stats.rejected[what] += 1
-        self.error(f'rejected {what}: {reason}', throttle=True)
+        self.error(f'rejected {what}: {reason}', throttle=f'rejected_{what}')
 
 
 class NodeDiagnostics(NodeErrors):

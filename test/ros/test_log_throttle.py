@@ -98,6 +98,36 @@ def test_a_node_refusing_a_flood_logs_once_per_second_and_counts_every_refusal()
         assert len([line for line in logger.lines if line[0] == 'warning']) == 2
 
 
+def test_a_flood_of_one_kind_does_not_hide_the_first_line_of_another():
+    # CI 2026-12-02: a NaN joint state refused within a second of an unrelated throttled line
+    # (one throttle for every kind) left no line saying why; each kind has its own now
+    from sensor_msgs.msg import JointState
+
+    with _quiet_node('/log_kinds') as node:
+        logger = _CountingLogger(node.get_logger())
+        node.get_logger = lambda: logger
+        od = Odometry()
+        od.header.frame_id = 'not_the_world'
+        od.pose.pose.orientation.w = 1.0
+        start = time.monotonic()
+        for _ in range(50):
+            node._on_odometry(serialize_message(od), None)
+        js = JointState(name=['a_joint_no_model_has'], position=[float('nan')], velocity=[0.0])
+        for _ in range(50):
+            node._on_joint_state(serialize_message(js), None)
+        node._diagnostics.error('tick skipped: a test line', throttle='tick_skipped')
+        node._diagnostics.error('tick skipped: again', throttle='tick_skipped')
+        assert time.monotonic() - start < 0.9  # (else a second line of a kind may be due)
+        warnings = [line[1] for line in logger.lines if line[0] == 'warning']
+        assert len(warnings) == 3, warnings
+        assert warnings[0].startswith('rejected odometry'), warnings
+        assert warnings[1].startswith('rejected joint_state'), warnings
+        assert warnings[2] == 'tick skipped: a test line', warnings
+        values = {kv.key: kv.value for kv in node.diagnostics_status().values}
+        assert values['rejected_odometry'] == '50' and values['rejected_joint_state'] == '50'
+        assert values['last_error'] == 'tick skipped: again'
+
+
 def test_log_hands_rcutils_the_callers_line_as_rclpy_does(monkeypatch):
     assert log_throttle.RCUTILS_LOG is not None  # this rclpy has the call (Jazzy, Kilted)
     calls = []
