@@ -5,7 +5,13 @@ time_model='continuous', dt=None) -> Linearization`` and ``linearize_batch`` ove
 inputs are described by ``InputSelection`` / ``WrenchInput``. See docs/linearization.md.
 """
 
-from rbd_linearizer.linearization.continuous import linearize, linearize_body, state_names
+from rbd_linearizer.linearization.continuous import (
+    PointLinearizer,
+    linearize,
+    linearize_body,
+    state_names,
+)
 from rbd_linearizer.linearization.inputs import InputSelection, WrenchInput
 
-__all__ = ['InputSelection', 'WrenchInput', 'linearize', 'linearize_body', 'state_names']
+__all__ = ['InputSelection', 'PointLinearizer', 'WrenchInput', 'linearize', 'linearize_body',
+           'state_names']

@@ -51,7 +51,7 @@ from rbd_linearizer.linearization.representation import (
 from rbd_linearizer.model.data import Data, check_data
 from rbd_linearizer.results import Linearization
 
-__all__ = ['LinearizationPoint', 'linearize', 'linearize_body', 'state_names']
+__all__ = ['LinearizationPoint', 'PointLinearizer', 'linearize', 'linearize_body', 'state_names']
 
 #: Discrete-time methods: the Lie-Euler map (exact Jacobians) or zero-order hold (expm).
 DISCRETE_METHODS = ('lie_euler', 'zoh')
@@ -343,6 +343,69 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
                   base_twist=out[st], joint_positions=out[sj], joint_velocities=out[sv])
     values['compute_time'] = _now() - t0
     return Linearization._owning(values)
+
+
+
+class PointLinearizer:
+    """``linearize`` with fixed options, into a flat buffer: no result object (the node's tick).
+
+    ``PointLinearizer(model, data, inputs, representation, time_model, dt, discrete_method)``
+    checks the options as ``linearize`` does (ConfigError; a zero-order hold is
+    ``linearize``'s alone: ConfigError here) and keeps its resolved plan; each call
+    ``point(q, v, u, out)`` is ``linearize``'s compiled call (``horizon.points_kernel`` with one
+    point, the same arguments): the same numbers bit for bit, written into ``out`` (``size``
+    float64, the caller's, reused) instead of a fresh ``Linearization``. The fields of that
+    result are the views ``out[slices[name]]`` (``A`` and ``B`` flat, row-major: reshape to
+    (nx, nx), (nx, nu)); ``step`` is its ``dt`` (0 in continuous time). Conventions: those of
+    ``linearize`` (q, v in the package convention, v's base twist in the BODY frame; the
+    result in ``representation``).
+
+    Returns 0, or ``points_kernel``'s error code (``out`` then holds no result: ``linearize``
+    at the same point raises the error). ``q``, ``v``, ``u`` as ``linearize`` takes them
+    (StateError on a wrong shape; ``u`` None: zero). Uses ``data``'s workspace, as
+    ``linearize`` with that Data: one thread at a time.
+    """
+
+    __slots__ = ('_plan', '_buffers', '_dts', 'step', 'size', 'nx', 'nu', 'slices')
+
+    def __init__(self, model, data, inputs: InputSelection | None = None,
+                 representation='body', time_model='continuous', dt=None,
+                 discrete_method: str = 'lie_euler', scheme: str = 'semi_implicit'):
+        """Check the options (ConfigError) and resolve them once for ``data``."""
+        check_data(model, data)
+        plan = _plan(model, data, inputs, representation, time_model, discrete_method, scheme)
+        if plan.hold:
+            raise ConfigError("PointLinearizer: the zero-order hold is linearize's alone")
+        self._plan, self._buffers = plan, plan.buffers
+        self.step = _discrete_dt(dt) if plan.discrete else 0.0
+        self._dts = np.array([self.step])  # its own: linearize writes the plan's
+        self.size, self.nx, self.nu = plan.out_size, plan.nx, plan.nu
+        sp, sq, st, sj, sv = plan.state_slices
+        #: where each field of linearize's result is in ``out``
+        self.slices = {'A': plan.sl_A, 'B': plan.sl_B, 'f': plan.sl_f, 'u0': plan.sl_u,
+                       'base_position': sp, 'base_quaternion': sq, 'base_twist': st,
+                       'joint_positions': sj, 'joint_velocities': sv}
+
+    def __call__(self, q, v, u, out: np.ndarray) -> int:
+        """Linearize at (q, v, u) into ``out``; 0, or the compiled call's error code."""
+        plan = self._plan
+        if not (out.__class__ is _ND and out.dtype is _F64 and out.shape == (self.size,)
+                and (fl := out.flags).c_contiguous and fl.writeable):
+            raise ValueError(f'out must be a writable contiguous float64 array of {self.size}')
+        nq, nv = plan.nq, plan.nv
+        if not (q.__class__ is _ND and q.dtype is _F64 and q.shape == (nq,)
+                and (fl := q.flags).c_contiguous and fl.writeable):
+            q = _kernel_vector(q, nq, 'q')
+        if not (v.__class__ is _ND and v.dtype is _F64 and v.shape == (nv,)
+                and (fl := v.flags).c_contiguous and fl.writeable):
+            v = _kernel_vector(v, nv, 'v')
+        if u is None:
+            u = plan.u_zero
+        elif not (u.__class__ is _ND and u.dtype is _F64 and u.shape == (plan.nu,)
+                  and (fl := u.flags).c_contiguous and fl.writeable):
+            u = _kernel_vector(u, plan.nu, 'u')
+        ints, floats, ws, dflat, Cm = self._buffers
+        return points_kernel(ints, floats, ws, dflat, Cm, q, v, u, self._dts, out)
 
 
 _now = time.perf_counter

@@ -17,7 +17,7 @@ import operator
 
 import numpy as np
 
-__all__ = ['non_finite_fields']
+__all__ = ['all_finite', 'non_finite_fields']
 
 _FIELDS: dict[type, tuple[str, ...] | None] = {}
 
@@ -99,6 +99,17 @@ def non_finite_fields(*objects) -> list[str]:
             if obj is not None:
                 _walk(obj, '', bad)
     return bad
+
+
+def all_finite(flat: np.ndarray, scratch: np.ndarray) -> bool:
+    """Return whether every number of the float64 array ``flat`` is finite.
+
+    ``scratch``: a boolean array of ``flat``'s shape, overwritten (no allocation per call).
+    Element by element (no sum that could overflow): the guard of a result held in one flat
+    buffer (the node's fast tick, ``ros/fast_tick.py``); ``non_finite_fields`` names the fields.
+    """
+    np.isfinite(flat, out=scratch)
+    return bool(scratch.all())
 
 
 _F64 = np.dtype(np.float64)

@@ -24,7 +24,7 @@ from rbd_linearizer.algorithm.compute_all_terms import compute_all_terms
 from rbd_linearizer.algorithm.coriolis import compute_coriolis_matrix, create_coriolis_workspace
 from rbd_linearizer.algorithm.joint_configuration import neutral
 from rbd_linearizer.errors import ConfigError, RbdError
-from rbd_linearizer.linearization import linearize
+from rbd_linearizer.linearization import PointLinearizer, linearize
 from rbd_linearizer.linearization.batch import linearize_batch
 from rbd_linearizer.linearization.inputs import InputSelection, resolve_inputs
 from rbd_linearizer.model import Model, build_model
@@ -319,11 +319,24 @@ class Served:
         ``data``: the workspace (default ``self.data``, the tick's; the service worker passes
         ``request_data``).
         """
-        tm = time_model or cfg['time_model']
         return linearize(self.model, self.data if data is None else data, q, v, u, self.inputs,
-                         representation=representation or cfg['velocity_representation'],
-                         time_model=tm, dt=(dt or cfg['dt']) if tm == 'discrete' else None,
-                         discrete_method=cfg['discrete_method'], stamp=int(stamp_ns))
+                         stamp=int(stamp_ns),
+                         **_options(cfg, representation, time_model, dt))
+
+    def tick_linearizer(self, cfg: dict[str, Any]) -> PointLinearizer | None:
+        """Return the tick's ``linearize`` as a ``PointLinearizer`` if it is the only output.
+
+        With ``cfg``'s options, on ``data`` (the tick's), as ``linearize(q, v, u, cfg)``: the same
+        numbers, into a flat buffer (the node's fast tick: no result object, the guard and the
+        message written from the buffer). None when the tick computes anything else (the
+        dynamics terms, derivatives, a contact catalogue's forces), without the linearization,
+        or with a zero-order hold: the tick then takes ``outputs_with_contacts``.
+        """
+        if (not cfg['publish_linearization'] or cfg['publish_dynamics']
+                or cfg['higher_order_derivatives'] > 0 or self.contacts
+                or (cfg['time_model'] == 'discrete' and cfg['discrete_method'] == 'zoh')):
+            return None
+        return PointLinearizer(self.model, self.data, self.inputs, **_options(cfg))
 
     def linearize_contact(self, q, v, u, cfg: dict[str, Any], frames: tuple[str, ...],
                           stamp_ns: int = 0, representation: str | None = None,
@@ -500,6 +513,16 @@ class Served:
         """d^(r+1)v/dt^(r+1), r = 0..order, at (q, v), ``u`` held constant (``online.terms``)."""
         return dynamics_derivatives(self.model, self.resolved, q, v, u, order, stamp_ns,
                                     representation)
+
+
+def _options(cfg: dict[str, Any], representation: str | None = None,
+             time_model: str | None = None, dt: float | None = None) -> dict[str, Any]:
+    # linearize's options from the configuration (a request's overrides first): the one
+    # mapping of Served.linearize and Served.tick_linearizer
+    tm = time_model or cfg['time_model']
+    return dict(representation=representation or cfg['velocity_representation'], time_model=tm,
+                dt=(dt or cfg['dt']) if tm == 'discrete' else None,
+                discrete_method=cfg['discrete_method'])
 
 
 def build_served(urdf: str, cfg: dict[str, Any],

@@ -463,24 +463,56 @@ class LinearizationEncoder:
             check_implied(implied, lin.time_model)
             self._layout(lin, frame_id, contacts, implied)
             self._key = key
-        sec, nanosec = divmod(int(lin.stamp), _NS)
+        return self._write(lin.stamp, lin.dt, lin.base_position, lin.base_quaternion,
+                           lin.base_twist, lin.joint_positions, lin.joint_velocities, lin.u0,
+                           lin.A, lin.B, lin.f, lin.compute_time)
+
+    @property
+    def layout(self) -> tuple | None:
+        """The current layout (None before the first ``encode``), for ``encode_flat``."""
+        return self._key
+
+    def encode_flat(self, layout: tuple, out: np.ndarray, slices: dict[str, slice],
+                    stamp_ns: int, dt: float, compute_time: float) -> bytes | None:
+        """Return the message of a result held flat in ``out``, or None if laid out anew since.
+
+        ``out`` / ``slices``: a ``linearization.PointLinearizer``'s buffer and field slices;
+        ``layout``: ``self.layout`` right after ``encode`` of a result of that linearizer's
+        model and options, with the same frame, contacts and implied rows (the strings, names
+        and sizes are that message's). The same bytes as ``encode`` of the ``Linearization``
+        ``linearize`` returns at the same point (test/ros/test_cdr.py). None (nothing written)
+        when another layout was made since: ``encode`` a result again.
+        """
+        if layout is not self._key:
+            return None
+        key = self._key  # its A.shape and B.shape: the layout's
+        A, B = out[slices['A']].reshape(key[8]), out[slices['B']].reshape(key[9])
+        return self._write(stamp_ns, dt, out[slices['base_position']],
+                           out[slices['base_quaternion']], out[slices['base_twist']],
+                           out[slices['joint_positions']], out[slices['joint_velocities']],
+                           out[slices['u0']], A, B, out[slices['f']], compute_time)
+
+    def _write(self, stamp_ns: int, dt: float, position, quaternion, twist, s, sdot, u0, A, B,
+               f, compute_time: float) -> bytes:
+        # the numbers into the current layout; a copy of the message
+        sec, nanosec = divmod(int(stamp_ns), _NS)
         if not -(2**31) <= sec < 2**31:
-            raise StateError(f'stamp {lin.stamp} ns does not fit builtin_interfaces/Time')
+            raise StateError(f'stamp {stamp_ns} ns does not fit builtin_interfaces/Time')
         struct.pack_into('<iI', self._buf, self._at_stamp, sec, nanosec)
-        self._dt[0] = lin.dt
+        self._dt[0] = dt
         pose = self._pose
-        pose[0:3] = lin.base_position
-        pose[3:7] = lin.base_quaternion
-        pose[7:13] = lin.base_twist
-        self._s[:] = lin.joint_positions
-        self._sdot[:] = lin.joint_velocities
-        self._u[:] = lin.u0
+        pose[0:3] = position
+        pose[3:7] = quaternion
+        pose[7:13] = twist
+        self._s[:] = s
+        self._sdot[:] = sdot
+        self._u[:] = u0
         (runs_a, runs_b) = self._runs
-        for sent, full, spans in ((self._a, lin.A, runs_a), (self._b, lin.B, runs_b)):
+        for sent, full, spans in ((self._a, A, runs_a), (self._b, B, runs_b)):
             for first, end, at in spans:
                 sent[at:at + end - first] = full[first:end]
-        self._f[:] = lin.f
-        self._ct[0] = lin.compute_time
+        self._f[:] = f
+        self._ct[0] = compute_time
         return bytes(self._buf)
 
 

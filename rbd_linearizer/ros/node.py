@@ -48,6 +48,7 @@ from rbd_linearizer.ros.cdr import LinearizationEncoder
 from rbd_linearizer.ros.contacts import NodeContacts, contact_labels, fill_linearize_response
 from rbd_linearizer.ros.diagnostics import NodeDiagnostics
 from rbd_linearizer.ros.entities import destroy_entities
+from rbd_linearizer.ros.fast_tick import FastTick
 from rbd_linearizer.ros.log_throttle import log
 from rbd_linearizer.ros.qos import latched_qos, qos_from_name, result_qos
 from rbd_linearizer.ros.requests import queued_service
@@ -103,6 +104,7 @@ class _LinearizerMixin:
                                       lambda: (self._served, self._cfg))
         self._timer = self._lin_pub = self._dyn_pub = self._der_pub = None
         self._lin_cdr = LinearizationEncoder()  # ~/linearization's bytes, one layout per model
+        self._fast = FastTick(self._lin_cdr)  # the linearization alone: from a flat buffer
         self._t0 = self.get_clock().now()
         self._due, self._active = None, False  # timer mode: when the next tick is due
         self._jump_handle = self.get_clock().create_jump_callback(
@@ -324,6 +326,11 @@ class _LinearizerMixin:
         if contacts is None:
             return
         start = time.perf_counter()
+        raw = self._fast.encode(served, cfg, q, v, u, stamp)  # ros/fast_tick.py
+        if raw is not None:  # the linearization alone: no result object (None: the full path)
+            self._lin_pub.publish(raw)
+            self._published(cfg, start, stamp, sim)
+            return
         try:
             lin, dyn, der, forces = served.outputs_with_contacts(q, v, u, cfg, stamp, contacts)
         except Exception as e:  # noqa: BLE001 - a bad point skips this tick, never the node
@@ -339,6 +346,7 @@ class _LinearizerMixin:
             self._lin_pub.publish(self._lin_cdr.encode(lin, frame, *contact_labels(forces),
                                                         implied.configured(lin.time_model, cfg)))
             self._contacts.publish_forces(forces, frame)  # ~/contact_forces, same stamp
+            self._fast.learn(served, cfg)  # the next ticks' fast path, where it applies
         if dyn is not None:
             self._dyn_pub.publish(conv.dynamics_terms_to_msg(dyn, frame))
         if der is not None:
@@ -347,6 +355,10 @@ class _LinearizerMixin:
             self.get_logger().info(f"first output published ({cfg['tick_mode']} tick, "
                                    f"{cfg['velocity_representation']}, {cfg['time_model']}): "
                                    f'{self._lin_pub.topic_name}')
+        self._published(cfg, start, stamp, sim)
+
+    def _published(self, cfg: dict[str, Any], start: float, stamp: int, sim: bool) -> None:
+        # count a published tick: its compute time (since ``start``), the state's age, late?
         elapsed = time.perf_counter() - start
         self._stats.published_one(elapsed, self._now_ns(sim) - stamp,
                                   self._timer is not None and elapsed > 1.0 / cfg['rate_hz'])

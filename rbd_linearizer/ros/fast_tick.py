@@ -1,0 +1,90 @@
+"""The tick's ``~/linearization`` without a result object, when it is the tick's only output.
+
+Issue 24 item 4 (docs/performance.md, "Node latency"): at 1 kHz the Python around the compiled
+call took more of the node's latency than the call itself, and far more than in a hot loop
+(each tick runs with cold caches). When the linearization is all a tick computes
+(``online.served.Served.tick_linearizer``: no dynamics terms, derivatives or contact catalogue,
+no zero-order hold), ``FastTick`` answers it in three steps instead of the layers of the full
+path (``Served.outputs_with_contacts`` -> ``linearize`` -> a ``Linearization`` -> the output
+guard walking its fields -> ``cdr.LinearizationEncoder.encode``):
+
+* the compiled call of ``linearize`` into one flat buffer (``linearization.PointLinearizer``:
+  the same numbers, bit for bit);
+* the guard over that buffer (``online.finite.all_finite``: every number finite);
+* the message written from it into the encoder's layout (``encode_flat``: the same bytes as
+  ``encode`` of the ``Linearization``, the compute time aside).
+
+It learns from the full path: after the node published a tick's ``Linearization`` through
+``encode`` (the layout: frame, names, sizes, implied rows), ``learn(served, cfg)`` makes it
+answer the next ticks of that served model and that configuration. Anything else takes the full
+path, which decides and reports as before: another model or configuration (until it is learned
+again), a non-zero code of the compiled call, a non-finite number, an exception, a layout made
+since (another result encoded).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from rbd_linearizer.linearization import PointLinearizer
+from rbd_linearizer.online.finite import all_finite
+from rbd_linearizer.ros.cdr import LinearizationEncoder
+
+__all__ = ['FastTick']
+
+
+class FastTick:
+    """The tick's linearization message from a flat buffer (module docstring); not thread-safe.
+
+    ``encoder``: the node's ``~/linearization`` encoder (the full path's too: one layout).
+    """
+
+    def __init__(self, encoder: LinearizationEncoder) -> None:
+        """Learn nothing yet: every tick takes the full path until ``learn``."""
+        self._encoder = encoder
+        self._served: Any = None
+        self._cfg: dict[str, Any] | None = None
+        self._point: PointLinearizer | None = None
+        self._out = self._finite = None
+        self._layout: tuple | None = None
+
+    def learn(self, served, cfg: dict[str, Any]) -> None:
+        """Answer the ticks of ``served`` under ``cfg`` from now on, where it can.
+
+        Called by the node right after the full path encoded and published a tick's
+        ``Linearization`` of ``served`` under ``cfg`` with the encoder (its layout is that
+        message's). Where the tick computes more than the linearization
+        (``Served.tick_linearizer`` is None), it remembers that and answers nothing.
+        """
+        if served is self._served and cfg is self._cfg:  # known: the layout may be new
+            self._layout = self._encoder.layout
+            return
+        point = served.tick_linearizer(cfg)
+        self._served, self._cfg, self._point = served, cfg, point
+        if point is not None:
+            self._out = np.empty(point.size)
+            self._finite = np.empty(point.size, dtype=bool)
+            self._layout = self._encoder.layout
+
+    def encode(self, served, cfg: dict[str, Any], q, v, u, stamp_ns: int) -> bytes | None:
+        """Return the tick's serialized ``Linearization`` at (q, v, u), or None: the full path.
+
+        ``served`` / ``cfg``: the tick's (read once by it); the message as the full path's
+        (header stamp ``stamp_ns``, frame, names, implied rows of the learned layout), its
+        ``compute_time`` the compiled call's.
+        """
+        point = self._point
+        if point is None or served is not self._served or cfg is not self._cfg:
+            return None
+        start = time.perf_counter()
+        out = self._out
+        try:
+            if point(q, v, u, out) or not all_finite(out, self._finite):
+                return None
+            return self._encoder.encode_flat(self._layout, out, point.slices, stamp_ns,
+                                             point.step, time.perf_counter() - start)
+        except Exception:  # noqa: BLE001 - the full path reports it (and skips the tick)
+            return None
