@@ -311,13 +311,21 @@ def in_process(robot: str, pairs: int, period_s: float) -> dict:
 def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int) -> dict:
     # The tick's steps one by one, with the node's own functions and objects (p50 [us] each).
     from rbd_linearizer.online import implied
-    from rbd_linearizer.online.finite import non_finite_fields
+    from rbd_linearizer.online.finite import all_finite, non_finite_fields
     from rbd_linearizer.online.state import BaseSample, JointSample, joints_in_model_order
     from rbd_linearizer.ros import conversions as conv
     from rbd_linearizer.ros.contacts import contact_labels
 
     served, cfg, feed = node._served, node._cfg, node._feed
     now = node._now_ns  # the node's clock read (no simulated time here)
+    # the tick's steps: those of its fast path where it takes it (the linearization alone:
+    # Served.tick_linearizer), with the node's encoder laid out by a tick of the full path
+    point = served.tick_linearizer(cfg)
+    if point is not None:
+        out, finite = np.empty(point.size), np.empty(point.size, dtype=bool)
+        enc = node._lin_cdr
+        layout = enc.layout
+        assert layout is not None, 'the node has not ticked yet'
     names = ('decode_odometry', 'buffer_odometry', 'decode_joints', 'joints_model_order',
              'buffer_joints', 'pair_assemble', 'linearize', 'output_check', 'encode',
              'publish')
@@ -348,13 +356,22 @@ def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int) -> dic
             continue
         q, v, u, stamp_ns = got
         contacts = node._contacts.tick_set(served, stamp_ns)
-        lin, dyn, der, forces = served.outputs_with_contacts(q, v, u, cfg, stamp_ns, contacts)
-        t.append(P())
-        non_finite_fields(lin, dyn, der, forces)
-        t.append(P())
-        raw = node._lin_cdr.encode(lin, cfg['world_frame'], *contact_labels(forces),
-                                   implied.configured(lin.time_model, cfg))
-        t.append(P())
+        if point is not None:  # the tick's fast path (ros/fast_tick.py): the same three steps
+            point(q, v, u, out)
+            t.append(P())
+            all_finite(out, finite)
+            t.append(P())
+            raw = enc.encode_flat(layout, out, point.slices, stamp_ns, point.step, 0.0)
+            t.append(P())
+        else:  # the full path
+            lin, dyn, der, forces = served.outputs_with_contacts(q, v, u, cfg, stamp_ns,
+                                                                 contacts)
+            t.append(P())
+            non_finite_fields(lin, dyn, der, forces)
+            t.append(P())
+            raw = node._lin_cdr.encode(lin, cfg['world_frame'], *contact_labels(forces),
+                                       implied.configured(lin.time_model, cfg))
+            t.append(P())
         node._lin_pub.publish(raw)
         t.append(P())
         rows.append(np.diff(t))
