@@ -5,6 +5,7 @@ Usage: python benchmarks/bench_trajectory_service.py [--robots g1 go2] [--points
            [--ticking HZ] [--dds-profile package none] [--malloc tuned default]
            [--trajectory-server thread process] [--implied-rows send omit] [--floor]
            [--client-malloc default|tuned]
+       python benchmarks/bench_trajectory_service.py --conversion 20 1000 [--robots go2]
 
 Per robot and node DDS profile (``--dds-profile``: the node's option, ros/dds.py; both by
 default, the package's large-data profile first, then Fast DDS's built-in transports) and
@@ -41,6 +42,13 @@ page-faulted in, ~0.9 ms of a g1 round trip (docs/performance.md).
 ``--floor``: per robot, after the node, the same round trips against bare rclpy answering with
 a prepared answer of the same size (``_trajectory_echo.py``: no checks, no computation), in the
 same run: what rclpy and DDS cost before the node does anything (``server=floor``).
+
+``--conversion N [N ...]``: instead of the round trips, in this process, what rclpy's message
+conversion costs a ``Trajectory`` of N points of each robot (medians): the client building it
+(``conversions.trajectory_to_msg``: a ``Pose`` and a ``Twist`` message per point) and
+serializing it, the node's ``deserialize_message`` of a ``LinearizeTrajectory`` request (what
+rclpy's service take does: the service path) and the node's raw reader of the same bytes
+(``cdr.trajectory_fields``: the topic path). docs/performance.md, trajectory section.
 
 ``--ticking HZ``: the tick beside the requests (docs/performance.md, "Requests beside the
 tick"). The node also ticks at HZ on its built-in state source (timer mode) and this process
@@ -298,6 +306,44 @@ def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
         rclpy.shutdown(context=context)
 
 
+def conversion(robot: str, n_points: int) -> dict:
+    """Return rclpy's conversion costs of a trajectory of ``n_points`` [ms] (``--conversion``)."""
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    from rbd_linearizer.model import build_model
+    from rbd_linearizer.model.robots import example_robot_urdf
+    from rbd_linearizer.ros import cdr
+    from rbd_linearizer.ros.conversions import trajectory_to_msg
+    from rbd_linearizer.srv import LinearizeTrajectory
+
+    model = build_model(str(example_robot_urdf(robot)), check_triangle_inequality=False)
+    Q, V, U = _trajectory(model, n_points, np.random.default_rng(0))
+    names = list(model.joint_names)
+
+    def build():
+        return trajectory_to_msg(Q, V, U, joint_names=names)
+
+    msg = build()
+    raw = serialize_message(LinearizeTrajectory.Request(trajectory=msg))
+    traj_raw = serialize_message(msg)
+
+    def median_ms(f) -> float:
+        runs = max(5, min(500, int(2000 / n_points)))
+        times = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            f()
+            times.append(time.perf_counter() - t)
+        return round(float(np.median(times)) * 1e3, 4)
+
+    return dict(robot=robot, nv=model.nv, points=n_points, request_bytes=len(raw),
+                client_build_ms=median_ms(build),
+                client_serialize_ms=median_ms(lambda: serialize_message(msg)),
+                node_service_take_ms=median_ms(
+                    lambda: deserialize_message(raw, LinearizeTrajectory.Request)),
+                node_raw_read_ms=median_ms(lambda: cdr.trajectory_fields(traj_raw)))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark for each robot and print one line of figures each."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -332,7 +378,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--floor', action='store_true',
                         help='also measure bare rclpy answering with a prepared answer '
                              '(module docstring)')
+    parser.add_argument('--conversion', nargs='+', type=int, default=[],
+                        help='only the in-process conversion costs of a trajectory of these '
+                             'sizes (no node, no DDS)')
     args = parser.parse_args(argv)
+    if args.conversion:
+        for robot in args.robots:
+            for n_points in args.conversion:
+                figures = conversion(robot, n_points)
+                print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
+        return 0
     if args.rt_priority > 0:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
     isolate_ros_domain()
