@@ -1,13 +1,13 @@
 """Smoke tests of the benchmark scripts that run the node (rclpy, in process or over DDS).
 
-``bench_floor.py --in-process`` copies the node's tick step by step and
-``bench_model_swap.py`` drives the node's parameter service: both follow the node's internals,
-and an earlier change of those (``non_finite_fields`` moved to ``online.finite``) broke the
-first without any test noticing. ``bench_node_latency.py`` (with a hammering client),
-``bench_trajectory_service.py`` (with the floor) and ``bench_startup.py`` (a warm start) run
-the node as its own process and print issue 24's targets beside the figures. Only that the
-scripts run, briefly, and print their figures and verdicts: timings are not asserted
-(docs/performance.md has the measured numbers).
+``bench_floor.py --in-process`` copies the node's tick step by step (those of its fast path
+where the node takes it) and ``bench_model_swap.py`` drives the node's parameter service: both
+follow the node's internals, and an earlier change of those (``non_finite_fields`` moved to
+``online.finite``) broke the first without any test noticing. ``bench_node_latency.py`` (with
+a hammering client), ``bench_trajectory_service.py`` (with the floor; ``--conversion`` in
+process) and ``bench_startup.py`` (a warm start) run the node as its own process and print
+issue 24's targets beside the figures. Only that the scripts run, briefly, and print their
+figures and verdicts: timings are not asserted (docs/performance.md has the measured numbers).
 """
 
 from __future__ import annotations
@@ -77,6 +77,17 @@ def test_bench_trajectory_service_prints_the_targets_beside_the_floor():
     for key in ('service_meets_target', 'topic_meets_target'):
         assert node[key] in ('True', 'False') and floor[key] == 'None', (node, floor)
     assert float(node['service_ms_p50']) > 0 and float(floor['topic_ms_p50']) > 0
+
+
+def test_bench_trajectory_service_conversion_prints_each_size():
+    rows = _figures(_output('bench_trajectory_service.py', '--robots', 'go2', '--conversion',
+                            '2', '30'))
+    assert [r['points'] for r in rows] == ['2', '30'], rows
+    for r in rows:
+        for key in ('client_build_ms', 'client_serialize_ms', 'node_service_take_ms',
+                    'node_raw_read_ms'):
+            assert float(r[key]) > 0, r
+    assert int(rows[1]['request_bytes']) > int(rows[0]['request_bytes'])
 
 
 def test_bench_startup_measures_a_warm_start_from_the_set_ups_cache():
