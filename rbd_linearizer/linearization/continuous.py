@@ -311,18 +311,7 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
     step = _discrete_dt(dt) if plan.discrete else 0.0
     # the compiled call reads the point, the result gets its own copy (writable, contiguous
     # float64 arrays pass as they are: one compiled signature)
-    nq, nv = plan.nq, plan.nv
-    if not (q.__class__ is _ND and q.dtype is _F64 and q.shape == (nq,)
-            and (fl := q.flags).c_contiguous and fl.writeable):
-        q = _kernel_vector(q, nq, 'q')
-    if not (v.__class__ is _ND and v.dtype is _F64 and v.shape == (nv,)
-            and (fl := v.flags).c_contiguous and fl.writeable):
-        v = _kernel_vector(v, nv, 'v')
-    if u is None:
-        u = plan.u_zero
-    elif not (u.__class__ is _ND and u.dtype is _F64 and u.shape == (plan.nu,)
-              and (fl := u.flags).c_contiguous and fl.writeable):
-        u = _kernel_vector(u, plan.nu, 'u')
+    q, v, u = _point(plan, q, v, u)
     ints, floats, ws, dflat, Cm = plan.buffers
     # one fresh buffer per call holds every array of the result (points_kernel: A, B, f, the
     # base twist and the copies of q, v, u); made read-only once, its views are read-only too
@@ -343,7 +332,6 @@ def linearize(model, data, q, v, u=None, inputs: InputSelection | None = None,
                   base_twist=out[st], joint_positions=out[sj], joint_velocities=out[sv])
     values['compute_time'] = _now() - t0
     return Linearization._owning(values)
-
 
 
 class PointLinearizer:
@@ -388,22 +376,10 @@ class PointLinearizer:
 
     def __call__(self, q, v, u, out: np.ndarray) -> int:
         """Linearize at (q, v, u) into ``out``; 0, or the compiled call's error code."""
-        plan = self._plan
         if not (out.__class__ is _ND and out.dtype is _F64 and out.shape == (self.size,)
                 and (fl := out.flags).c_contiguous and fl.writeable):
             raise ValueError(f'out must be a writable contiguous float64 array of {self.size}')
-        nq, nv = plan.nq, plan.nv
-        if not (q.__class__ is _ND and q.dtype is _F64 and q.shape == (nq,)
-                and (fl := q.flags).c_contiguous and fl.writeable):
-            q = _kernel_vector(q, nq, 'q')
-        if not (v.__class__ is _ND and v.dtype is _F64 and v.shape == (nv,)
-                and (fl := v.flags).c_contiguous and fl.writeable):
-            v = _kernel_vector(v, nv, 'v')
-        if u is None:
-            u = plan.u_zero
-        elif not (u.__class__ is _ND and u.dtype is _F64 and u.shape == (plan.nu,)
-                  and (fl := u.flags).c_contiguous and fl.writeable):
-            u = _kernel_vector(u, plan.nu, 'u')
+        q, v, u = _point(self._plan, q, v, u)
         ints, floats, ws, dflat, Cm = self._buffers
         return points_kernel(ints, floats, ws, dflat, Cm, q, v, u, self._dts, out)
 
@@ -419,6 +395,25 @@ def _hold(out, plan: _Plan, dts) -> None:
     if zero_order_hold(out[plan.sl_A].reshape(1, nx, nx), out[plan.sl_B].reshape(1, nx, nu),
                        out[plan.sl_f].reshape(1, nx), dts) >= 0:
         _raise(BAD_RESULT)
+
+
+def _point(plan: _Plan, q, v, u) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    # (q, v, u) as the compiled call takes them: writable contiguous float64 vectors of the
+    # plan's sizes as they are (one compiled signature), others checked and copied
+    # (_kernel_vector: StateError on a bad shape or type); u None: the plan's zero input
+    nq, nv = plan.nq, plan.nv
+    if not (q.__class__ is _ND and q.dtype is _F64 and q.shape == (nq,)
+            and (fl := q.flags).c_contiguous and fl.writeable):
+        q = _kernel_vector(q, nq, 'q')
+    if not (v.__class__ is _ND and v.dtype is _F64 and v.shape == (nv,)
+            and (fl := v.flags).c_contiguous and fl.writeable):
+        v = _kernel_vector(v, nv, 'v')
+    if u is None:
+        u = plan.u_zero
+    elif not (u.__class__ is _ND and u.dtype is _F64 and u.shape == (plan.nu,)
+              and (fl := u.flags).c_contiguous and fl.writeable):
+        u = _kernel_vector(u, plan.nu, 'u')
+    return q, v, u
 
 
 def _kernel_vector(x, n: int, name: str) -> np.ndarray:

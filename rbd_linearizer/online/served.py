@@ -349,13 +349,10 @@ class Served:
         """
         from rbd_linearizer.linearization.contact import linearize_contact
 
-        tm = time_model or cfg['time_model']
         return linearize_contact(self.model, self.data if data is None else data, q, v, u,
-                                 self.contacts.contacts(frames),
-                                 self.inputs,
-                                 representation=representation or cfg['velocity_representation'],
-                                 time_model=tm, dt=(dt or cfg['dt']) if tm == 'discrete' else None,
-                                 discrete_method=cfg['discrete_method'], stamp=int(stamp_ns))
+                                 self.contacts.contacts(frames), self.inputs,
+                                 stamp=int(stamp_ns),
+                                 **_options(cfg, representation, time_model, dt))
 
     def linearize_with(self, q, v, u, cfg: dict[str, Any], frames: tuple[str, ...] = (),
                        stamp_ns: int = 0, **overrides) -> tuple[Linearization,
@@ -518,7 +515,7 @@ class Served:
 def _options(cfg: dict[str, Any], representation: str | None = None,
              time_model: str | None = None, dt: float | None = None) -> dict[str, Any]:
     # linearize's options from the configuration (a request's overrides first): the one
-    # mapping of Served.linearize and Served.tick_linearizer
+    # mapping of Served.linearize, linearize_contact and tick_linearizer
     tm = time_model or cfg['time_model']
     return dict(representation=representation or cfg['velocity_representation'], time_model=tm,
                 dt=(dt or cfg['dt']) if tm == 'discrete' else None,

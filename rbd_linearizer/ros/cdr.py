@@ -485,8 +485,8 @@ class LinearizationEncoder:
         """
         if layout is not self._key:
             return None
-        key = self._key  # its A.shape and B.shape: the layout's
-        A, B = out[slices['A']].reshape(key[8]), out[slices['B']].reshape(key[9])
+        # (the layout's key holds A.shape and B.shape: _key_of)
+        A, B = out[slices['A']].reshape(layout[8]), out[slices['B']].reshape(layout[9])
         return self._write(stamp_ns, dt, out[slices['base_position']],
                            out[slices['base_quaternion']], out[slices['base_twist']],
                            out[slices['joint_positions']], out[slices['joint_velocities']],
