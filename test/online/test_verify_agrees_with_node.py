@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import pathlib
+import sys
 import time
 
 import numpy as np
@@ -31,24 +33,15 @@ from rbd_linearizer.ros.cdr import linearization_from_cdr  # noqa: E402
 from rbd_linearizer.ros.conversions import stamp_to_msg  # noqa: E402
 from rbd_linearizer.tools import verify  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / 'ros'))
+from _in_process import Recorder  # noqa: E402
+
 JOINTS = ['q7', 'q6', 'q5', 'q4', 'q3', 'q2']
 INPUTS_BLOCK = {'actuated': JOINTS,
                 'wrenches': [{'frame': 'B7', 'kind': 'wrench', 'expressed_in': 'local'}]}
 MAX_AGE_S = 0.3
 NS = 1_000_000_000
 COMMAND = (['tau/q2', 'wrench/B7/fz'], [1.5, 30.0])
-
-
-class Recorder:
-    """Stands in for a publisher: keeps what the node publishes."""
-
-    topic_name = '/recorded'
-
-    def __init__(self):
-        self.msgs: list = []
-
-    def publish(self, msg) -> None:
-        self.msgs.append(msg)
 
 
 @pytest.fixture(scope='module')

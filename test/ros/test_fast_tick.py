@@ -14,6 +14,8 @@
 """
 
 import dataclasses
+import pathlib
+import sys
 import time
 
 import numpy as np
@@ -34,6 +36,9 @@ from rbd_linearizer.online import implied  # noqa: E402
 from rbd_linearizer.ros import cdr  # noqa: E402
 from rbd_linearizer.ros import fast_tick as fast_tick_module  # noqa: E402
 from rbd_linearizer.ros.conversions import stamp_to_msg  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _in_process import Recorder  # noqa: E402
 
 MODEL = build_model(default_robot_urdf())
 TIMES = {'cont': {}, 'euler': dict(time_model='discrete', dt=0.01)}
@@ -78,16 +83,6 @@ def test_encode_flat_writes_the_bytes_of_encode(floating, rep, time, rows):
 
 
 # --- the node --------------------------------------------------------------------------------
-
-
-class Recorder:
-    topic_name = '/recorded'
-
-    def __init__(self):
-        self.msgs: list = []
-
-    def publish(self, msg) -> None:
-        self.msgs.append(msg)
 
 
 @pytest.fixture(scope='module')

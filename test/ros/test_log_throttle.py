@@ -22,6 +22,7 @@ from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.logging import LoggingSeverity, get_logger  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.serialization import serialize_message  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
 
 from rbd_linearizer.ros import log_throttle  # noqa: E402
 from rbd_linearizer.ros.log_throttle import LogThrottle  # noqa: E402
@@ -75,14 +76,25 @@ def _quiet_node(namespace: str):
         rclpy.shutdown(context=context)
 
 
+def _counting(node) -> _CountingLogger:
+    # the node's logger, its calls recorded
+    logger = _CountingLogger(node.get_logger())
+    node.get_logger = lambda: logger
+    return logger
+
+
+def _odometry_off_the_world() -> bytes:
+    # a serialized Odometry the node refuses (its frame is not the world frame)
+    od = Odometry()
+    od.header.frame_id = 'not_the_world'
+    od.pose.pose.orientation.w = 1.0
+    return serialize_message(od)
+
+
 def test_a_node_refusing_a_flood_logs_once_per_second_and_counts_every_refusal():
     with _quiet_node('/log_throttle') as node:
-        logger = _CountingLogger(node.get_logger())
-        node.get_logger = lambda: logger
-        od = Odometry()
-        od.header.frame_id = 'not_the_world'
-        od.pose.pose.orientation.w = 1.0
-        raw = serialize_message(od)
+        logger = _counting(node)
+        raw = _odometry_off_the_world()
         start = time.monotonic()
         for _ in range(200):
             node._on_odometry(raw, None)
@@ -101,20 +113,16 @@ def test_a_node_refusing_a_flood_logs_once_per_second_and_counts_every_refusal()
 def test_a_flood_of_one_kind_does_not_hide_the_first_line_of_another():
     # CI 2026-12-02: a NaN joint state refused within a second of an unrelated throttled line
     # (one throttle for every kind) left no line saying why; each kind has its own now
-    from sensor_msgs.msg import JointState
-
     with _quiet_node('/log_kinds') as node:
-        logger = _CountingLogger(node.get_logger())
-        node.get_logger = lambda: logger
-        od = Odometry()
-        od.header.frame_id = 'not_the_world'
-        od.pose.pose.orientation.w = 1.0
+        logger = _counting(node)
+        od = _odometry_off_the_world()
+        js = serialize_message(JointState(name=['a_joint_no_model_has'],
+                                           position=[float('nan')], velocity=[0.0]))
         start = time.monotonic()
         for _ in range(50):
-            node._on_odometry(serialize_message(od), None)
-        js = JointState(name=['a_joint_no_model_has'], position=[float('nan')], velocity=[0.0])
+            node._on_odometry(od, None)
         for _ in range(50):
-            node._on_joint_state(serialize_message(js), None)
+            node._on_joint_state(js, None)
         node._diagnostics.error('tick skipped: a test line', throttle='tick_skipped')
         node._diagnostics.error('tick skipped: again', throttle='tick_skipped')
         assert time.monotonic() - start < 0.9  # (else a second line of a kind may be due)

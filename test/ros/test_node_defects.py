@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import sys
 import time
 
 import numpy as np
@@ -62,24 +63,15 @@ from rbd_linearizer.ros.conversions import (  # noqa: E402
 from rbd_linearizer.ros.executor import DirectExecutor  # noqa: E402
 from rbd_linearizer.srv import Linearize  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _in_process import Recorder  # noqa: E402
+
 MODEL = build_model(default_robot_urdf())
 JOINTS = ('q7', 'q6', 'q5', 'q4', 'q3', 'q2')
 INPUTS = InputSelection(joints=JOINTS, wrenches=(WrenchInput('B7', 'wrench', 'local'),))
 MAX_AGE_S = 0.5
 NS = 1_000_000_000
 RESOURCES = pathlib.Path(__file__).resolve().parents[1] / 'resources' / 'urdf'
-
-
-class Recorder:
-    """Stands in for a publisher: keeps what the node publishes."""
-
-    topic_name = '/recorded'
-
-    def __init__(self):
-        self.msgs: list = []
-
-    def publish(self, msg) -> None:
-        self.msgs.append(msg)
 
 
 @pytest.fixture(scope='module')
