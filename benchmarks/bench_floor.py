@@ -322,7 +322,7 @@ def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int) -> dic
     # Served.tick_linearizer), with the node's encoder laid out by a tick of the full path
     point = served.tick_linearizer(cfg)
     if point is not None:
-        out, finite = np.empty(point.size), np.empty(point.size, dtype=bool)
+        out, finite = np.zeros(point.size), np.empty(point.size, dtype=bool)  # as FastTick
         enc = node._lin_cdr
         layout = enc.layout
         assert layout is not None, 'the node has not ticked yet'

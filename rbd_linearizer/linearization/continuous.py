@@ -344,7 +344,9 @@ class PointLinearizer:
     point, the same arguments): the same numbers bit for bit, written into ``out`` (``size``
     float64, the caller's, reused) instead of a fresh ``Linearization``. The fields of that
     result are the views ``out[slices[name]]`` (``A`` and ``B`` flat, row-major: reshape to
-    (nx, nx), (nx, nu)); ``step`` is its ``dt`` (0 in continuous time). Conventions: those of
+    (nx, nx), (nx, nu)), every one written by each call; slots outside them may be left as they
+    were (a floating base's unused fixed-base pose: start from zeros to check the whole buffer
+    for NaN / inf). ``step`` is its ``dt`` (0 in continuous time). Conventions: those of
     ``linearize`` (q, v in the package convention, v's base twist in the BODY frame; the
     result in ``representation``).
 

@@ -65,7 +65,9 @@ class FastTick:
         point = served.tick_linearizer(cfg)
         self._served, self._cfg, self._point = served, cfg, point
         if point is not None:
-            self._out = np.empty(point.size)
+            # zeros: the call leaves the slots outside the result's fields as they are (a
+            # floating base's unused fixed-base pose), the guard checks the whole buffer
+            self._out = np.zeros(point.size)
             self._finite = np.empty(point.size, dtype=bool)
             self._layout = self._encoder.layout
 

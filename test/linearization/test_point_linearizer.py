@@ -44,18 +44,20 @@ def test_the_buffer_holds_linearizes_result_bit_for_bit(name, floating, kind, re
     model, data = robot_or_skip(name, floating)
     inputs = _inputs(model, kind)
     point = PointLinearizer(model, data, inputs, representation=rep, **TIMES[time])
-    out = np.empty(point.size)
+    out = np.full(point.size, np.nan)  # every field must be written by the call
+    zeroed = np.zeros(point.size)  # as the fast tick's buffer: finite where not written
     assert point.step == TIMES[time].get('dt', 0.0)
-    for seed in range(3):  # the same buffer for every point
+    for seed in range(3):  # the same buffers for every point
         q, v, _, _ = random_state(model, 70 + seed)
         u = np.random.default_rng(seed).normal(size=point.nu)
         assert point(q, v, u, out) == 0
+        assert point(q, v, u, zeroed) == 0
         lin = linearize(model, data, q, v, u, inputs, representation=rep, **TIMES[time])
         for field in FIELDS:
             ref = np.ascontiguousarray(getattr(lin, field)).reshape(-1)
             got = out[point.slices[field]]
             assert got.shape == ref.shape and got.tobytes() == ref.tobytes(), field
-        assert lin.dt == point.step and all_finite(out, np.empty(point.size, dtype=bool))
+        assert lin.dt == point.step and all_finite(zeroed, np.empty(point.size, dtype=bool))
     assert point(q, v, None, out) == 0  # no input: zero, as linearize's u=None
     ref = linearize(model, data, q, v, None, inputs, representation=rep, **TIMES[time])
     assert out[point.slices['B']].tobytes() == ref.B.tobytes()
