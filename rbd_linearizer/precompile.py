@@ -51,7 +51,9 @@ class Family:
     # the compile time of each of its node calls (_node_paths; a worker's task each: call k
     # compiles kernels[k]), the units they reach apart: two worker processes, empty cache, idle
     # 2-core machine (the slower Intel Xeon), the tasks in the order a cold node runs them
-    # (first_output_split), measured 2026-11-29 evening, docs/performance.md "Start-up"
+    # (first_output_split), measured 2026-11-29 evening, docs/performance.md "Start-up" (the
+    # state messages' two kernels: 0.47 / 0.20 s from an empty cache on the faster AMD EPYC,
+    # 2026-12-02, doubled)
     calls_s: tuple[float, ...]
     units: tuple[str, ...] = ()  # the units (UNITS) its kernels reach
 
@@ -122,7 +124,10 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            # any inputs (joint torques, wrenches), every representation, continuous time and
            # Lie-Euler: one compiled entry for the single state and ~/linearize_trajectory's
            # horizon (linearize_batch), over the point kernel and its units
-           ('rbd_linearizer.linearization.horizon:points_kernel',), (2.1,),
+           # and the node's state messages' checks (model/state_kernels.py)
+           ('rbd_linearizer.linearization.horizon:points_kernel',
+            'rbd_linearizer.model.state_kernels:_joints_kernel',
+            'rbd_linearizer.model.state_kernels:_base_kernel'), (2.1, 0.9, 0.4),
            tuple(u for u in UNITS if '.contact.' not in u)),
     Family('zero_order_hold', 'the zero-order hold (expm)',
            ('rbd_linearizer.linearization.point:zero_order_hold',), (12.6,)),
@@ -487,6 +492,7 @@ def _node_paths(model) -> list[tuple[str, list[Callable[[], None]]]]:
     from rbd_linearizer.linearization.batch import linearize_batch
     from rbd_linearizer.linearization.contact import linearize_contact
     from rbd_linearizer.linearization.point import zero_order_hold
+    from rbd_linearizer.model import state_kernels
     from rbd_linearizer.model.data import create_data
 
     data = create_data(model)
@@ -498,7 +504,8 @@ def _node_paths(model) -> list[tuple[str, list[Callable[[], None]]]]:
         ('linearization', [_each(
             lambda: linearize(model, data, q, v),
             lambda: linearize_batch(model, data, np.stack([q, q]), np.stack([v, v])),
-            lambda: wrench and linearize(model, data, q, v, inputs=wrench))]),
+            lambda: wrench and linearize(model, data, q, v, inputs=wrench)),
+            state_kernels.warm_up_joints, state_kernels.warm_up_base]),
         # the hold alone (the arrays' types of linearize's and linearize_batch's calls): not
         # through linearize, which would compile the linearization's entry in this process too
         ('zero_order_hold', [lambda: zero_order_hold(

@@ -110,19 +110,30 @@ def joint_state_to_model_order(
     return out[0], out[1], out[2]
 
 
+def quaternion_norm_sq(quaternion_xyzw: np.ndarray) -> float:
+    """``x² + y² + z² + w²`` of a quaternion of 4 float64 values, summed in that order.
+
+    The one order every path normalizing a quaternion uses (Python and the compiled input
+    checks, ``model.state_kernels``): the same bits everywhere (numpy's ``dot`` may fuse or
+    reorder them). Overflows to inf for entries beyond ~1e154 (then refused as not unit).
+    """
+    x, y, z, w = quaternion_xyzw.tolist()
+    return x * x + y * y + z * z + w * w
+
+
 def normalize_quaternion(quaternion_xyzw, tolerance: float = QUATERNION_NORM_TOLERANCE):
     """Return the unit quaternion (x, y, z, w); StateError if | |q| - 1 | > tolerance or NaN."""
     q = np.asarray(quaternion_xyzw, dtype=float)
     if q.shape != (4,):
         raise StateError(f'quaternion must have 4 entries (x, y, z, w), got shape {q.shape}')
-    # np.linalg.norm of a vector is sqrt(q . q): the common case without its overhead (a finite
-    # q . q means every entry is finite), the same bits; anything else below
-    sq = float(q.dot(q))
+    # the common case first (a finite sum of squares means every entry is finite); anything
+    # else below
+    sq = quaternion_norm_sq(q)
     if 0.0 < sq < math.inf and abs(math.sqrt(sq) - 1.0) <= tolerance:
         return q / math.sqrt(sq)
     if not np.all(np.isfinite(q)):
         raise StateError(f'quaternion is not finite: {q.tolist()}')
-    norm = float(np.linalg.norm(q))
+    norm = math.sqrt(sq)
     if norm == 0.0:
         raise StateError('quaternion is zero (uninitialized orientation?)')
     if abs(norm - 1.0) > tolerance:

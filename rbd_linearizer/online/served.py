@@ -27,7 +27,7 @@ from rbd_linearizer.errors import ConfigError, RbdError
 from rbd_linearizer.linearization import PointLinearizer, linearize
 from rbd_linearizer.linearization.batch import linearize_batch
 from rbd_linearizer.linearization.inputs import InputSelection, resolve_inputs
-from rbd_linearizer.model import Model, build_model
+from rbd_linearizer.model import Model, build_model, state_kernels
 from rbd_linearizer.model.data import create_data
 from rbd_linearizer.model.robots import default_robot_urdf
 from rbd_linearizer.model.state import joint_index_map
@@ -51,6 +51,12 @@ from rbd_linearizer.results import DynamicsTerms, Linearization, MultibodyState
 
 __all__ = ['DescriptionQueue', 'Served', 'build_served', 'has_description_source',
            'initial_description', 'model_error_hint', 'try_build_served']
+
+
+def _warm_up_state_kernels() -> None:
+    # the compiled checks of the node's state messages: the linearization's family
+    state_kernels.warm_up_joints()
+    state_kernels.warm_up_base()
 
 
 #: The background threads of cold warm-ups (``Served.warm_up``), in the order they started: a
@@ -270,6 +276,8 @@ class Served:
             calls = {t for t, _ in first}  # (the tick's calls: first_output_split)
             if 'linearization' in partial and 'linearization#0' in calls:
                 self.linearize(q, v, None, cfg)
+            if 'linearization' in partial:  # the state messages' checks (first tasks too)
+                _warm_up_state_kernels()
             if 'contact' in partial and 'contact#0' in calls:
                 self.linearize_contact(q, v, None, cfg, self.contacts.frames)
             precompile.load_tasks(first)  # the tick's branches not taken above
@@ -291,6 +299,7 @@ class Served:
             elif fam == 'zero_order_hold':  # one kernel after every linearization's points
                 self.linearize(q, v, None, cfg, time_model='discrete', data=data)
             elif fam.startswith('linearization'):  # (other kernels with wrench inputs)
+                _warm_up_state_kernels()  # the node's state messages (model/state_kernels.py)
                 for tm in ('continuous', 'discrete'):
                     self.linearize(q, v, None, lie_euler, time_model=tm, data=data)
                     if self.contacts:

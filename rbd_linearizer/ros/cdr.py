@@ -45,11 +45,15 @@ from rbd_linearizer.online.implied import check as check_implied
 from rbd_linearizer.online.implied import restore, restore_packed, runs, sent_rows
 from rbd_linearizer.results import Linearization
 
-__all__ = ['JointStateDecoder', 'LinearizationDecoder', 'LinearizationEncoder', 'OdometryDecoder',
-           'TrajectoryLinearizationEncoder', 'joint_state_fields', 'linearization_from_cdr',
-           'odometry_fields', 'trajectory_fields', 'trajectory_linearization_from_cdr']
+__all__ = ['ODOMETRY_TWIST_AT', 'JointStateDecoder', 'LinearizationDecoder',
+           'LinearizationEncoder', 'OdometryDecoder', 'TrajectoryLinearizationEncoder',
+           'joint_state_fields', 'linearization_from_cdr', 'odometry_fields', 'trajectory_fields',
+           'trajectory_linearization_from_cdr']
 
 _NS = 1_000_000_000
+#: Where an Odometry's twist starts after its pose, in float64 slots of its serialized bytes:
+#: the pose's 7 numbers and its 36 covariance entries (no padding: all are float64).
+ODOMETRY_TWIST_AT = 43
 _HEADER_LE = b'\x00\x01\x00\x00'
 _ENDIAN = {b'\x00\x01': '<', b'\x00\x00': '>'}
 
@@ -250,7 +254,16 @@ class JointStateDecoder(_LayoutDecoder):
         r.string()  # header.frame_id (unused)
         names = tuple(r.strings())
         runs = [r.skip_f64_seq() for _ in range(3)]  # position, velocity, effort
-        return _Layout(r, (names, *runs))
+        (p0, n0), (p1, n1), (p2, n2) = runs
+        n = len(names)
+        # numbers: one float64 view from the first position holds the three arrays when each
+        # has one entry per name (efforts: or none), little endian: a sequence's count and its
+        # padding take one slot between two arrays
+        plain = (r.e == '<' and n > 0 and n0 == n1 == n and n2 in (0, n)
+                 and p1 - p0 == 8 * (n + 1) and (n2 == 0 or p2 - p1 == 8 * (n + 1)))
+        stride = n + 1
+        numbers = (names, p0, n, stride, n2 > 0, (3 if n2 else 2) * stride - 1) if plain else None
+        return _Layout(r, (names, *runs, numbers))
 
     def decode(self, raw) -> tuple[int, list[str], np.ndarray, np.ndarray, np.ndarray]:
         """Return ``(stamp_ns, names, position, velocity, effort)`` of a JointState's bytes.
@@ -260,12 +273,32 @@ class JointStateDecoder(_LayoutDecoder):
         list). StateError if malformed.
         """
         raw, lay, stamp = self._read(raw)
-        names, (p0, n0), (p1, n1), (p2, n2) = lay.decoded
+        names, (p0, n0), (p1, n1), (p2, n2), _ = lay.decoded
         dtype = lay.dtype
         return (stamp, list(names),
                 np.frombuffer(raw, dtype, n0, p0).astype(np.float64),
                 np.frombuffer(raw, dtype, n1, p1).astype(np.float64),
                 np.frombuffer(raw, dtype, n2, p2).astype(np.float64))
+
+
+    def numbers(self, raw) -> tuple[int, tuple[str, ...], np.ndarray, int, int, bool] | None:
+        """Return a JointState's numbers where they lie in its bytes, for the compiled checks.
+
+        ``(stamp_ns, names, f, n, stride, with_efforts)``: ``f`` a read-only float64 view of
+        ``raw`` with the ``n`` positions at ``f[:n]``, the velocities at ``f[stride:]`` and the
+        efforts (``with_efforts``) at ``f[2 stride:]`` (``model.state_kernels``); ``names``
+        the layout's (the same object for every message of one layout). None where the
+        message is not laid out so (big endian; a position, velocity or effort array with
+        another number of entries than names, or no names): ``decode`` reads it. StateError
+        if malformed.
+        """
+        raw, lay, stamp = self._read(raw)
+        numbers = lay.decoded[4]
+        if numbers is None:
+            return None
+        names, p0, n, stride, with_efforts, count = numbers
+        return (stamp, names, np.frombuffer(raw, np.float64, count, p0), n, stride,
+                with_efforts)
 
 
 _JOINT_STATES = JointStateDecoder()
@@ -302,7 +335,8 @@ class OdometryDecoder(_LayoutDecoder):
         r.skip_f64s(36)  # pose covariance
         twist = r.skip_f64s(6)
         r.skip_f64s(36)  # twist covariance
-        return _Layout(r, (frame, pose, twist))
+        plain = r.e == '<' and twist - pose == 8 * ODOMETRY_TWIST_AT
+        return _Layout(r, (frame, pose, twist, plain))
 
     def decode(self, raw) -> tuple[int, str, np.ndarray, np.ndarray, np.ndarray]:
         """Return ``(stamp_ns, frame_id, position, quaternion_xyzw, twist)`` of an Odometry.
@@ -312,10 +346,25 @@ class OdometryDecoder(_LayoutDecoder):
         ``child_frame_id`` are read past, unused). StateError if malformed.
         """
         raw, lay, stamp = self._read(raw)
-        frame, p, t = lay.decoded
+        frame, p, t, _ = lay.decoded
         pose = np.frombuffer(raw, lay.dtype, 7, p).astype(np.float64)
         return (stamp, frame, pose[0:3], pose[3:7],
                 np.frombuffer(raw, lay.dtype, 6, t).astype(np.float64))
+
+
+    def numbers(self, raw) -> tuple[int, str, np.ndarray] | None:
+        """Return an Odometry's pose and twist where they lie in its bytes (compiled checks).
+
+        ``(stamp_ns, frame_id, f)``: ``f`` a read-only float64 view of ``raw`` with the pose
+        (position, quaternion x y z w) at ``f[:7]`` and the twist at
+        ``f[ODOMETRY_TWIST_AT:ODOMETRY_TWIST_AT + 6]`` (``model.state_kernels``). None for
+        a big-endian message (``decode`` reads it). StateError if malformed.
+        """
+        raw, lay, stamp = self._read(raw)
+        frame, p, _, plain = lay.decoded
+        if not plain:
+            return None
+        return stamp, frame, np.frombuffer(raw, np.float64, ODOMETRY_TWIST_AT + 6, p)
 
 
 _ODOMETRIES = OdometryDecoder()

@@ -29,7 +29,11 @@ import numpy as np
 from rbd_linearizer.conventions import configuration
 from rbd_linearizer.errors import RbdError, StateError
 from rbd_linearizer.linearization.representation import base_twist_to_body
-from rbd_linearizer.model.state import QUATERNION_NORM_TOLERANCE, normalize_quaternion
+from rbd_linearizer.model.state import (
+    QUATERNION_NORM_TOLERANCE,
+    normalize_quaternion,
+    quaternion_norm_sq,
+)
 from rbd_linearizer.msg import ContactForces as ContactForcesMsg
 from rbd_linearizer.msg import DynamicsDerivatives as DynamicsDerivativesMsg
 from rbd_linearizer.msg import DynamicsTerms as DynamicsTermsMsg
@@ -448,7 +452,7 @@ def _unit_quaternion_if_plain(position, quaternion, twist) -> np.ndarray | None:
         return None  # NaN, inf, or a sum that overflows
     if max(xyzw) > 2.0 or min(xyzw) < -2.0:
         return None  # far from unit (the full path refuses it; its norm may overflow)
-    norm = math.sqrt(quaternion.dot(quaternion))  # np.linalg.norm's value for a 1-D array
+    norm = math.sqrt(quaternion_norm_sq(quaternion))  # normalize_quaternion's
     if norm == 0.0 or abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
         return None
     return quaternion / norm

@@ -48,6 +48,7 @@ from rbd_linearizer.ros.cdr import LinearizationEncoder
 from rbd_linearizer.ros.contacts import NodeContacts, contact_labels, fill_linearize_response
 from rbd_linearizer.ros.diagnostics import NodeDiagnostics
 from rbd_linearizer.ros.entities import destroy_entities
+from rbd_linearizer.ros.fast_inputs import FastInputs
 from rbd_linearizer.ros.fast_tick import FastTick
 from rbd_linearizer.ros.log_throttle import log
 from rbd_linearizer.ros.qos import latched_qos, qos_from_name, result_qos
@@ -105,6 +106,7 @@ class _LinearizerMixin:
         self._timer = self._lin_pub = self._dyn_pub = self._der_pub = None
         self._lin_cdr = LinearizationEncoder()  # ~/linearization's bytes, one layout per model
         self._fast = FastTick(self._lin_cdr)  # the linearization alone: from a flat buffer
+        self._inputs = FastInputs()  # the state messages' compiled checks
         self._t0 = self.get_clock().now()
         self._due, self._active = None, False  # timer mode: when the next tick is due
         self._jump_handle = self.get_clock().create_jump_callback(
@@ -219,16 +221,18 @@ class _LinearizerMixin:
         served = self._served
         if served is None:
             return
-        try:
-            stamp, names, pos, vel, eff = conv.joint_state_input(msg)
-            allow_extra = self._cfg['ignore_extra_joints']
-            s, sdot, tau = joints_in_model_order(
-                served.model, names, pos, vel, eff, allow_extra=allow_extra,
-                index=served.joint_index(names, allow_extra))
-        except StateError as e:
-            self._diagnostics.reject('joint_state', str(e))
-            return
-        self._buffered(JointSample(stamp, s, sdot, tau, served.model.urdf_hash))
+        allow_extra = self._cfg['ignore_extra_joints']
+        got = self._inputs.joints(msg, served, allow_extra)  # compiled (ros/fast_inputs.py)
+        if got is None:  # the Python path: decides and reports
+            try:
+                stamp, names, pos, vel, eff = conv.joint_state_input(msg)
+                got = stamp, *joints_in_model_order(
+                    served.model, names, pos, vel, eff, allow_extra=allow_extra,
+                    index=served.joint_index(names, allow_extra))
+            except StateError as e:
+                self._diagnostics.reject('joint_state', str(e))
+                return
+        self._buffered(JointSample(*got, served.model.urdf_hash))
 
     def _on_odometry(self, msg: bytes | Odometry, info=None) -> None:
         # msg: the serialized message (the subscription is raw: ros/cdr.py) or an Odometry
@@ -236,13 +240,15 @@ class _LinearizerMixin:
         served, cfg = self._served, self._cfg
         if served is None or not served.model.floating_base:
             return
-        try:  # frame, finite pose and twist, unit quaternion (docs/reliability.md)
-            stamp, position, quaternion, twist = conv.base_state_input(
-                msg, cfg['world_frame'], cfg['base_twist_frame'])
-        except StateError as e:
-            self._diagnostics.reject('odometry', str(e))
-            return
-        self._buffered(BaseSample(stamp, position, quaternion, twist))
+        frame, twist_frame = cfg['world_frame'], cfg['base_twist_frame']
+        got = self._inputs.base(msg, frame, twist_frame)  # compiled (ros/fast_inputs.py)
+        if got is None:  # the Python path: frame, finite pose and twist, unit quaternion
+            try:  # (docs/reliability.md)
+                got = conv.base_state_input(msg, frame, twist_frame)
+            except StateError as e:
+                self._diagnostics.reject('odometry', str(e))
+                return
+        self._buffered(BaseSample(*got))
 
     def _buffered(self, sample: JointSample | BaseSample) -> None:
         sim = self._use_sim_time()
