@@ -280,7 +280,6 @@ class JointStateDecoder(_LayoutDecoder):
                 np.frombuffer(raw, dtype, n1, p1).astype(np.float64),
                 np.frombuffer(raw, dtype, n2, p2).astype(np.float64))
 
-
     def numbers(self, raw) -> tuple[int, tuple[str, ...], np.ndarray, int, int, bool] | None:
         """Return a JointState's numbers where they lie in its bytes, for the compiled checks.
 
@@ -350,7 +349,6 @@ class OdometryDecoder(_LayoutDecoder):
         pose = np.frombuffer(raw, lay.dtype, 7, p).astype(np.float64)
         return (stamp, frame, pose[0:3], pose[3:7],
                 np.frombuffer(raw, lay.dtype, 6, t).astype(np.float64))
-
 
     def numbers(self, raw) -> tuple[int, str, np.ndarray] | None:
         """Return an Odometry's pose and twist where they lie in its bytes (compiled checks).
