@@ -1,7 +1,8 @@
 """The floor of the node's path: what bare rclpy costs here; the share of a tick that is Python.
 
 Usage: python benchmarks/bench_floor.py [--robots go2 g1] [--rate 1000] [--duration 10]
-           [--executors direct rclpy] [--io raw typed] [--rt-priority N] [--in-process]
+           [--executors direct rclpy] [--io raw typed] [--rt-priority N]
+           [--in-process [--pairs N] [--idle]]
 
 **Over DDS** (default): the driver of ``bench_node_latency.py`` (``_node_driver.NodeDriver``:
 JointState + Odometry at ``--rate`` Hz from a thread, stamped at publication; the main thread
@@ -26,7 +27,11 @@ the compiled linearization kernel (``horizon.points_kernel`` as ``linearization.
 calls it, wrapped); the rest is Python (the interpreter running our code and rclpy's).
 ``max_state_skew_s`` as in ``bench_node_latency.py`` (half the state period), so each pair
 ticks once, on its second message. Then the same steps called one by one (the node's own
-functions) for a per-step breakdown.
+functions) for a per-step breakdown (reading a message: the compiled checks of
+``ros/fast_inputs.py`` where the node takes them, else the Python path). The pairs come at
+``--rate``; between two the process busy-waits, or with ``--idle`` sleeps, as the node does
+between two states over DDS: its core may idle and its caches go cold, and the same work takes
+longer (docs/performance.md, "Node latency").
 
 ``--echo`` is the echo process's own entry (started by the driver). Not a timed test: the
 figures depend on the machine and its load (printed); docs/performance.md, "Node latency".
@@ -245,7 +250,17 @@ class _KernelClock:
             self.module.points_kernel = self.kernel
 
 
-def in_process(robot: str, pairs: int, period_s: float) -> dict:
+def _wait(t_start: int, period: int, idle: bool) -> None:
+    # until the next state pair is due (perf_counter_ns): busy, or asleep as the node is
+    # between two states (its core may idle and its caches go cold)
+    if idle:
+        time.sleep(max(0.0, (period - (time.perf_counter_ns() - t_start)) * 1e-9))
+    else:
+        while time.perf_counter_ns() - t_start < period:
+            pass
+
+
+def in_process(robot: str, pairs: int, period_s: float, idle: bool = False) -> dict:
     """Measure the node's work per state pair, driven directly (module docstring)."""
     import gc
 
@@ -289,10 +304,9 @@ def in_process(robot: str, pairs: int, period_s: float) -> dict:
             work.append(time.perf_counter_ns() - t0)
             kernel.append(clock.ns)
             # the next pair one period later, as at the state rate (caches go cold meanwhile)
-            while time.perf_counter_ns() - t_start < period:
-                pass
+            _wait(t_start, period, idle)
         published = node._stats.published - published0
-        steps = _steps(node, jsb, odb, pairs // 2, period)
+        steps = _steps(node, jsb, odb, pairs // 2, period, idle)
     finally:
         clock.close()
         node.destroy_node()
@@ -300,7 +314,8 @@ def in_process(robot: str, pairs: int, period_s: float) -> dict:
     skip = min(100, pairs // 10)
     work_us, kernel_us = np.array(work[skip:]) / 1e3, np.array(kernel[skip:]) / 1e3
     share = 1.0 - kernel_us.sum() / work_us.sum()
-    return {'robot': robot, 'nv': model.nv, 'pairs': pairs, 'ticks_published': published,
+    return {'robot': robot, 'nv': model.nv, 'pairs': pairs, 'pace': 'idle' if idle else 'busy',
+            'ticks_published': published,
             'node_work_us_p50': round(float(np.median(work_us)), 1),
             'node_work_us_p99': round(float(np.percentile(work_us, 99)), 1),
             'kernel_us_p50': round(float(np.median(kernel_us)), 1) if clock.kernel else None,
@@ -308,7 +323,7 @@ def in_process(robot: str, pairs: int, period_s: float) -> dict:
             **steps, 'load_avg_1min': round(os.getloadavg()[0], 2)}
 
 
-def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int) -> dict:
+def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int, idle: bool) -> dict:
     # The tick's steps one by one, with the node's own functions and objects (p50 [us] each).
     from rbd_linearizer.online import implied
     from rbd_linearizer.online.finite import all_finite, non_finite_fields
@@ -326,9 +341,10 @@ def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int) -> dic
         enc = node._lin_cdr
         layout = enc.layout
         assert layout is not None, 'the node has not ticked yet'
-    names = ('decode_odometry', 'buffer_odometry', 'decode_joints', 'joints_model_order',
-             'buffer_joints', 'pair_assemble', 'linearize', 'output_check', 'encode',
-             'publish')
+    names = ('read_odometry', 'buffer_odometry', 'read_joints', 'buffer_joints',
+             'pair_assemble', 'linearize', 'output_check', 'encode', 'publish')
+    inputs = node._inputs  # the compiled checks (ros/fast_inputs.py), as the node
+    frame, twist_frame = cfg['world_frame'], cfg['base_twist_frame']
     rows = []
     P = time.perf_counter_ns
     for _ in range(pairs):
@@ -336,19 +352,22 @@ def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int) -> dic
         stamp = time.time_ns()
         od, js = _stamped(odb, stamp), _stamped(jsb, stamp)
         t = [P()]
-        base = conv.base_state_input(od, cfg['world_frame'], cfg['base_twist_frame'])
+        # read and checked: the compiled checks, else the Python path (as the node)
+        base = inputs.base(od, frame, twist_frame) or conv.base_state_input(od, frame,
+                                                                             twist_frame)
         t.append(P())
         now_ns = now(False)  # the node reads its clock once per callback
         feed.add(BaseSample(*base), now_ns, False)
         feed.sync.take(now_ns, 0)  # the odometry's tick finds no new pair
         t.append(P())
-        st, nm, pos, vel, eff = conv.joint_state_input(js)
-        t.append(P())
-        s, sdot, tau = joints_in_model_order(served.model, nm, pos, vel, eff,
-                                             index=served.joint_index(nm, False))
+        joints = inputs.joints(js, served, False)
+        if joints is None:
+            st, nm, pos, vel, eff = conv.joint_state_input(js)
+            joints = st, *joints_in_model_order(served.model, nm, pos, vel, eff,
+                                                index=served.joint_index(nm, False))
         t.append(P())
         now_ns = now(False)
-        feed.add(JointSample(st, s, sdot, tau, served.model.urdf_hash), now_ns, False)
+        feed.add(JointSample(*joints, served.model.urdf_hash), now_ns, False)
         t.append(P())
         got = feed.take(served, cfg, now_ns, 0)
         t.append(P())
@@ -375,8 +394,7 @@ def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int) -> dic
         node._lin_pub.publish(raw)
         t.append(P())
         rows.append(np.diff(t))
-        while P() - t_start < period:
-            pass
+        _wait(t_start, period, idle)
     r = np.array(rows[min(50, len(rows) // 10):]) / 1e3
     return {f'step_{n}_us': round(float(np.median(c)), 1) for n, c in zip(names, r.T, strict=True)}
 
@@ -401,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--in-process', action='store_true',
                         help='the node class driven directly: its work per state pair')
     parser.add_argument('--pairs', type=int, default=3000, help='--in-process: state pairs')
+    parser.add_argument('--idle', action='store_true',
+                        help='--in-process: sleep between state pairs instead of busy-waiting')
     args = parser.parse_args(argv)
     if args.rt_priority > 0:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
@@ -409,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     isolate_ros_domain()
     for robot in args.robots:
         if args.in_process:
-            runs = [in_process(robot, args.pairs, 1.0 / args.rate)]
+            runs = [in_process(robot, args.pairs, 1.0 / args.rate, args.idle)]
         else:
             runs = [run_floor(robot, ex, io, args.rate, args.duration, args.rt_priority)
                     for ex in args.executors for io in args.io]

@@ -41,12 +41,14 @@ def _run(script: str, *args: str) -> dict[str, str]:
 
 
 def test_bench_floor_in_process_runs_every_step_of_the_tick():
-    figures = _run('bench_floor.py', '--in-process', '--robots', 'go2', '--pairs', '200')
-    assert figures['robot'] == 'go2'
-    assert int(figures['ticks_published']) > 0
-    steps = [k for k in figures if k.startswith('step_')]
-    assert len(steps) == 10, figures
-    assert all(float(figures[k]) > 0 for k in steps), figures
+    for idle in ((), ('--idle',)):
+        figures = _run('bench_floor.py', '--in-process', '--robots', 'go2', '--pairs', '200',
+                       *idle)
+        assert figures['robot'] == 'go2' and figures['pace'] == ('idle' if idle else 'busy')
+        assert int(figures['ticks_published']) > 0
+        steps = [k for k in figures if k.startswith('step_')]
+        assert len(steps) == 9, figures
+        assert all(float(figures[k]) > 0 for k in steps), figures
 
 
 def test_bench_model_swap_measures_parameter_changes_in_both_server_modes():
