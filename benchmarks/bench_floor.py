@@ -327,8 +327,6 @@ def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int, idle: 
     # The tick's steps one by one, with the node's own functions and objects (p50 [us] each).
     from rbd_linearizer.online import implied
     from rbd_linearizer.online.finite import all_finite, non_finite_fields
-    from rbd_linearizer.online.state import BaseSample, JointSample, joints_in_model_order
-    from rbd_linearizer.ros import conversions as conv
     from rbd_linearizer.ros.contacts import contact_labels
 
     served, cfg, feed = node._served, node._cfg, node._feed
@@ -343,8 +341,6 @@ def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int, idle: 
         assert layout is not None, 'the node has not ticked yet'
     names = ('read_odometry', 'buffer_odometry', 'read_joints', 'buffer_joints',
              'pair_assemble', 'linearize', 'output_check', 'encode', 'publish')
-    inputs = node._inputs  # the compiled checks (ros/fast_inputs.py), as the node
-    frame, twist_frame = cfg['world_frame'], cfg['base_twist_frame']
     rows = []
     P = time.perf_counter_ns
     for _ in range(pairs):
@@ -352,22 +348,17 @@ def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int, idle: 
         stamp = time.time_ns()
         od, js = _stamped(odb, stamp), _stamped(jsb, stamp)
         t = [P()]
-        # read and checked: the compiled checks, else the Python path (as the node)
-        base = inputs.base(od, frame, twist_frame) or conv.base_state_input(od, frame,
-                                                                             twist_frame)
+        # read and checked as the node's callbacks do (the compiled checks, else Python)
+        base = node._base_sample(od)
         t.append(P())
         now_ns = now(False)  # the node reads its clock once per callback
-        feed.add(BaseSample(*base), now_ns, False)
+        feed.add(base, now_ns, False)
         feed.sync.take(now_ns, 0)  # the odometry's tick finds no new pair
         t.append(P())
-        joints = inputs.joints(js, served, False)
-        if joints is None:
-            st, nm, pos, vel, eff = conv.joint_state_input(js)
-            joints = st, *joints_in_model_order(served.model, nm, pos, vel, eff,
-                                                index=served.joint_index(nm, False))
+        joints = node._joint_sample(js, served)
         t.append(P())
         now_ns = now(False)
-        feed.add(JointSample(*joints, served.model.urdf_hash), now_ns, False)
+        feed.add(joints, now_ns, False)
         t.append(P())
         got = feed.take(served, cfg, now_ns, 0)
         t.append(P())

@@ -221,6 +221,12 @@ class _LinearizerMixin:
         served = self._served
         if served is None:
             return
+        sample = self._joint_sample(msg, served)
+        if sample is not None:
+            self._buffered(sample)
+
+    def _joint_sample(self, msg: bytes | JointState, served: Served) -> JointSample | None:
+        # The joint state in model order, checked; None: refused (reported)
         allow_extra = self._cfg['ignore_extra_joints']
         got = self._inputs.joints(msg, served, allow_extra)  # compiled (ros/fast_inputs.py)
         if got is None:  # the Python path: decides and reports
@@ -231,15 +237,22 @@ class _LinearizerMixin:
                     index=served.joint_index(names, allow_extra))
             except StateError as e:
                 self._diagnostics.reject('joint_state', str(e))
-                return
-        self._buffered(JointSample(*got, served.model.urdf_hash))
+                return None
+        return JointSample(*got, served.model.urdf_hash)
 
     def _on_odometry(self, msg: bytes | Odometry, info=None) -> None:
         # msg: the serialized message (the subscription is raw: ros/cdr.py) or an Odometry
         self._stats.gaps['odometry'].update(info)
-        served, cfg = self._served, self._cfg
+        served = self._served
         if served is None or not served.model.floating_base:
             return
+        sample = self._base_sample(msg)
+        if sample is not None:
+            self._buffered(sample)
+
+    def _base_sample(self, msg: bytes | Odometry) -> BaseSample | None:
+        # The base pose and body twist, checked; None: refused (reported)
+        cfg = self._cfg
         frame, twist_frame = cfg['world_frame'], cfg['base_twist_frame']
         got = self._inputs.base(msg, frame, twist_frame)  # compiled (ros/fast_inputs.py)
         if got is None:  # the Python path: frame, finite pose and twist, unit quaternion
@@ -247,8 +260,8 @@ class _LinearizerMixin:
                 got = conv.base_state_input(msg, frame, twist_frame)
             except StateError as e:
                 self._diagnostics.reject('odometry', str(e))
-                return
-        self._buffered(BaseSample(*got))
+                return None
+        return BaseSample(*got)
 
     def _buffered(self, sample: JointSample | BaseSample) -> None:
         sim = self._use_sim_time()
