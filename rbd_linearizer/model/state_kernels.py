@@ -58,12 +58,12 @@ def _base_kernel(f, twist_at, tolerance, out):  # pragma: no cover - compiled
     # f: the message's float64 slots from its pose; out: [position, unit quaternion, twist]
     for k in range(3):
         out[k] = f[k]
+        if not math.isfinite(out[k]):
+            return False
     for k in range(6):
         out[7 + k] = f[twist_at + k]
-    for k in range(13):
-        if k < 3 or k >= 7:
-            if not math.isfinite(out[k]):
-                return False
+        if not math.isfinite(out[7 + k]):
+            return False
     x, y, z, w = f[3], f[4], f[5], f[6]
     sq = x * x + y * y + z * z + w * w  # model.state.quaternion_norm_sq's order
     if not (0.0 < sq < math.inf):
