@@ -204,14 +204,6 @@ def test_messages_left_to_the_python_path():
     assert fast.base(od[:-12], 'world', 'child') is None
 
 
-@pytest.fixture(scope='module')
-def context():
-    ctx = rclpy.context.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.shutdown(context=ctx)
-
-
 class _PythonPathOnly:
     def joints(self, *args):
         return None

@@ -85,14 +85,6 @@ def test_encode_flat_writes_the_bytes_of_encode(floating, rep, time, rows):
 # --- the node --------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope='module')
-def context():
-    ctx = rclpy.context.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.shutdown(context=ctx)
-
-
 def _node(context, **params):
     from rbd_linearizer.ros.node import LinearizerNode
 

@@ -74,14 +74,6 @@ NS = 1_000_000_000
 RESOURCES = pathlib.Path(__file__).resolve().parents[1] / 'resources' / 'urdf'
 
 
-@pytest.fixture(scope='module')
-def context():
-    ctx = rclpy.context.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.shutdown(context=ctx)
-
-
 def _node(context, name, **params):
     base = {'use_default_robot': True, 'tick_mode': 'on_state', 'rate_hz': 5000.0,
             'diagnostics_period_s': 0.0, 'status_period_s': 0.0, 'robot_description_topic': ''}
