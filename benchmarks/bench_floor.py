@@ -326,7 +326,7 @@ def in_process(robot: str, pairs: int, period_s: float, idle: bool = False) -> d
 def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int, idle: bool) -> dict:
     # The tick's steps one by one, with the node's own functions and objects (p50 [us] each).
     from rbd_linearizer.online import implied
-    from rbd_linearizer.online.finite import all_finite, non_finite_fields
+    from rbd_linearizer.online.finite import non_finite_fields
     from rbd_linearizer.ros.contacts import contact_labels
 
     served, cfg, feed = node._served, node._cfg, node._feed
@@ -335,12 +335,12 @@ def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int, idle: 
     # Served.tick_linearizer), with the node's encoder laid out by a tick of the full path
     point = served.tick_linearizer(cfg)
     if point is not None:
-        out, finite = np.zeros(point.size), np.empty(point.size, dtype=bool)  # as FastTick
+        out = np.zeros(point.size)  # as FastTick
         enc = node._lin_cdr
-        layout = enc.layout
-        assert layout is not None, 'the node has not ticked yet'
+        assert enc.layout is not None, 'the node has not ticked yet'
+        plan = enc.flat_plan(point.slices, point.size)
     names = ('read_odometry', 'buffer_odometry', 'read_joints', 'buffer_joints',
-             'pair_assemble', 'linearize', 'output_check', 'encode', 'publish')
+             'pair_assemble', 'linearize', 'check_encode', 'publish')
     rows = []
     P = time.perf_counter_ns
     for _ in range(pairs):
@@ -366,19 +366,16 @@ def _steps(node, jsb: bytearray, odb: bytearray, pairs: int, period: int, idle: 
             continue
         q, v, u, stamp_ns = got
         contacts = node._contacts.tick_set(served, stamp_ns)
-        if point is not None:  # the tick's fast path (ros/fast_tick.py): the same three steps
+        if point is not None:  # the tick's fast path (ros/fast_tick.py): the same steps
             point(q, v, u, out)
             t.append(P())
-            all_finite(out, finite)
-            t.append(P())
-            raw = enc.encode_flat(layout, out, point.slices, stamp_ns, point.step, 0.0)
+            raw = enc.encode_flat(plan, out, stamp_ns, point.step, 0.0)  # checked, written
             t.append(P())
         else:  # the full path
             lin, dyn, der, forces = served.outputs_with_contacts(q, v, u, cfg, stamp_ns,
                                                                  contacts)
             t.append(P())
             non_finite_fields(lin, dyn, der, forces)
-            t.append(P())
             raw = node._lin_cdr.encode(lin, cfg['world_frame'], *contact_labels(forces),
                                        implied.configured(lin.time_model, cfg))
             t.append(P())

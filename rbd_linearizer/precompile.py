@@ -124,10 +124,12 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            # any inputs (joint torques, wrenches), every representation, continuous time and
            # Lie-Euler: one compiled entry for the single state and ~/linearize_trajectory's
            # horizon (linearize_batch), over the point kernel and its units
-           # and the node's state messages' checks (model/state_kernels.py)
+           # and the node's state messages' checks (model/state_kernels.py) and its fast
+           # tick's output guard (online/finite.py)
            ('rbd_linearizer.linearization.horizon:points_kernel',
             'rbd_linearizer.model.state_kernels:_joints_kernel',
-            'rbd_linearizer.model.state_kernels:_base_kernel'), (2.1, 0.9, 0.4),
+            'rbd_linearizer.model.state_kernels:_base_kernel',
+            'rbd_linearizer.online.finite:_copy_if_finite'), (2.1, 0.9, 0.4, 0.3),
            tuple(u for u in UNITS if '.contact.' not in u)),
     Family('zero_order_hold', 'the zero-order hold (expm)',
            ('rbd_linearizer.linearization.point:zero_order_hold',), (12.6,)),
@@ -494,6 +496,7 @@ def _node_paths(model) -> list[tuple[str, list[Callable[[], None]]]]:
     from rbd_linearizer.linearization.point import zero_order_hold
     from rbd_linearizer.model import state_kernels
     from rbd_linearizer.model.data import create_data
+    from rbd_linearizer.online.finite import warm_up_copy_if_finite
 
     data = create_data(model)
     q, v = neutral(model), np.zeros(model.nv)
@@ -505,7 +508,8 @@ def _node_paths(model) -> list[tuple[str, list[Callable[[], None]]]]:
             lambda: linearize(model, data, q, v),
             lambda: linearize_batch(model, data, np.stack([q, q]), np.stack([v, v])),
             lambda: wrench and linearize(model, data, q, v, inputs=wrench)),
-            state_kernels.warm_up_joints, state_kernels.warm_up_base]),
+            state_kernels.warm_up_joints, state_kernels.warm_up_base,
+            warm_up_copy_if_finite]),
         # the hold alone (the arrays' types of linearize's and linearize_batch's calls): not
         # through linearize, which would compile the linearization's entry in this process too
         ('zero_order_hold', [lambda: zero_order_hold(

@@ -34,6 +34,7 @@ from rbd_linearizer.model.state import joint_index_map
 from rbd_linearizer.model.urdf import ParseLimits, TriangleInequalityError
 from rbd_linearizer.online.builtin_source import BuiltinStateSource
 from rbd_linearizer.online.contacts import ContactCatalogue, ContactForces, catalogue_from_config
+from rbd_linearizer.online.finite import warm_up_copy_if_finite
 from rbd_linearizer.online.model_process import build_model_isolated
 from rbd_linearizer.online.params import input_selection
 from rbd_linearizer.online.terms import (
@@ -53,10 +54,12 @@ __all__ = ['DescriptionQueue', 'Served', 'build_served', 'has_description_source
            'initial_description', 'model_error_hint', 'try_build_served']
 
 
-def _warm_up_state_kernels() -> None:
-    # the compiled checks of the node's state messages: the linearization's family
+def _warm_up_node_kernels() -> None:
+    # the compiled checks of the node's state messages and of its fast tick's output (the
+    # linearization's family)
     state_kernels.warm_up_joints()
     state_kernels.warm_up_base()
+    warm_up_copy_if_finite()
 
 
 #: The background threads of cold warm-ups (``Served.warm_up``), in the order they started: a
@@ -276,8 +279,8 @@ class Served:
             calls = {t for t, _ in first}  # (the tick's calls: first_output_split)
             if 'linearization' in partial and 'linearization#0' in calls:
                 self.linearize(q, v, None, cfg)
-            if 'linearization' in partial:  # the state messages' checks (first tasks too)
-                _warm_up_state_kernels()
+            if 'linearization' in partial:  # the messages' checks (first tasks too)
+                _warm_up_node_kernels()
             if 'contact' in partial and 'contact#0' in calls:
                 self.linearize_contact(q, v, None, cfg, self.contacts.frames)
             precompile.load_tasks(first)  # the tick's branches not taken above
@@ -299,7 +302,7 @@ class Served:
             elif fam == 'zero_order_hold':  # one kernel after every linearization's points
                 self.linearize(q, v, None, cfg, time_model='discrete', data=data)
             elif fam.startswith('linearization'):  # (other kernels with wrench inputs)
-                _warm_up_state_kernels()  # the node's state messages (model/state_kernels.py)
+                _warm_up_node_kernels()  # the node's messages (model/state_kernels.py, ...)
                 for tm in ('continuous', 'discrete'):
                     self.linearize(q, v, None, lie_euler, time_model=tm, data=data)
                     if self.contacts:

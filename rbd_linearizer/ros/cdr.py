@@ -37,10 +37,12 @@ the layout holds no number (test/ros/test_cdr_layout.py).
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 import numpy as np
 
 from rbd_linearizer.errors import StateError
+from rbd_linearizer.online.finite import copy_if_finite
 from rbd_linearizer.online.implied import check as check_implied
 from rbd_linearizer.online.implied import restore, restore_packed, runs, sent_rows
 from rbd_linearizer.results import Linearization
@@ -429,6 +431,17 @@ class _Writer:
         return self.f64s(n)
 
 
+class FlatPlan(NamedTuple):
+    """``LinearizationEncoder.flat_plan``: a flat result's runs into one layout's numbers."""
+
+    layout: tuple  #: the encoder's layout they were made for
+    runs: np.ndarray  #: int64 (k, 3): (first number in the buffer, in the message, count)
+    size: int  #: the flat buffer's size
+
+
+_F64 = np.dtype(np.float64)
+
+
 class LinearizationEncoder:
     """Serialized ``rbd_linearizer/msg/Linearization`` of a ``Linearization`` result, fast.
 
@@ -490,6 +503,17 @@ class LinearizationEncoder:
         self._u = view(at_u, lin.u0.shape[0])
         self._a, self._b = view(at_a, ra * nx).reshape(ra, nx), view(at_b, rb * nu).reshape(rb, nu)
         self._f, self._ct = view(at_f, lin.f.shape[0]), view(at_ct, 1)
+        # every float64 of the message (each at 4 + 8 k: aligned to 8 after the header), for
+        # encode_flat; its fields' (index, count)
+        self._numbers = np.frombuffer(buf, dtype='<f8', count=(len(buf) - 4) // 8, offset=4)
+        self._number_fields = {
+            name: ((at - 4) // 8, count) for name, at, count in (
+                ('base_position', at_pose, 3), ('base_quaternion', at_pose + 24, 4),
+                ('base_twist', at_pose + 56, 6), ('joint_positions', at_s, n),
+                ('joint_velocities', at_sdot, lin.joint_velocities.shape[0]),
+                ('u0', at_u, lin.u0.shape[0]), ('A', at_a, ra * nx), ('B', at_b, rb * nu),
+                ('f', at_f, lin.f.shape[0]))}
+        self._at_dt_ct = ((at_dt - 4) // 8, (at_ct - 4) // 8)
 
     def _key_of(self, lin: Linearization, frame_id: str, contacts: tuple, implied: str) -> tuple:
         return (frame_id, lin.model_name, lin.model_hash, lin.floating_base, lin.joint_names,
@@ -516,28 +540,76 @@ class LinearizationEncoder:
 
     @property
     def layout(self) -> tuple | None:
-        """The current layout (None before the first ``encode``), for ``encode_flat``."""
+        """The current layout (None before the first ``encode``)."""
         return self._key
 
-    def encode_flat(self, layout: tuple, out: np.ndarray, slices: dict[str, slice],
-                    stamp_ns: int, dt: float, compute_time: float) -> bytes | None:
-        """Return the message of a result held flat in ``out``, or None if laid out anew since.
+    def flat_plan(self, slices: dict[str, slice], size: int) -> FlatPlan:
+        """How ``encode_flat`` writes a flat result into the current layout (after ``encode``).
 
-        ``out`` / ``slices``: a ``linearization.PointLinearizer``'s buffer and field slices;
-        ``layout``: ``self.layout`` right after ``encode`` of a result of that linearizer's
-        model and options, with the same frame, contacts and implied rows (the strings, names
-        and sizes are that message's). The same bytes as ``encode`` of the ``Linearization``
-        ``linearize`` returns at the same point (test/ros/test_cdr.py). None (nothing written)
-        when another layout was made since: ``encode`` a result again.
+        ``slices`` / ``size``: a ``linearization.PointLinearizer``'s field slices and buffer
+        size, for a result of the model and options of the last ``encode`` (same names, sizes,
+        frame, contacts and implied rows). The runs copy each field, and of ``A`` and ``B`` the
+        rows sent, to its numbers in the message; ValueError when a field's size differs from
+        the layout's (another model or options) or a slice leaves the buffer.
         """
-        if layout is not self._key:
+        if self._key is None:
+            raise ValueError('flat_plan: nothing encoded yet (no layout)')
+        nx, nu = self._key[8][1], self._key[9][1]
+        runs_a, runs_b = self._runs
+        out: list[tuple[int, int, int]] = []
+        for name, (at, count) in self._number_fields.items():
+            sl = slices[name]
+            start, stop = sl.start, sl.stop
+            if sl.step not in (None, 1) or not 0 <= start <= stop <= size:
+                raise ValueError(f'flat_plan: slice {sl} of {name} is not within {size}')
+            if name in ('A', 'B'):
+                cols, spans = (nx, runs_a) if name == 'A' else (nu, runs_b)
+                if stop - start != self._key[8 if name == 'A' else 9][0] * cols:
+                    raise ValueError(f'flat_plan: {name} has {stop - start} numbers, the '
+                                     f'layout {self._key[8 if name == "A" else 9]}')
+                out += [(start + first * cols, at + where * cols, (end - first) * cols)
+                        for first, end, where in spans]
+            elif stop - start != count:
+                raise ValueError(f'flat_plan: {name} has {stop - start} numbers, the layout '
+                                 f'{count}')
+            else:
+                out.append((start, at, count))
+        merged: list[list[int]] = []  # runs that follow each other in both: one
+        for s, d, n in sorted(out, key=lambda r: r[1]):
+            if n == 0:
+                continue
+            last = merged[-1] if merged else None
+            if last and last[0] + last[2] == s and last[1] + last[2] == d:
+                last[2] += n
+            else:
+                merged.append([s, d, n])
+        return FlatPlan(self._key, np.array(merged, dtype=np.int64).reshape(-1, 3), size)
+
+    def encode_flat(self, plan: FlatPlan, out: np.ndarray, stamp_ns: int, dt: float,
+                    compute_time: float) -> bytes | None:
+        """Return the message of a result held flat in ``out``, or None: take the full path.
+
+        ``plan``: ``flat_plan`` of the linearizer that wrote ``out`` (a float64 array of
+        ``plan.size``). The same bytes as ``encode`` of the ``Linearization`` ``linearize``
+        returns at the same point (test/ros/test_fast_tick.py). One compiled call checks every
+        number of ``out`` finite and copies the fields into the message
+        (``online.finite.copy_if_finite``). None, with nothing written, when a number of
+        ``out`` is NaN or inf (the full path's guard names the field) or when another layout
+        was made since ``plan`` (``encode`` a result again, then ``flat_plan``); StateError
+        for a stamp outside ``builtin_interfaces/Time`` (nothing written either).
+        """
+        if plan.layout is not self._key or out.shape != (plan.size,) or out.dtype != _F64:
             return None
-        # (the layout's key holds A.shape and B.shape: _key_of)
-        A, B = out[slices['A']].reshape(layout[8]), out[slices['B']].reshape(layout[9])
-        return self._write(stamp_ns, dt, out[slices['base_position']],
-                           out[slices['base_quaternion']], out[slices['base_twist']],
-                           out[slices['joint_positions']], out[slices['joint_velocities']],
-                           out[slices['u0']], A, B, out[slices['f']], compute_time)
+        sec, nanosec = divmod(int(stamp_ns), _NS)
+        if not -(2**31) <= sec < 2**31:
+            raise StateError(f'stamp {stamp_ns} ns does not fit builtin_interfaces/Time')
+        if not copy_if_finite(out, plan.runs, self._numbers):
+            return None
+        struct.pack_into('<iI', self._buf, self._at_stamp, sec, nanosec)
+        numbers, (at_dt, at_ct) = self._numbers, self._at_dt_ct
+        numbers[at_dt] = dt
+        numbers[at_ct] = compute_time
+        return bytes(self._buf)
 
     def _write(self, stamp_ns: int, dt: float, position, quaternion, twist, s, sdot, u0, A, B,
                f, compute_time: float) -> bytes:

@@ -10,9 +10,11 @@ guard walking its fields -> ``cdr.LinearizationEncoder.encode``):
 
 * the compiled call of ``linearize`` into one flat buffer (``linearization.PointLinearizer``:
   the same numbers, bit for bit);
-* the guard over that buffer (``online.finite.all_finite``: every number finite);
-* the message written from it into the encoder's layout (``encode_flat``: the same bytes as
-  ``encode`` of the ``Linearization``, the compute time aside).
+* the guard over that buffer and the message written from it, in one compiled call
+  (``cdr.LinearizationEncoder.encode_flat`` with ``online.finite.copy_if_finite``: every
+  number finite, then the fields copied into the encoder's layout; the same bytes as
+  ``encode`` of the ``Linearization``, the compute time aside);
+* the copy of the message that rclpy publishes.
 
 It learns from the full path: after the node published a tick's ``Linearization`` through
 ``encode`` (the layout: frame, names, sizes, implied rows), ``learn(served, cfg)`` makes it
@@ -30,8 +32,7 @@ from typing import Any
 import numpy as np
 
 from rbd_linearizer.linearization import PointLinearizer
-from rbd_linearizer.online.finite import all_finite
-from rbd_linearizer.ros.cdr import LinearizationEncoder
+from rbd_linearizer.ros.cdr import FlatPlan, LinearizationEncoder
 
 __all__ = ['FastTick']
 
@@ -48,8 +49,8 @@ class FastTick:
         self._served: Any = None
         self._cfg: dict[str, Any] | None = None
         self._point: PointLinearizer | None = None
-        self._out = self._finite = None
-        self._layout: tuple | None = None
+        self._out: np.ndarray | None = None
+        self._plan: FlatPlan | None = None
 
     def learn(self, served, cfg: dict[str, Any]) -> None:
         """Answer the ticks of ``served`` under ``cfg`` from now on, where it can.
@@ -59,17 +60,19 @@ class FastTick:
         message's). Where the tick computes more than the linearization
         (``Served.tick_linearizer`` is None), it remembers that and answers nothing.
         """
-        if served is self._served and cfg is self._cfg:  # known: the layout may be new
-            self._layout = self._encoder.layout
-            return
-        point = served.tick_linearizer(cfg)
-        self._served, self._cfg, self._point = served, cfg, point
+        if served is not self._served or cfg is not self._cfg:
+            point = served.tick_linearizer(cfg)
+            self._served, self._cfg, self._point = served, cfg, point
+            if point is not None:
+                # zeros: the call leaves the slots outside the result's fields as they are (a
+                # floating base's unused fixed-base pose), the guard checks the whole buffer
+                self._out = np.zeros(point.size)
+        point, self._plan = self._point, None  # known or new: the layout may be new
         if point is not None:
-            # zeros: the call leaves the slots outside the result's fields as they are (a
-            # floating base's unused fixed-base pose), the guard checks the whole buffer
-            self._out = np.zeros(point.size)
-            self._finite = np.empty(point.size, dtype=bool)
-            self._layout = self._encoder.layout
+            try:
+                self._plan = self._encoder.flat_plan(point.slices, point.size)
+            except ValueError:  # not this linearizer's layout (never seen): the full path
+                pass
 
     def encode(self, served, cfg: dict[str, Any], q, v, u, stamp_ns: int) -> bytes | None:
         """Return the tick's serialized ``Linearization`` at (q, v, u), or None: the full path.
@@ -78,15 +81,15 @@ class FastTick:
         (header stamp ``stamp_ns``, frame, names, implied rows of the learned layout), its
         ``compute_time`` the compiled call's.
         """
-        point = self._point
-        if point is None or served is not self._served or cfg is not self._cfg:
+        point, plan = self._point, self._plan
+        if plan is None or served is not self._served or cfg is not self._cfg:
             return None
         start = time.perf_counter()
         out = self._out
         try:
-            if point(q, v, u, out) or not all_finite(out, self._finite):
+            if point(q, v, u, out):
                 return None
-            return self._encoder.encode_flat(self._layout, out, point.slices, stamp_ns,
-                                             point.step, time.perf_counter() - start)
+            return self._encoder.encode_flat(plan, out, stamp_ns, point.step,
+                                             time.perf_counter() - start)
         except Exception:  # noqa: BLE001 - the full path reports it (and skips the tick)
             return None

@@ -47,7 +47,7 @@ def test_bench_floor_in_process_runs_every_step_of_the_tick():
         assert figures['robot'] == 'go2' and figures['pace'] == ('idle' if idle else 'busy')
         assert int(figures['ticks_published']) > 0
         steps = [k for k in figures if k.startswith('step_')]
-        assert len(steps) == 9, figures
+        assert len(steps) == 8, figures
         assert all(float(figures[k]) > 0 for k in steps), figures
 
 

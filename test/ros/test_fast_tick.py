@@ -3,7 +3,8 @@
 * ``LinearizationEncoder.encode_flat``: the bytes of ``encode`` of ``linearize``'s result at the
   same point (same compute time given), for a floating-base and a fixed-base robot, each
   representation, continuous and Lie-Euler time, all rows and the implied rows left out; None
-  once another layout was made.
+  with the message untouched for a NaN anywhere in the buffer; None once another layout was
+  made; ``flat_plan`` refuses another linearizer's fields and a buffer they do not fit.
 * the node (in process, states handed to its callbacks): after its first tick (the full path)
   every tick of a linearization-only configuration is answered by the fast path, and each
   message equals the full path's at the same state (the compute time aside); a parameter
@@ -73,13 +74,36 @@ def test_encode_flat_writes_the_bytes_of_encode(floating, rep, time, rows):
         u = np.random.default_rng(seed).normal(size=point.nu)
         lin = linearize(model, data, q, v, u, **opts, stamp=1_700_000_000_123_456_789 + seed)
         want = enc.encode(lin, 'world', (), (), rows_left_out)
-        layout = enc.layout
+        plan = enc.flat_plan(point.slices, point.size)
         assert point(q, v, u, out) == 0
-        got = enc.encode_flat(layout, out, point.slices, lin.stamp, point.step,
-                              lin.compute_time)
+        got = enc.encode_flat(plan, out, lin.stamp, point.step, lin.compute_time)
         assert got == want
+    # a non-finite number anywhere in the buffer: None, and the message's numbers untouched
+    written = bytes(enc._buf)
+    for at in (0, point.size // 2, point.size - 1):
+        poisoned = out.copy()
+        poisoned[at] = np.nan
+        assert enc.encode_flat(plan, poisoned, 5, point.step, 1.0) is None
+        assert bytes(enc._buf) == written
     enc.encode(lin, 'odom', (), (), rows_left_out)  # another frame: laid out anew
-    assert enc.encode_flat(layout, out, point.slices, 0, point.step, 0.0) is None
+    assert enc.encode_flat(plan, out, 0, point.step, 0.0) is None
+
+
+def test_flat_plan_refuses_another_linearizers_buffer():
+    fixed = build_model(default_robot_urdf(), floating_base=False)
+    point = PointLinearizer(MODEL, create_data(MODEL))
+    other = PointLinearizer(fixed, create_data(fixed))
+    enc = cdr.LinearizationEncoder()
+    with pytest.raises(ValueError, match='nothing encoded'):
+        enc.flat_plan(point.slices, point.size)
+    q, v = _state(MODEL, 0)
+    enc.encode(linearize(MODEL, create_data(MODEL), q, v))
+    with pytest.raises(ValueError, match='numbers, the layout'):
+        enc.flat_plan(other.slices, other.size)
+    with pytest.raises(ValueError, match='not within'):
+        enc.flat_plan(point.slices, point.size - 1)
+    plan = enc.flat_plan(point.slices, point.size)
+    assert enc.encode_flat(plan, np.zeros(point.size - 1), 0, 0.0, 0.0) is None  # wrong size
 
 
 # --- the node --------------------------------------------------------------------------------
