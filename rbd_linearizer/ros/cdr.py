@@ -765,10 +765,12 @@ def linearization_from_cdr(raw, with_contacts: bool = False):
 class TrajectoryLinearizationEncoder:
     """Serialized ``rbd_linearizer/msg/TrajectoryLinearization`` of a result, fast.
 
-    As ``LinearizationEncoder``: the first ``encode`` lays the message out (strings, sizes, the
-    offsets of the numbers), later ones with the same names, N, nx, nu, representation, time
-    model and frame write the stamp, ``dt``, A, B, f and the compute time with numpy.
-    ``encode(res, frame_id)`` equals ``serialize_message(conversions.
+    As ``LinearizationEncoder``, the first ``encode`` lays the message out (strings, sizes, the
+    offsets of the numbers); later ones with the same names, N, nx, nu, representation, time
+    model and frame join the layout's bytes between the numbers with the result's own arrays
+    (``bytes.join`` of their buffers): each number of a large answer (a 1000-point g1
+    trajectory: 56 MB) is copied once, into the message (issue 24 item 3), not into a template
+    first. ``encode(res, frame_id)`` equals ``serialize_message(conversions.
     trajectory_linearization_to_msg(res, frame_id))`` (test/ros/test_trajectory_conversions.py).
     Not thread-safe (one per publisher).
     """
@@ -780,9 +782,11 @@ class TrajectoryLinearizationEncoder:
         N, nx, nu, ndt = res.n_points, res.nx, res.nu, res.dt.shape[0]
         rows_a, rows_b = sent_rows(implied, nx, len(res.joint_names), res.floating_base)
         ra, rb = rows_a.size, rows_b.size
-        self._runs = (runs(rows_a), runs(rows_b))  # as LinearizationEncoder
+        # the rows sent (implied.py), as runs of rows: one run of every row is the whole array
+        self._runs = tuple(None if spans == ((0, nx, 0),) else spans
+                           for spans in (runs(rows_a), runs(rows_b)))
         w = _Writer()
-        self._at_stamp = w.stamp()
+        at_stamp = w.stamp()
         w.string(frame_id)
         w.string(res.model_name)
         w.string(res.model_hash)
@@ -800,15 +804,12 @@ class TrajectoryLinearizationEncoder:
         at_f = w.f64_seq(N * nx)
         at_ct = w.f64s(1)
         w.string(implied)  # implied_rows (appended last)
-        buf = self._buf = w.buf
-
-        def view(at: int, count: int) -> np.ndarray:
-            return np.frombuffer(buf, dtype='<f8', count=count, offset=at)
-
-        self._dt = view(at_dt, ndt)
-        self._a = view(at_a, N * ra * nx).reshape(N, ra, nx)
-        self._b = view(at_b, N * rb * nu).reshape(N, rb, nu)
-        self._f, self._ct = view(at_f, N * nx), view(at_ct, 1)
+        buf = bytes(w.buf)
+        # the layout's bytes before, between and after the numbers (padding included)
+        self._between = tuple(buf[a:b] for a, b in (
+            (0, at_stamp), (at_stamp + 8, at_dt), (at_dt + 8 * ndt, at_a),
+            (at_a + 8 * N * ra * nx, at_b), (at_b + 8 * N * rb * nu, at_f),
+            (at_f + 8 * N * nx, at_ct), (at_ct + 8, len(buf))))
 
     def encode(self, res, frame_id: str = 'world', implied: str = '') -> bytes:
         """Return the serialized message (header.stamp = res.stamp, frame_id = ``frame_id``).
@@ -825,15 +826,35 @@ class TrajectoryLinearizationEncoder:
         sec, nanosec = divmod(int(res.stamp), _NS)
         if not -(2**31) <= sec < 2**31:
             raise StateError(f'stamp {res.stamp} ns does not fit builtin_interfaces/Time')
-        struct.pack_into('<iI', self._buf, self._at_stamp, sec, nanosec)
-        self._dt[:] = res.dt
-        (runs_a, runs_b) = self._runs
-        for sent, full, spans in ((self._a, res.A, runs_a), (self._b, res.B, runs_b)):
-            for first, end, at in spans:
-                sent[:, at:at + end - first] = full[:, first:end]
-        self._f[:] = res.f.reshape(-1)
-        self._ct[0] = res.compute_time
-        return bytes(self._buf)
+        head, after_stamp, after_dt, after_a, after_b, after_f, tail = self._between
+        runs_a, runs_b = self._runs
+        pieces = [head, struct.pack('<iI', sec, nanosec), after_stamp, _wire(res.dt), after_dt]
+        _rows(pieces, _wire(res.A), runs_a)
+        pieces.append(after_a)
+        _rows(pieces, _wire(res.B), runs_b)
+        pieces += [after_b, _wire(res.f), after_f, struct.pack('<d', res.compute_time), tail]
+        return b''.join(pieces)
+
+
+def _wire(x: np.ndarray) -> np.ndarray:
+    # x as its numbers lie in a message: C-contiguous little-endian float64 (as it is when it is)
+    if x.dtype == _LE_F64 and x.flags.c_contiguous:
+        return x
+    return np.ascontiguousarray(x, dtype=_LE_F64)
+
+
+def _rows(pieces: list, full: np.ndarray, spans) -> None:
+    # the rows of every matrix of ``full`` (N, rows, cols) that are sent: all of it (spans
+    # None) or each run of rows of each matrix, in order (contiguous slices: no copy here)
+    if spans is None:
+        pieces.append(full)
+        return
+    for k in range(full.shape[0]):
+        m = full[k]
+        pieces += [m[first:end] for first, end, _ in spans]
+
+
+_LE_F64 = np.dtype('<f8')
 
 
 def trajectory_fields(raw) -> dict:

@@ -6,10 +6,13 @@
 * ``trajectory_linearization_to_msg`` / ``_from_msg`` / ``trajectory_linearization_arrays``:
   shapes (N, nx, nx), (N, nx, nu), (N, nx), bit for bit (NaN payloads, -0.0, denormals).
 * ``cdr.TrajectoryLinearizationEncoder.encode`` equals rclpy's ``serialize_message`` of the
-  message field for field (same length; both decode to the result bit for bit), and
+  message field for field (same length; both decode to the result bit for bit), whatever the
+  memory layout and byte order of the result's arrays, and
   ``trajectory_linearization_from_cdr`` reads it back bit for bit; malformed bytes raise
   StateError.
 """
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -194,6 +197,22 @@ def test_lie_euler_rows_left_out_and_restored_with_each_points_step(floating):
     msg.dt = list(dt[:2])  # a step per point is needed
     with pytest.raises(ConversionError, match='needs the step'):
         trajectory_linearization_arrays(msg)
+
+
+@pytest.mark.parametrize('implied', ['', 'kinematics'])
+def test_the_encoder_takes_any_layout_of_the_arrays(implied):
+    # the numbers are joined from the result's own buffers: a Fortran-ordered A, a big-endian
+    # B, a strided f give the bytes of their contiguous little-endian float64 copies
+    res, _, _ = _structured(np.random.default_rng(12), True, N=3)
+    want = cdr.TrajectoryLinearizationEncoder().encode(res, 'odom', implied)
+    wide = np.zeros((res.f.shape[0], 2 * res.f.shape[1]))
+    wide[:, ::2] = res.f
+    odd = dataclasses.replace(res, A=np.asfortranarray(res.A), B=res.B.astype('>f8'),
+                              f=wide[:, ::2])
+    assert not odd.A.flags.c_contiguous and not odd.f.flags.c_contiguous
+    enc = cdr.TrajectoryLinearizationEncoder()
+    assert enc.encode(odd, 'odom', implied) == want
+    assert enc.encode(res, 'odom', implied) == want  # the same layout, the plain arrays
 
 
 def test_inconsistent_or_malformed_messages_are_refused():
