@@ -1,7 +1,8 @@
 """The control tick during a model swap and a parameter change (issue 24 item 2).
 
 Usage: python benchmarks/bench_model_swap.py [--robots g1 go2] [--rate 1000] [--swaps 5]
-           [--changes 10] [--trajectory-server thread|process] [--switch-interval S]
+           [--changes 10] [--kernel-changes] [--trajectory-server thread|process]
+           [--switch-interval S]
 
 Per robot: a linearizer node in this process (its built-in state source, a timer tick at
 ``--rate``, spun by ``DirectExecutor`` in a thread of its own) and a publisher of
@@ -12,9 +13,13 @@ between two ticks in the idle 2 s and during each swap (from the publication to 
 model), and the swap's duration. Then ``--changes`` times a parameter change (``dt``
 toggled) through the node's parameter service (a parameter client in the publisher's
 context, as ``ros2 param set`` would): the longest gap between two ticks from the request to
-the answer, and the answer's time. With ``--trajectory-server process`` the node's parameter
-service answers only after its trajectory process confirmed the change (in the executor
-thread: the tick waits for it). The node builds a new model off the executor thread
+the answer, and the answer's time; ``--kernel-changes``: then changes that load kernels
+(``KERNEL_CHANGES``: the zero-order hold, the dynamics terms, the derivatives, a first contact
+frame), each once, measured the same way (such a change is warmed up beside the tick since
+2026-12-02: docs/node.md). With ``--trajectory-server process`` the node's parameter service
+answers only after its trajectory process confirmed the change (for ``dt``, in the executor
+thread: the tick waits for it; for a change that loads kernels, in the thread that warms it
+up). The node builds a new model off the executor thread
 (``online.served.DescriptionQueue``), but in the same interpreter: the build's Python and
 the tick take the interpreter lock in turns. ``--switch-interval S``: the interpreter's
 switch interval (``sys.setswitchinterval``; Python's default 0.005 s) for the run.
@@ -32,13 +37,21 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
+#: ``--kernel-changes``: changes that load kernels, each once, in this order (docs/node.md)
+KERNEL_CHANGES = (('discrete_method', 'zoh'), ('publish_dynamics', True),
+                  ('higher_order_derivatives', 2), ('higher_order_derivatives', 0),
+                  ('contact_frames', None))
+#: a foot of each robot, for the first ``contact_frames``
+CONTACT_FRAME = {'go2': 'FL_foot', 'g1': 'left_ankle_roll_link'}
+
 
 def run(robot: str, rate: float, swaps: int, changes: int = 0,
-        trajectory_server: str = 'thread') -> dict:
+        trajectory_server: str = 'thread', kernel_changes: bool = False) -> dict:
     """Return the tick's figures under ``swaps`` model swaps, then ``changes`` parameter changes.
 
     The node ticks at ``rate`` on ``robot``'s built-in state source; ``trajectory_server``:
-    its parameter of that name.
+    its parameter of that name; ``kernel_changes``: then ``KERNEL_CHANGES`` through the
+    parameter service too.
     """
     import rclpy
     from rclpy.context import Context
@@ -108,27 +121,40 @@ def run(robot: str, rate: float, swaps: int, changes: int = 0,
         client = AsyncParameterClient(pub_node, f'{ns}/linearizer')
         if changes and not client.wait_for_services(timeout_sec=10.0):
             raise RuntimeError('no parameter service')
-        change_ms, change_gaps = [], []
-        for k in range(changes):
+        if kernel_changes and not client.wait_for_services(timeout_sec=10.0):
+            raise RuntimeError('no parameter service')
+
+        def timed(name: str, value) -> tuple[float, float]:
+            # a change through the parameter service: (answer after [ms], longest tick gap)
             spin(0.2)
             t0 = time.monotonic()
-            future = client.set_parameters([Parameter('dt', value=0.004 + 0.001 * (k % 2))])
-            end = t0 + 30.0
+            future = client.set_parameters([Parameter(name, value=value)])
+            end = t0 + 60.0
             while not future.done() and time.monotonic() < end:
                 pub_exec.spin_once(timeout_sec=0.001)
             t1 = time.monotonic()
             if not (future.done() and all(r.successful for r in future.result().results)):
-                raise RuntimeError(f'parameter change {k} failed: {future.result()}')
+                raise RuntimeError(f'parameter change {name}={value} failed: '
+                                   f'{future.result() if future.done() else "no answer"}')
             spin(0.05)
-            change_ms.append((t1 - t0) * 1e3)
-            change_gaps.append(longest_gap(t0 - 0.002, t1 + 0.002))
+            return (t1 - t0) * 1e3, longest_gap(t0 - 0.002, t1 + 0.002)
+
+        timed_changes = [timed('dt', 0.004 + 0.001 * (k % 2)) for k in range(changes)]
+        loading = [(name, value) for name, value in KERNEL_CHANGES
+                   if name != 'contact_frames' or robot in CONTACT_FRAME] if kernel_changes else []
+        loaded = [timed(name, [CONTACT_FRAME[robot]] if name == 'contact_frames' else value)
+                  for name, value in loading]
         return {'robot': robot, 'rate_hz': rate, 'trajectory_server': trajectory_server,
                 'switch_interval_s': sys.getswitchinterval(),
                 'idle_gap_ms_max': round(idle, 2),
                 'swap_ms': [round(d, 1) for d in durations],
                 'swap_gap_ms_max': [round(g, 2) for g in gaps],
-                'change_ms': [round(d, 1) for d in change_ms],
-                'change_gap_ms_max': [round(g, 2) for g in change_gaps]}
+                'change_ms': [round(d, 1) for d, _ in timed_changes],
+                'change_gap_ms_max': [round(g, 2) for _, g in timed_changes],
+                **({'kernel_changes': ','.join(name for name, _ in loading),
+                    'kernel_change_ms': [round(d, 1) for d, _ in loaded],
+                    'kernel_change_gap_ms_max': [round(g, 2) for _, g in loaded]}
+                   if kernel_changes else {})}
     finally:
         executor.shutdown(timeout_sec=5.0)
         pub_exec.shutdown()
@@ -148,13 +174,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--changes', type=int, default=0,
                         help='parameter changes after the swaps (dt toggled)')
     parser.add_argument('--trajectory-server', choices=('thread', 'process'), default='thread')
+    parser.add_argument('--kernel-changes', action='store_true',
+                        help='then changes that load kernels (zoh, dynamics, derivatives, '
+                             'contacts), each once')
     parser.add_argument('--switch-interval', type=float, default=None,
                         help="the interpreter's switch interval [s] (default: Python's)")
     args = parser.parse_args(argv)
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
     for robot in args.robots:
-        figures = run(robot, args.rate, args.swaps, args.changes, args.trajectory_server)
+        figures = run(robot, args.rate, args.swaps, args.changes, args.trajectory_server,
+                      args.kernel_changes)
         print(' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
     return 0
 

@@ -154,6 +154,24 @@ class Served:
             self.warm_up(cfg, report)
         return self
 
+    def needs_warm_up(self, cfg: dict[str, Any]) -> bool:
+        """Whether ``reconfigured(cfg)`` warms up: new inputs or contacts, or a cold family."""
+        return (input_selection(cfg) != self.inputs or catalogue_from_config(cfg) != self.contacts
+                or bool(self.cold_families(cfg)))
+
+    def prepared(self, cfg: dict[str, Any],
+                 report: Callable[[str], None] | None = None) -> Served:
+        """Return a new Served of this model with ``cfg``'s inputs, warmed up for ``cfg``.
+
+        The warm-up of a parameter change beside the tick (ros/params.py): the new Served has
+        workspaces of its own (this one's are the tick's), so it runs in any thread while this
+        one serves; ``reconfigured(cfg)`` of it then returns it as it is. ``report`` as
+        ``warm_up``.
+        """
+        new = self.with_inputs(input_selection(cfg), catalogue_from_config(cfg))
+        new.warm_up(cfg, report)
+        return new
+
     def cold_families(self, cfg: dict[str, Any]) -> list[str]:
         """Return the kernel families ``cfg`` uses not warmed up yet (``precompile``)."""
         r = self.resolved

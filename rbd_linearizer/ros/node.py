@@ -114,6 +114,11 @@ class _LinearizerMixin:
                           on_clock_change=False),
             post_callback=self._on_clock_jump)
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        # a change over the parameter services that loads kernels: loaded beside the tick
+        # first (ros/params.py; a Served of its own), then set and answered
+        self._prepared: tuple | None = None  # (the Served it was made from, the new one)
+        RP.prepare_before_set(self, self._parameter_work, self._parameters_set,
+                              self._request_group)
 
     # --- configure / activate ----------------------------------------------------------------
 
@@ -300,16 +305,58 @@ class _LinearizerMixin:
 
     # --- tick -------------------------------------------------------------------------------
 
+    def _parameter_work(self, parameters: list, atomic: bool):
+        # The warm-up a parameter service request needs before it is set, to run beside the
+        # tick (ros/params.py), or None. The request's configuration as rclpy will set it (one
+        # parameter at a time unless atomic; a refused one changes nothing): when it loads
+        # kernels, a new Served warmed up for it (workspaces of its own: the tick's are in use)
+        # and the trajectory process reconfigured; _apply then takes both as they are.
+        served, cfg = self._served, self._cfg
+        if served is None:
+            return None
+        for group in [parameters] if atomic else [[p] for p in parameters]:
+            try:
+                cfg = P.updated_config(cfg, {p.name: p.value for p in group}, served.model)
+            except (RbdError, TypeError, ValueError):
+                if atomic:
+                    return None
+        if cfg == self._cfg or not served.needs_warm_up(cfg):
+            return None
+
+        def work() -> None:
+            start = time.monotonic()
+            prepared = served.prepared(cfg, self.get_logger().info)
+            process = self._trajectory_process
+            if process is not None:  # it warms up too: confirmed here, not in the tick's thread
+                process.configure(cfg)
+                process.confirmed()
+            self._prepared = (served, prepared, cfg if process is not None else None)
+            log(self.get_logger(), LoggingSeverity.INFO,
+                f'parameter change: kernels loaded beside the tick in '
+                f'{(time.monotonic() - start) * 1e3:.0f} ms')
+        return work
+
+    def _parameters_set(self) -> None:
+        # a parameter service request was set (or refused): its preparation is spent
+        self._prepared = None
+
     def _apply(self, cfg: dict[str, Any]) -> None:
-        # Runs in the executor thread (parameter service), so between two ticks.
+        # Runs in the executor thread (parameter service), so between two ticks. A Served
+        # prepared for the change beside the tick (_parameter_work) is taken as it is.
         old, self._cfg = self._cfg, cfg
+        prepared = self._prepared
         process = self._trajectory_process
-        if process is not None:  # first: it reconfigures while this node does
-            process.configure(cfg)
+        if process is not None and (prepared is None or prepared[2] != cfg):
+            process.configure(cfg)  # first: it reconfigures while this node does
+        else:
+            process = None  # (nothing to send: it applied cfg while it was prepared)
         self._feed.sync.configure(int(cfg['max_state_skew_s'] * _NS),
                              int(cfg['max_state_age_s'] * _NS))
-        if self._served is not None:
-            self._served = self._served.reconfigured(cfg, self.get_logger().info)
+        served = self._served
+        if served is not None:
+            if prepared is not None and prepared[0] is served:
+                served = prepared[1]  # warm for the request's configuration
+            self._served = served.reconfigured(cfg, self.get_logger().info)
         self._contacts.reconfigured(old, cfg)
         if process is not None:  # the parameter service answers after both applied it
             process.confirmed()

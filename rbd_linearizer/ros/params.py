@@ -2,10 +2,17 @@
 
 The table itself (names, types, defaults, ranges, checks) is ``rbd_linearizer.online.params``,
 shared with the command-line tools (import it from there: nothing is re-exported here).
+
+``prepare_before_set``: the node's parameter services (``set_parameters``,
+``set_parameters_atomically``, served by rclpy's ``ParameterService`` in the executor thread)
+run the work a change needs first (loading kernels: 13-80 ms) in a thread of their own, then
+set the parameters in the executor thread and answer (docs/node.md, "Parameters").
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+import threading
 from typing import Any
 
 from rbd_linearizer.online.params import PARAMETERS, Param, validate, validate_config
@@ -59,3 +66,97 @@ def _value(node, p: Param):
     if isinstance(p.default, list):
         return [] if value is None else list(value)
     return value
+
+
+#: ``prepare_before_set``'s ``plan``: the work a request needs before it is set (None: none).
+Plan = Callable[[list, bool], Callable[[], None] | None]
+
+
+class _Last:
+    # the completion of the last request taken (each waits for the one before: in order)
+    future: Any = None
+
+
+def _wake(_future) -> None:
+    # a done callback scheduled on the executor: creating its task wakes the executor, which
+    # then resumes the request awaiting the future (as ros/requests.py)
+    return None
+
+
+def prepare_before_set(node, plan: Plan, done: Callable[[], None], group) -> int:
+    """Answer ``node``'s parameter services after the work a change needs, done off-thread.
+
+    Wraps the callbacks of ``set_parameters`` and ``set_parameters_atomically`` of rclpy's
+    ``ParameterService`` on ``node`` (``Service.callback``; found by type and name: none found,
+    nothing changes) in async callbacks: each request waits for the one before it (answers in
+    order), asks ``plan(parameters, atomic)`` (``parameters``: the request's
+    ``rclpy.parameter.Parameter`` list; called in the executor thread) for the work the change
+    needs first, runs that work in a thread of its own while the executor goes on (the
+    control tick too), then calls rclpy's callback in the executor thread (the parameters are
+    checked and set as always: the node's on-set callback, events) and ``done()``, and rclpy
+    answers. Work that raises is logged; the parameters are set anyway (the node's on-set
+    callback then does what it did before: the warm-up in place). Both executors: rclpy's runs
+    the async callback, ``DirectExecutor`` hands it to rclpy's path. The two services move to
+    ``group`` (a reentrant callback group): a request awaiting its work must not hold the
+    node's default group, which the tick's timer and subscriptions are in. Returns how many
+    services were wrapped (0 or 2).
+    """
+    from rcl_interfaces.srv import SetParameters, SetParametersAtomically
+    from rclpy.parameter import Parameter
+    from rclpy.task import Future
+
+    last = _Last()
+    names = {}  # as rclpy names them (relative to the namespace), or resolved
+    for base in (node.get_name(), node.get_fully_qualified_name().rstrip('/')):
+        names[f'{base}/set_parameters'] = SetParameters
+        names[f'{base}/set_parameters_atomically'] = SetParametersAtomically
+
+    def wrap(original, atomic: bool):
+        async def callback(request, response):
+            before, mine = last.future, Future(executor=node.executor)
+            mine.add_done_callback(_wake)
+            last.future = mine
+            try:
+                if before is not None and not before.done():
+                    await before
+                work = plan([Parameter.from_parameter_msg(p) for p in request.parameters],
+                            atomic)
+                if work is not None:
+                    ready = Future(executor=node.executor)
+                    ready.add_done_callback(_wake)
+
+                    def run() -> None:
+                        try:
+                            work()
+                        except Exception as e:  # noqa: BLE001 - said; set as before
+                            try:
+                                node.get_logger().warning(
+                                    f'parameter change: preparing it failed '
+                                    f'({type(e).__name__}: {e}); it is applied in the executor '
+                                    'thread')
+                            except Exception:  # noqa: BLE001, S110 - the node may be gone
+                                pass
+                        finally:
+                            try:
+                                ready.set_result(None)
+                            except Exception:  # noqa: BLE001, S110 - the executor stopped
+                                pass
+
+                    threading.Thread(target=run, daemon=True, name='parameter-change').start()
+                    await ready
+                return original(request, response)
+            finally:
+                done()
+                mine.set_result(None)
+
+        return callback
+
+    wrapped = 0
+    for srv in list(node.services):
+        kind = names.get(srv.srv_name)
+        if kind is not None and srv.srv_type is kind:
+            srv.callback = wrap(srv.callback, kind is SetParametersAtomically)
+            srv.callback_group = group
+            group.add_entity(srv)
+            wrapped += 1
+    return wrapped

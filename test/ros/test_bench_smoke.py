@@ -54,10 +54,12 @@ def test_bench_floor_in_process_runs_every_step_of_the_tick():
 def test_bench_model_swap_measures_parameter_changes_in_both_server_modes():
     for server in ('thread', 'process'):
         figures = _run('bench_model_swap.py', '--robots', 'go2', '--swaps', '1', '--changes',
-                       '2', '--trajectory-server', server)
+                       '2', '--trajectory-server', server, '--kernel-changes')
         assert figures['trajectory_server'] == server
         assert len(figures['swap_ms'].strip('[]').split(',')) == 1, figures
         assert len(figures['change_ms'].strip('[]').split(',')) == 2, figures
+        assert figures['kernel_changes'].split(',')[0] == 'discrete_method', figures
+        assert len(figures['kernel_change_gap_ms_max'].strip('[]').split(',')) == 5, figures
 
 
 def test_bench_node_latency_measures_the_tick_and_the_floor_beside_a_hammering_client():
