@@ -15,7 +15,7 @@ status line), ``trajectory.TrajectoryServer`` (``~/linearize_trajectory``, topic
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from nav_msgs.msg import Odometry
@@ -70,6 +70,14 @@ _NS = 1_000_000_000
 CLOCK_JUMP_BACK_NS = 1_000_000
 
 
+class _Prepared(NamedTuple):
+    """A parameter change warmed up beside the tick (``_parameter_work``), for ``_apply``."""
+
+    base: Served  #: the Served it was made from (the tick's then)
+    served: Served  #: the new one, warm for ``cfg``
+    process_cfg: dict[str, Any] | None  #: the configuration the trajectory process applied
+
+
 class _LinearizerMixin:
     """Shared implementation of the plain and the lifecycle node (see the module docstring)."""
 
@@ -116,7 +124,7 @@ class _LinearizerMixin:
         self.add_on_set_parameters_callback(self._on_set_parameters)
         # a change over the parameter services that loads kernels: loaded beside the tick
         # first (ros/params.py; a Served of its own), then set and answered
-        self._prepared: tuple | None = None  # (the Served it was made from, the new one)
+        self._prepared: _Prepared | None = None
         RP.prepare_before_set(self, self._parameter_work, self._parameters_set,
                               self._request_group)
 
@@ -330,7 +338,7 @@ class _LinearizerMixin:
             if process is not None:  # it warms up too: confirmed here, not in the tick's thread
                 process.configure(cfg)
                 process.confirmed()
-            self._prepared = (served, prepared, cfg if process is not None else None)
+            self._prepared = _Prepared(served, prepared, cfg if process is not None else None)
             log(self.get_logger(), LoggingSeverity.INFO,
                 f'parameter change: kernels loaded beside the tick in '
                 f'{(time.monotonic() - start) * 1e3:.0f} ms')
@@ -346,7 +354,7 @@ class _LinearizerMixin:
         old, self._cfg = self._cfg, cfg
         prepared = self._prepared
         process = self._trajectory_process
-        if process is not None and (prepared is None or prepared[2] != cfg):
+        if process is not None and (prepared is None or prepared.process_cfg != cfg):
             process.configure(cfg)  # first: it reconfigures while this node does
         else:
             process = None  # (nothing to send: it applied cfg while it was prepared)
@@ -354,8 +362,8 @@ class _LinearizerMixin:
                              int(cfg['max_state_age_s'] * _NS))
         served = self._served
         if served is not None:
-            if prepared is not None and prepared[0] is served:
-                served = prepared[1]  # warm for the request's configuration
+            if prepared is not None and prepared.base is served:
+                served = prepared.served  # warm for the request's configuration
             self._served = served.reconfigured(cfg, self.get_logger().info)
         self._contacts.reconfigured(old, cfg)
         if process is not None:  # the parameter service answers after both applied it

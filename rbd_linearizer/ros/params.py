@@ -94,12 +94,12 @@ def prepare_before_set(node, plan: Plan, done: Callable[[], None], group) -> int
     needs first, runs that work in a thread of its own while the executor goes on (the
     control tick too), then calls rclpy's callback in the executor thread (the parameters are
     checked and set as always: the node's on-set callback, events) and ``done()``, and rclpy
-    answers. Work that raises is logged; the parameters are set anyway (the node's on-set
-    callback then does what it did before: the warm-up in place). Both executors: rclpy's runs
-    the async callback, ``DirectExecutor`` hands it to rclpy's path. The two services move to
-    ``group`` (a reentrant callback group): a request awaiting its work must not hold the
-    node's default group, which the tick's timer and subscriptions are in. Returns how many
-    services were wrapped (0 or 2).
+    answers. A ``plan`` or work that raises is logged; the parameters are set anyway (the
+    node's on-set callback then does what it did before: the warm-up in place). Both
+    executors: rclpy's runs the async callback, ``DirectExecutor`` hands it to rclpy's path.
+    The two services move to ``group`` (a reentrant callback group): a request awaiting its
+    work must not hold the node's default group, which the tick's timer and subscriptions are
+    in. Returns how many services were wrapped (0 or 2).
     """
     from rcl_interfaces.srv import SetParameters, SetParametersAtomically
     from rclpy.parameter import Parameter
@@ -119,8 +119,12 @@ def prepare_before_set(node, plan: Plan, done: Callable[[], None], group) -> int
             try:
                 if before is not None and not before.done():
                     await before
-                work = plan([Parameter.from_parameter_msg(p) for p in request.parameters],
-                            atomic)
+                try:
+                    work = plan([Parameter.from_parameter_msg(p) for p in request.parameters],
+                                atomic)
+                except Exception as e:  # noqa: BLE001 - rclpy's callback decides and answers
+                    node.get_logger().warning(f'parameter change: not prepared ({e})')
+                    work = None
                 if work is not None:
                     ready = Future(executor=node.executor)
                     ready.add_done_callback(_wake)
