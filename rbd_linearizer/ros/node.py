@@ -74,7 +74,7 @@ class _Prepared(NamedTuple):
     """A parameter change warmed up beside the tick (``_parameter_work``), for ``_apply``."""
 
     base: Served  #: the Served it was made from (the tick's then)
-    served: Served  #: the new one, warm for ``cfg``
+    served: Served | None  #: the new one, warm for the change (None: it needs no kernel)
     process_cfg: dict[str, Any] | None  #: the configuration the trajectory process applied
 
 
@@ -314,11 +314,12 @@ class _LinearizerMixin:
     # --- tick -------------------------------------------------------------------------------
 
     def _parameter_work(self, parameters: list, atomic: bool):
-        # The warm-up a parameter service request needs before it is set, to run beside the
-        # tick (ros/params.py), or None. The request's configuration as rclpy will set it (one
+        # The work a parameter service request needs before it is set, to run beside the tick
+        # (ros/params.py), or None. The request's configuration as rclpy will set it (one
         # parameter at a time unless atomic; a refused one changes nothing): when it loads
-        # kernels, a new Served warmed up for it (workspaces of its own: the tick's are in use)
-        # and the trajectory process reconfigured; _apply then takes both as they are.
+        # kernels, a new Served warmed up for it (workspaces of its own: the tick's are in
+        # use); with a trajectory process, that process reconfigured and confirmed (it warms
+        # up too); _apply then takes both as they are.
         served, cfg = self._served, self._cfg
         if served is None:
             return None
@@ -328,20 +329,22 @@ class _LinearizerMixin:
             except (RbdError, TypeError, ValueError):
                 if atomic:
                     return None
-        if cfg == self._cfg or not served.needs_warm_up(cfg):
+        process = self._trajectory_process
+        warm = served.needs_warm_up(cfg)
+        if cfg == self._cfg or not (warm or process is not None):
             return None
 
         def work() -> None:
             start = time.monotonic()
-            prepared = served.prepared(cfg, self.get_logger().info)
-            process = self._trajectory_process
-            if process is not None:  # it warms up too: confirmed here, not in the tick's thread
+            prepared = served.prepared(cfg, self.get_logger().info) if warm else None
+            if process is not None:  # confirmed here, not in the tick's thread
                 process.configure(cfg)
                 process.confirmed()
             self._prepared = _Prepared(served, prepared, cfg if process is not None else None)
-            log(self.get_logger(), LoggingSeverity.INFO,
-                f'parameter change: kernels loaded beside the tick in '
-                f'{(time.monotonic() - start) * 1e3:.0f} ms')
+            if warm:
+                log(self.get_logger(), LoggingSeverity.INFO,
+                    f'parameter change: kernels loaded beside the tick in '
+                    f'{(time.monotonic() - start) * 1e3:.0f} ms')
         return work
 
     def _parameters_set(self) -> None:
@@ -362,7 +365,7 @@ class _LinearizerMixin:
                              int(cfg['max_state_age_s'] * _NS))
         served = self._served
         if served is not None:
-            if prepared is not None and prepared.base is served:
+            if prepared is not None and prepared.base is served and prepared.served is not None:
                 served = prepared.served  # warm for the request's configuration
             self._served = served.reconfigured(cfg, self.get_logger().info)
         self._contacts.reconfigured(old, cfg)

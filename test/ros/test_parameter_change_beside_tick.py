@@ -14,7 +14,9 @@ enables an output runs: loading its kernels, 13-80 ms with them cached) is slowe
 * two requests sent at once (one that warms up, one that does not) are answered in the order
   they came and both are in effect;
 * a refused change is answered at once with its reason, nothing warmed up;
-* a preparation that fails leaves the change to be set as before (warmed up in place).
+* a preparation that fails leaves the change to be set as before (warmed up in place);
+* with ``trajectory_server: process`` the wait for the process's confirmation of any change is
+  in the preparation's thread too.
 """
 
 import threading
@@ -36,6 +38,7 @@ from rbd_linearizer.ros import node as node_module  # noqa: E402
 from rbd_linearizer.ros import params as ros_params  # noqa: E402
 from rbd_linearizer.ros.executor import DirectExecutor  # noqa: E402
 from rbd_linearizer.ros.qos import result_qos  # noqa: E402
+from rbd_linearizer.ros.trajectory_process import TrajectoryProcess  # noqa: E402
 
 RATE_HZ = 200.0
 SLOW_S = 0.5  # added to each warm-up (module docstring)
@@ -46,17 +49,26 @@ EXECUTORS = {'direct': DirectExecutor, 'rclpy': SingleThreadedExecutor}
 class Harness:
     """The node spinning in a thread of its own; a probe (its own context) in the test's."""
 
-    def __init__(self, executor: str, monkeypatch):
+    def __init__(self, executor: str, monkeypatch, server: str = 'thread'):
         ns = f'/pc_{uuid.uuid4().hex[:8]}'
         self.node_ctx, self.probe_ctx = Context(), Context()
         rclpy.init(context=self.node_ctx)
         rclpy.init(context=self.probe_ctx)
+        self.confirmed_in: list[str] = []  # the threads the trajectory process was waited in
+        original_confirmed = TrajectoryProcess.confirmed
+
+        def confirmed(process, *args, **kwargs):
+            self.confirmed_in.append(threading.current_thread().name)
+            return original_confirmed(process, *args, **kwargs)
+
+        monkeypatch.setattr(TrajectoryProcess, 'confirmed', confirmed)
         self.node = node_module.LinearizerNode(
             context=self.node_ctx, namespace=ns, parameter_overrides=[
                 Parameter('use_default_robot', value=True),
                 Parameter('state_source', value='builtin'),
                 Parameter('tick_mode', value='timer'),
                 Parameter('rate_hz', value=RATE_HZ),
+                Parameter('trajectory_server', value=server),
                 Parameter('diagnostics_period_s', value=0.0),
                 Parameter('status_period_s', value=0.0)])
         self.warm_ups: list[tuple[int, str]] = []  # (start on the node's clock, thread name)
@@ -205,3 +217,22 @@ def test_a_failing_preparation_still_sets_the_change(harness, monkeypatch):
     node = harness.node
     assert node._cfg['publish_dynamics'] and node._served.cold_families(node._cfg) == []
     assert len(harness.warm_ups) == 1 and harness.warm_ups[0][1] != 'parameter-change'
+
+
+def test_with_the_trajectory_process_every_change_is_confirmed_beside_the_tick(monkeypatch):
+    # trajectory_server: process: the node answers a change once the process applied it too;
+    # that wait (2.7-8.3 ms for dt) is in the preparation's thread, not the executor's
+    h = Harness('direct', monkeypatch, server='process')
+    try:
+        h.spin_until(lambda: len(h.ticks) >= 20, 'the node ticking')
+        h.confirmed_in.clear()
+        (results,), _ = h.set_all({'dt': 0.002})
+        assert results[0].successful, results[0].reason
+        assert h.node._cfg['dt'] == 0.002 and h.warm_ups == []
+        assert h.confirmed_in == ['parameter-change'], h.confirmed_in
+        (results,), _ = h.set_all({'publish_dynamics': True})
+        assert results[0].successful, results[0].reason
+        assert h.confirmed_in == ['parameter-change'] * 2, h.confirmed_in
+        assert [t for _, t in h.warm_ups] == ['parameter-change']
+    finally:
+        h.close()
