@@ -125,11 +125,11 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            # Lie-Euler: one compiled entry for the single state and ~/linearize_trajectory's
            # horizon (linearize_batch), over the point kernel and its units
            # and the node's state messages' checks (model/state_kernels.py) and its fast
-           # tick's output guard (online/finite.py)
+           # tick's output guard (linearization/flat.py)
            ('rbd_linearizer.linearization.horizon:points_kernel',
             'rbd_linearizer.model.state_kernels:_joints_kernel',
             'rbd_linearizer.model.state_kernels:_base_kernel',
-            'rbd_linearizer.online.finite:_copy_if_finite'), (2.1, 0.9, 0.4, 0.3),
+            'rbd_linearizer.linearization.flat:_copy_if_finite'), (2.1, 0.9, 0.4, 0.3),
            tuple(u for u in UNITS if '.contact.' not in u)),
     Family('zero_order_hold', 'the zero-order hold (expm)',
            ('rbd_linearizer.linearization.point:zero_order_hold',), (12.6,)),
@@ -493,10 +493,10 @@ def _node_paths(model) -> list[tuple[str, list[Callable[[], None]]]]:
     from rbd_linearizer.linearization import InputSelection, WrenchInput, linearize
     from rbd_linearizer.linearization.batch import linearize_batch
     from rbd_linearizer.linearization.contact import linearize_contact
+    from rbd_linearizer.linearization.flat import warm_up_copy_if_finite
     from rbd_linearizer.linearization.point import zero_order_hold
     from rbd_linearizer.model import state_kernels
     from rbd_linearizer.model.data import create_data
-    from rbd_linearizer.online.finite import warm_up_copy_if_finite
 
     data = create_data(model)
     q, v = neutral(model), np.zeros(model.nv)

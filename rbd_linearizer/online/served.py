@@ -26,6 +26,7 @@ from rbd_linearizer.algorithm.joint_configuration import neutral
 from rbd_linearizer.errors import ConfigError, RbdError
 from rbd_linearizer.linearization import PointLinearizer, linearize
 from rbd_linearizer.linearization.batch import linearize_batch
+from rbd_linearizer.linearization.flat import warm_up_copy_if_finite
 from rbd_linearizer.linearization.inputs import InputSelection, resolve_inputs
 from rbd_linearizer.model import Model, build_model, state_kernels
 from rbd_linearizer.model.data import create_data
@@ -34,7 +35,6 @@ from rbd_linearizer.model.state import joint_index_map
 from rbd_linearizer.model.urdf import ParseLimits, TriangleInequalityError
 from rbd_linearizer.online.builtin_source import BuiltinStateSource
 from rbd_linearizer.online.contacts import ContactCatalogue, ContactForces, catalogue_from_config
-from rbd_linearizer.online.finite import warm_up_copy_if_finite
 from rbd_linearizer.online.model_process import build_model_isolated
 from rbd_linearizer.online.params import input_selection
 from rbd_linearizer.online.terms import (

@@ -42,7 +42,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rbd_linearizer.errors import StateError
-from rbd_linearizer.online.finite import copy_if_finite
+from rbd_linearizer.linearization.flat import copy_if_finite
 from rbd_linearizer.online.implied import check as check_implied
 from rbd_linearizer.online.implied import restore, restore_packed, runs, sent_rows
 from rbd_linearizer.results import Linearization
@@ -593,7 +593,7 @@ class LinearizationEncoder:
         ``plan.size``). The same bytes as ``encode`` of the ``Linearization`` ``linearize``
         returns at the same point (test/ros/test_fast_tick.py). One compiled call checks every
         number of ``out`` finite and copies the fields into the message
-        (``online.finite.copy_if_finite``). None, with nothing written, when a number of
+        (``linearization.flat.copy_if_finite``). None, with nothing written, when a number of
         ``out`` is NaN or inf (the full path's guard names the field) or when another layout
         was made since ``plan`` (``encode`` a result again, then ``flat_plan``); StateError
         for a stamp outside ``builtin_interfaces/Time`` (nothing written either).

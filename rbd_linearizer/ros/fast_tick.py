@@ -11,7 +11,7 @@ guard walking its fields -> ``cdr.LinearizationEncoder.encode``):
 * the compiled call of ``linearize`` into one flat buffer (``linearization.PointLinearizer``:
   the same numbers, bit for bit);
 * the guard over that buffer and the message written from it, in one compiled call
-  (``cdr.LinearizationEncoder.encode_flat`` with ``online.finite.copy_if_finite``: every
+  (``cdr.LinearizationEncoder.encode_flat`` with ``linearization.flat.copy_if_finite``: every
   number finite, then the fields copied into the encoder's layout; the same bytes as
   ``encode`` of the ``Linearization``, the compute time aside);
 * the copy of the message that rclpy publishes.

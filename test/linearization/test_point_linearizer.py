@@ -6,8 +6,8 @@ schemes' default), every field of ``linearize``'s result equals its slice of the
 ``PointLinearizer`` wrote, byte for byte, with the buffer reused across points; the zero-order
 hold is refused; a point ``linearize`` refuses (no rotation; a result that is not finite, which
 the compiled call checks itself) gives a non-zero code; a buffer started from zeros holds only
-finite numbers after a call (the guard over it: test/online/test_finite_copy.py); a wrong buffer
-is refused before the call.
+finite numbers after a call (the guard over it: test/linearization/test_flat_copy.py); a wrong
+buffer is refused before the call.
 """
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""``online.finite.copy_if_finite``: the fast tick's guard and copy (ros/fast_tick.py).
+"""``linearization.flat.copy_if_finite``: the fast tick's guard and copy (ros/fast_tick.py).
 
 Evidence: a NaN, +inf or -inf at any position of buffers of 0-11 numbers and of 5000 (each
 lane of the compiled loop and its tail) is found and nothing is written; finite buffers whose
@@ -8,7 +8,7 @@ view of a message's bytes (the node's destination) and leave every other byte as
 
 import numpy as np
 
-from rbd_linearizer.online.finite import copy_if_finite
+from rbd_linearizer.linearization.flat import copy_if_finite
 
 
 def _message(n):
