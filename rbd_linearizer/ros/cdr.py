@@ -590,8 +590,10 @@ class LinearizationEncoder:
         """Return the message of a result held flat in ``out``, or None: take the full path.
 
         ``plan``: ``flat_plan`` of the linearizer that wrote ``out`` (a float64 array of
-        ``plan.size``). The same bytes as ``encode`` of the ``Linearization`` ``linearize``
-        returns at the same point (test/ros/test_fast_tick.py). One compiled call checks every
+        ``plan.size``; every number of it is checked, so start it from zeros: a
+        ``PointLinearizer`` leaves the slots outside its fields as they were). The same bytes
+        as ``encode`` of the ``Linearization`` ``linearize`` returns at the same point
+        (test/ros/test_fast_tick.py). One compiled call checks every
         number of ``out`` finite and copies the fields into the message
         (``linearization.flat.copy_if_finite``). None, with nothing written, when a number of
         ``out`` is NaN or inf (the full path's guard names the field) or when another layout
