@@ -431,6 +431,15 @@ class _Writer:
         return self.f64s(n)
 
 
+def _time(stamp_ns) -> tuple[int, int]:
+    # builtin_interfaces/Time's (sec, nanosec) of integer nanoseconds; StateError if it does
+    # not fit (the encoders check it before writing anything)
+    sec, nanosec = divmod(int(stamp_ns), _NS)
+    if not -(2**31) <= sec < 2**31:
+        raise StateError(f'stamp {stamp_ns} ns does not fit builtin_interfaces/Time')
+    return sec, nanosec
+
+
 class FlatPlan(NamedTuple):
     """``LinearizationEncoder.flat_plan``: a flat result's runs into one layout's numbers."""
 
@@ -554,19 +563,19 @@ class LinearizationEncoder:
         """
         if self._key is None:
             raise ValueError('flat_plan: nothing encoded yet (no layout)')
-        nx, nu = self._key[8][1], self._key[9][1]
-        runs_a, runs_b = self._runs
+        # A and B: their full shapes (the layout's key holds them: _key_of) and rows sent
+        matrices = {'A': (self._key[8], self._runs[0]), 'B': (self._key[9], self._runs[1])}
         out: list[tuple[int, int, int]] = []
         for name, (at, count) in self._number_fields.items():
             sl = slices[name]
             start, stop = sl.start, sl.stop
             if sl.step not in (None, 1) or not 0 <= start <= stop <= size:
                 raise ValueError(f'flat_plan: slice {sl} of {name} is not within {size}')
-            if name in ('A', 'B'):
-                cols, spans = (nx, runs_a) if name == 'A' else (nu, runs_b)
-                if stop - start != self._key[8 if name == 'A' else 9][0] * cols:
+            if name in matrices:
+                (rows, cols), spans = matrices[name]
+                if stop - start != rows * cols:
                     raise ValueError(f'flat_plan: {name} has {stop - start} numbers, the '
-                                     f'layout {self._key[8 if name == "A" else 9]}')
+                                     f'layout {(rows, cols)}')
                 out += [(start + first * cols, at + where * cols, (end - first) * cols)
                         for first, end, where in spans]
             elif stop - start != count:
@@ -602,9 +611,7 @@ class LinearizationEncoder:
         """
         if plan.layout is not self._key or out.shape != (plan.size,) or out.dtype != _F64:
             return None
-        sec, nanosec = divmod(int(stamp_ns), _NS)
-        if not -(2**31) <= sec < 2**31:
-            raise StateError(f'stamp {stamp_ns} ns does not fit builtin_interfaces/Time')
+        sec, nanosec = _time(stamp_ns)
         if not copy_if_finite(out, plan.runs, self._numbers):
             return None
         struct.pack_into('<iI', self._buf, self._at_stamp, sec, nanosec)
@@ -616,9 +623,7 @@ class LinearizationEncoder:
     def _write(self, stamp_ns: int, dt: float, position, quaternion, twist, s, sdot, u0, A, B,
                f, compute_time: float) -> bytes:
         # the numbers into the current layout; a copy of the message
-        sec, nanosec = divmod(int(stamp_ns), _NS)
-        if not -(2**31) <= sec < 2**31:
-            raise StateError(f'stamp {stamp_ns} ns does not fit builtin_interfaces/Time')
+        sec, nanosec = _time(stamp_ns)
         struct.pack_into('<iI', self._buf, self._at_stamp, sec, nanosec)
         self._dt[0] = dt
         pose = self._pose
@@ -825,9 +830,7 @@ class TrajectoryLinearizationEncoder:
             check_implied(implied, res.time_model)
             self._layout(res, frame_id, implied)
             self._key = key
-        sec, nanosec = divmod(int(res.stamp), _NS)
-        if not -(2**31) <= sec < 2**31:
-            raise StateError(f'stamp {res.stamp} ns does not fit builtin_interfaces/Time')
+        sec, nanosec = _time(res.stamp)
         head, after_stamp, after_dt, after_a, after_b, after_f, tail = self._between
         runs_a, runs_b = self._runs
         pieces = [head, struct.pack('<iI', sec, nanosec), after_stamp, _wire(res.dt), after_dt]
