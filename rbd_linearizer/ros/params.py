@@ -12,10 +12,10 @@ set the parameters in the executor thread and answer (docs/node.md, "Parameters"
 from __future__ import annotations
 
 from collections.abc import Callable
-import threading
 from typing import Any
 
 from rbd_linearizer.online.params import PARAMETERS, Param, validate, validate_config
+from rbd_linearizer.online.requests import Busy, RequestQueue
 
 
 def descriptor(p: Param):
@@ -77,12 +77,6 @@ class _Last:
     future: Any = None
 
 
-def _wake(_future) -> None:
-    # a done callback scheduled on the executor: creating its task wakes the executor, which
-    # then resumes the request awaiting the future (as ros/requests.py)
-    return None
-
-
 def prepare_before_set(node, plan: Plan, done: Callable[[], None], group) -> int:
     """Answer ``node``'s parameter services after the work a change needs, done off-thread.
 
@@ -91,7 +85,8 @@ def prepare_before_set(node, plan: Plan, done: Callable[[], None], group) -> int
     nothing changes) in async callbacks: each request waits for the one before it (answers in
     order), asks ``plan(parameters, atomic)`` (``parameters``: the request's
     ``rclpy.parameter.Parameter`` list; called in the executor thread) for the work the change
-    needs first, runs that work in a thread of its own while the executor goes on (the
+    needs first, runs that work in a worker thread of its own (``online.requests.
+    RequestQueue``, named ``parameter-change``) while the executor goes on (the
     control tick too), then calls rclpy's callback in the executor thread (the parameters are
     checked and set as always: the node's on-set callback, events) and ``done()``, and rclpy
     answers. A ``plan`` or work that raises is logged; the parameters are set anyway (the
@@ -105,7 +100,12 @@ def prepare_before_set(node, plan: Plan, done: Callable[[], None], group) -> int
     from rclpy.parameter import Parameter
     from rclpy.task import Future
 
+    from rbd_linearizer.ros.requests import _wake
+
     last = _Last()
+    # one request's work at a time (each waits for the one before); the depth only covers
+    # the moment the worker has answered one and not yet marked itself idle
+    worker = RequestQueue(16, 'parameter-change')
     names = {}  # as rclpy names them (relative to the namespace), or resolved
     for base in (node.get_name(), node.get_fully_qualified_name().rstrip('/')):
         names[f'{base}/set_parameters'] = SetParameters
@@ -126,28 +126,17 @@ def prepare_before_set(node, plan: Plan, done: Callable[[], None], group) -> int
                     node.get_logger().warning(f'parameter change: not prepared ({e})')
                     work = None
                 if work is not None:
-                    ready = Future(executor=node.executor)
+                    ready = Future(executor=node.executor)  # its result: the work's error
                     ready.add_done_callback(_wake)
-
-                    def run() -> None:
-                        try:
-                            work()
-                        except Exception as e:  # noqa: BLE001 - said; set as before
-                            try:
-                                node.get_logger().warning(
-                                    f'parameter change: preparing it failed '
-                                    f'({type(e).__name__}: {e}); it is applied in the executor '
-                                    'thread')
-                            except Exception:  # noqa: BLE001, S110 - the node may be gone
-                                pass
-                        finally:
-                            try:
-                                ready.set_result(None)
-                            except Exception:  # noqa: BLE001, S110 - the executor stopped
-                                pass
-
-                    threading.Thread(target=run, daemon=True, name='parameter-change').start()
-                    await ready
+                    try:
+                        worker.submit(work, lambda _result, error: ready.set_result(error))
+                        error = await ready
+                    except Busy as e:  # (never expected: one at a time)
+                        error = e
+                    if error is not None:  # said; set as before
+                        node.get_logger().warning(
+                            f'parameter change: preparing it failed ({type(error).__name__}: '
+                            f'{error}); it is applied in the executor thread')
                 return original(request, response)
             finally:
                 done()
