@@ -19,6 +19,8 @@ enables an output runs: loading its kernels, 13-80 ms with them cached) is slowe
   in the preparation's thread too.
 """
 
+import pathlib
+import sys
 import threading
 import time
 import uuid
@@ -40,20 +42,23 @@ from rbd_linearizer.ros.executor import DirectExecutor  # noqa: E402
 from rbd_linearizer.ros.qos import result_qos  # noqa: E402
 from rbd_linearizer.ros.trajectory_process import TrajectoryProcess  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _in_process import SpinningNode  # noqa: E402
+
 RATE_HZ = 200.0
 SLOW_S = 0.5  # added to each warm-up (module docstring)
 TIMEOUT = 60.0
 EXECUTORS = {'direct': DirectExecutor, 'rclpy': SingleThreadedExecutor}
 
 
-class Harness:
+class Harness(SpinningNode):
     """The node spinning in a thread of its own; a probe (its own context) in the test's."""
+
+    TIMEOUT = TIMEOUT
 
     def __init__(self, executor: str, monkeypatch, server: str = 'thread'):
         ns = f'/pc_{uuid.uuid4().hex[:8]}'
-        self.node_ctx, self.probe_ctx = Context(), Context()
-        rclpy.init(context=self.node_ctx)
-        rclpy.init(context=self.probe_ctx)
+        super().__init__()
         self.confirmed_in: list[str] = []  # the threads the trajectory process was waited in
         original_confirmed = TrajectoryProcess.confirmed
 
@@ -62,7 +67,7 @@ class Harness:
             return original_confirmed(process, *args, **kwargs)
 
         monkeypatch.setattr(TrajectoryProcess, 'confirmed', confirmed)
-        self.node = node_module.LinearizerNode(
+        node = node_module.LinearizerNode(
             context=self.node_ctx, namespace=ns, parameter_overrides=[
                 Parameter('use_default_robot', value=True),
                 Parameter('state_source', value='builtin'),
@@ -80,13 +85,7 @@ class Harness:
             return original(served, *args, **kwargs)
 
         monkeypatch.setattr(Served, 'warm_up', slowed)
-        self.executor = EXECUTORS[executor](context=self.node_ctx)
-        self.executor.add_node(self.node)
-        self.executor_thread = threading.Thread(target=self._spin, daemon=True)
-        self.executor_thread.start()
-        self.probe = rclpy.create_node('pc_probe', context=self.probe_ctx)
-        self.probe_exec = SingleThreadedExecutor(context=self.probe_ctx)
-        self.probe_exec.add_node(self.probe)
+        self.start(node, EXECUTORS[executor], 'pc_probe')
         self.ticks: list[int] = []
         self.dynamics = 0
         self.probe.create_subscription(
@@ -97,20 +96,6 @@ class Harness:
                                        lambda m: setattr(self, 'dynamics', self.dynamics + 1),
                                        result_qos(1000))
         self.params = self.probe.create_client(SetParameters, f'{ns}/linearizer/set_parameters')
-
-    def _spin(self) -> None:
-        try:
-            self.executor.spin()
-        except Exception:  # noqa: BLE001 - the context shut down at the end of the test
-            pass
-
-    def spin_until(self, predicate, what: str) -> None:
-        end = time.monotonic() + TIMEOUT
-        while time.monotonic() < end:
-            self.probe_exec.spin_once(timeout_sec=0.01)
-            if predicate():
-                return
-        pytest.fail(f'timed out waiting for {what}')
 
     def set_all(self, *changes: dict) -> tuple[list, list[int]]:
         """Send one request per dict at once; spin until all are answered; (results, order)."""
@@ -127,20 +112,6 @@ class Harness:
             return len(order) == len(futures)
         self.spin_until(all_done, 'the answers')
         return [f.result().results for f in futures], order
-
-    def settle(self, seconds: float = 0.3) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:  # the messages still in flight
-            self.probe_exec.spin_once(timeout_sec=0.01)
-
-    def close(self) -> None:
-        self.executor.shutdown(timeout_sec=5.0)
-        self.probe_exec.shutdown()
-        self.probe.destroy_node()
-        rclpy.shutdown(context=self.probe_ctx)
-        rclpy.shutdown(context=self.node_ctx)
-        self.executor_thread.join(timeout=10.0)
-        self.node.destroy_node()
 
 
 @pytest.fixture(params=list(EXECUTORS))

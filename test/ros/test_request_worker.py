@@ -20,7 +20,8 @@ lock; for very large answers that still pauses the tick (docs/performance.md, "R
 the tick").
 """
 
-import threading
+import pathlib
+import sys
 import time
 import uuid
 
@@ -28,7 +29,6 @@ import numpy as np
 import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) is not installed')
-from rclpy.context import Context  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
@@ -40,6 +40,9 @@ from rbd_linearizer.ros.executor import DirectExecutor  # noqa: E402
 from rbd_linearizer.ros.qos import result_qos  # noqa: E402
 from rbd_linearizer.srv import Linearize, LinearizeTrajectory  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _in_process import SpinningNode  # noqa: E402
+
 RATE_HZ = 200.0
 MAX_POINTS = 1000  # the node's default max_trajectory_points: the largest request it accepts
 SLOW_S = 0.5  # added to each request's batch call (module docstring)
@@ -47,15 +50,15 @@ TIMEOUT = 60.0
 EXECUTORS = {'direct': DirectExecutor, 'rclpy': SingleThreadedExecutor}
 
 
-class Harness:
+class Harness(SpinningNode):
     """The node spinning in a thread of its own; a probe (its own context) in the test's."""
+
+    TIMEOUT = TIMEOUT
 
     def __init__(self, executor: str, depth: int):
         ns = f'/rq_{uuid.uuid4().hex[:8]}'
-        self.node_ctx, self.probe_ctx = Context(), Context()
-        rclpy.init(context=self.node_ctx)
-        rclpy.init(context=self.probe_ctx)
-        self.node = node_module.LinearizerNode(
+        super().__init__()
+        node = node_module.LinearizerNode(
             context=self.node_ctx, namespace=ns, parameter_overrides=[
                 Parameter('use_default_robot', value=True),
                 Parameter('state_source', value='builtin'),
@@ -65,17 +68,11 @@ class Harness:
                 Parameter('diagnostics_period_s', value=0.0),
                 Parameter('status_period_s', value=0.0),
                 Parameter('request_queue_depth', value=depth)])
-        self.model = self.node._served.model
+        self.model = node._served.model
         self.started: list[float] = []  # when each slowed batch call began (monotonic)
         self.started_ns: list[int] = []  # the same on the node's clock (the ticks' stamps)
-        self._slow(self.node._served)
-        self.executor = EXECUTORS[executor](context=self.node_ctx)
-        self.executor.add_node(self.node)
-        self.spinner = threading.Thread(target=self._spin, daemon=True)
-        self.spinner.start()
-        self.probe = rclpy.create_node('rq_probe', context=self.probe_ctx)
-        self.probe_exec = SingleThreadedExecutor(context=self.probe_ctx)
-        self.probe_exec.add_node(self.probe)
+        self._slow(node._served)
+        self.start(node, EXECUTORS[executor], 'rq_probe')
         self.ticks: list[int] = []
         self.probe.create_subscription(
             Linearization, f'{ns}/linearizer/linearization',
@@ -95,20 +92,6 @@ class Harness:
             return original(*args, **kwargs)
 
         served.linearize_trajectory = slowed
-
-    def _spin(self) -> None:
-        try:
-            self.executor.spin()
-        except Exception:  # noqa: BLE001 - the context shut down at the end of the test
-            pass
-
-    def spin_until(self, predicate, what: str) -> None:
-        end = time.monotonic() + TIMEOUT
-        while time.monotonic() < end:
-            self.probe_exec.spin_once(timeout_sec=0.01)
-            if predicate():
-                return
-        pytest.fail(f'timed out waiting for {what}')
 
     def call_all(self, client, requests, order: list[int] | None = None) -> list:
         """Send every request at once; spin until all are answered (``order``: arrival)."""
@@ -131,14 +114,6 @@ class Harness:
                                            dt=0.004)
         return req
 
-    def close(self) -> None:
-        self.executor.shutdown(timeout_sec=5.0)
-        self.probe_exec.shutdown()
-        self.probe.destroy_node()
-        rclpy.shutdown(context=self.probe_ctx)
-        rclpy.shutdown(context=self.node_ctx)
-        self.spinner.join(timeout=10.0)
-        self.node.destroy_node()
 
 
 @pytest.fixture(params=list(EXECUTORS))
@@ -155,9 +130,7 @@ def test_the_tick_keeps_its_rate_while_a_maximal_trajectory_request_is_computed(
     (res,) = harness.call_all(harness.traj, [harness.request(MAX_POINTS, 2)])
     assert res.success, res.message
     assert res.linearization.n_points == MAX_POINTS and len(harness.started) == 1
-    end = time.monotonic() + 0.3
-    while time.monotonic() < end:  # the ticks of the window still in flight
-        harness.probe_exec.spin_once(timeout_sec=0.01)
+    harness.settle(0.3)  # the ticks of the window still in flight
     # The window: the request's slowed batch call (SLOW_S of it), where the request is at work
     # for certain. Not the whole round trip: that also holds the answer's conversions (the
     # node's, and this process's probe receiving 1000 points), which keep the interpreter lock
