@@ -6,6 +6,7 @@ array, a slot between two arrays), against ``online.state.joints_in_model_order`
 """
 
 import numpy as np
+from reference.cases import random_joint_values
 
 from rbd_linearizer.errors import StateError
 from rbd_linearizer.model import build_model
@@ -39,12 +40,7 @@ def test_joints_equal_the_python_path_bit_for_bit():
     for _ in range(2000):
         names = list(rng.permutation(NAMES)) + (['extra'] if rng.random() < 0.3 else [])
         n = len(names)
-        pos, vel, eff = (rng.normal(size=n) * 10.0 ** rng.integers(-3, 3) for _ in range(3))
-        for arr in (pos, vel, eff):
-            if rng.random() < 0.1:
-                arr[int(rng.integers(0, n))] = rng.choice([np.nan, np.inf, -np.inf])
-        if rng.random() < 0.3:
-            eff = eff[:0]
+        pos, vel, eff = random_joint_values(rng, n)
         index = joint_index_map(MODEL, names, allow_extra=True)
         try:
             want = python_joints(MODEL, names, pos, vel, eff, allow_extra=True, index=index)

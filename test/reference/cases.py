@@ -1,5 +1,7 @@
 """Shared cases of the algorithm tests: sample models, real robots, Pinocchio twins, tolerances.
 
+Also random joint values with non-finite entries for the state inputs' tests.
+
 Models, Data and oracles are built once per process (functools.cache).
 """
 
@@ -102,3 +104,19 @@ def random_state(model, seed):
     a = rng.normal(size=model.nv)
     f_ext = rng.normal(size=(model.nb, 6))
     return q, v, a, f_ext
+
+
+def random_joint_values(rng, n: int):
+    """``(positions, velocities, efforts)`` of ``n`` joints as a robot might send them.
+
+    Scales from 1e-3 to 1e2; in one draw of ten each array holds a NaN or an inf at a random
+    entry; in three of ten there are no efforts (empty). The state inputs' tests
+    (test/model/test_state_kernels.py, test/ros/test_fast_inputs.py) draw them this way.
+    """
+    pos, vel, eff = (rng.normal(size=n) * 10.0 ** rng.integers(-3, 3) for _ in range(3))
+    for arr in (pos, vel, eff):
+        if rng.random() < 0.1:
+            arr[int(rng.integers(0, n))] = rng.choice([np.nan, np.inf, -np.inf])
+    if rng.random() < 0.3:
+        eff = eff[:0]
+    return pos, vel, eff

@@ -25,6 +25,7 @@ rclpy = pytest.importorskip('rclpy')
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.serialization import serialize_message  # noqa: E402
+from reference.cases import random_joint_values  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from rbd_linearizer.errors import StateError  # noqa: E402
@@ -74,12 +75,7 @@ def _random_joint_state(rng):
     if rng.random() < 0.05:
         names.pop(int(rng.integers(0, len(names))))  # a model joint missing
     n = len(names)
-    pos, vel, eff = (rng.normal(size=n) * 10.0 ** rng.integers(-3, 3) for _ in range(3))
-    for arr in (pos, vel, eff):
-        if rng.random() < 0.1:
-            arr[int(rng.integers(0, n))] = rng.choice([np.nan, np.inf, -np.inf])
-    if rng.random() < 0.3:
-        eff = eff[:0]  # no efforts
+    pos, vel, eff = random_joint_values(rng, n)  # (efforts empty in three draws of ten)
     sizes = rng.random()
     if sizes < 0.05:
         vel = vel[:0]  # no velocities: missing data
