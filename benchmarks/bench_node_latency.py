@@ -4,7 +4,7 @@ Usage: python benchmarks/bench_node_latency.py [--robots go2 g1] [--rate 1000] [
            [--tick-mode on_state|timer] [--dynamics] [--rt-priority N] [--max-skew S]
            [--floor-share 0.5] [--chunk 10] [--typed-driver] [--no-floor]
            [--hammer-points N] [--hammer-topic] [--malloc tuned default]
-           [--trajectory-server thread process]
+           [--trajectory-server thread process] [--cpu-dma-latency US]
 
 Per robot: starts ``python -m rbd_linearizer.ros.node`` as a subprocess (its own ROS domain,
 localhost discovery) with the robot's URDF file, on_state ticks (default) and no output rate
@@ -47,6 +47,12 @@ Reported: its answered and refused calls and round trips (``hammer_*``) beside t
 latency and ``lost`` outputs. ``--trajectory-server thread process``: the node's
 ``trajectory_server`` parameter, each in turn (``process``: the requests are served by the
 node's trajectory process, ros/trajectory_process.py).
+
+``--cpu-dma-latency US`` holds a CPU wake-up latency request of US microseconds
+(``/dev/cpu_dma_latency``, the kernel's PM QoS; root) for the whole run, node and floor windows
+alike, as ``cyclictest`` does by default with 0: the cores then stay out of idle states that
+take longer than US to leave (0: they poll instead of halting). Printed as ``cpu_dma_latency_us``
+(-1: not held).
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ import argparse
 import json
 import os
 from pathlib import Path
+import struct
 import subprocess
 import sys
 
@@ -194,6 +201,16 @@ def _windows(drv, windows) -> tuple[np.ndarray, np.ndarray, int, int]:
             sum(p[2] for p in parts), sum(p[3] for p in parts))
 
 
+def hold_cpu_dma_latency(us: int) -> int:
+    """Request a CPU wake-up latency of at most ``us`` µs while the returned descriptor is open.
+
+    The kernel's PM QoS interface: the request holds until the file is closed (at exit).
+    """
+    fd = os.open('/dev/cpu_dma_latency', os.O_WRONLY)
+    os.write(fd, struct.pack('i', us))
+    return fd
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark for each robot and print one line of figures each."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -224,7 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--trajectory-server', nargs='+', default=['thread'],
                         choices=('thread', 'process'),
                         help="the node's trajectory_server, each in turn per robot")
+    parser.add_argument('--cpu-dma-latency', type=int, default=-1, metavar='US',
+                        help='hold /dev/cpu_dma_latency at US microseconds for the whole run '
+                             '(0: cores poll when idle; -1: not held)')
     args = parser.parse_args(argv)
+    if args.cpu_dma_latency >= 0:
+        hold_cpu_dma_latency(args.cpu_dma_latency)  # closed at exit
     if args.rt_priority > 0:
         # before rclpy starts: the DDS threads created later inherit the policy
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
@@ -238,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                               args.typed_driver, args.hammer_points, args.hammer_topic, choice,
                               server)
                 print(f'trajectory_server={server} malloc={choice} '
+                      f'cpu_dma_latency_us={args.cpu_dma_latency} '
                       + ' '.join(f'{k}={v}' for k, v in figures.items()), flush=True)
     return 0
 
