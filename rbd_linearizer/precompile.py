@@ -2,11 +2,13 @@
 
 ``python -m rbd_linearizer.precompile [--all] [--if-needed] [--quiet]`` compiles (or finds in
 the cache) every kernel ``linearizer_node`` can use: the linearization (with and without wrench
-inputs), the dynamics terms (``publish_dynamics``) and the forward-dynamics derivatives
-(``higher_order_derivatives``); ``--all`` adds every other kernel of the library (rotors,
-Christoffel symbols, batch linearization, the single algorithms). It prints a progress bar and
-the time taken. The set-up runs it, so that the first start of the node loads its kernels from
-the cache (``rbd_linearizer._kernel_cache``) instead of compiling them. ``--if-needed`` first
+inputs), the zero-order hold, the contact linearization, the dynamics terms
+(``publish_dynamics``), the forward-dynamics derivatives (``higher_order_derivatives``) and the
+trajectories' parallel loop (``trajectory_parallel``); ``--all`` adds every other kernel of
+the library (rotors, Christoffel symbols, batch linearization, the single algorithms). It
+prints a progress bar and the time taken. The set-up runs it, so that the first start of the
+node loads its kernels from the cache (``rbd_linearizer._kernel_cache``) instead of compiling
+them. ``--if-needed`` first
 checks, in ~0.1 s and without importing numba, whether they are all cached already (after an
 upgrade or an edit of the kernel sources they are not: the cache is per content hash).
 ``--seed-from PACKAGE_DIR`` first copies this version's kernels from another copy of the
@@ -115,6 +117,8 @@ UNITS: dict[str, tuple[str, float]] = {
         'f1', 3.5),
 }
 
+#: The units the point kernel reaches (every unit outside the contact algorithms).
+_POINT_UNITS = tuple(u for u in UNITS if '.contact.' not in u)
 _ABA = ('rbd_linearizer.algorithm.aba:minverse_passes',
         'rbd_linearizer.algorithm.rnea:rnea_passes')
 
@@ -130,7 +134,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             'rbd_linearizer.model.state_kernels:_joints_kernel',
             'rbd_linearizer.model.state_kernels:_base_kernel',
             'rbd_linearizer.linearization.flat:_copy_if_finite'), (2.1, 0.9, 0.4, 0.3),
-           tuple(u for u in UNITS if '.contact.' not in u)),
+           _POINT_UNITS),
     Family('zero_order_hold', 'the zero-order hold (expm)',
            ('rbd_linearizer.linearization.point:zero_order_hold',), (12.6,)),
     Family('dynamics', 'the dynamics terms (M, M^-1, C, g, h)',
@@ -144,6 +148,12 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            ('rbd_linearizer.linearization.point:contact_point_kernel',
             'rbd_linearizer.linearization.horizon:contact_horizon_kernel'), (4.3, 0.7),
            tuple(UNITS)),
+    # ~/linearize_trajectory's points across cores (trajectory_parallel 'auto' / 'always',
+    # without a contact catalogue): linearize_batch's parallel loop over the point kernel
+    # (0.8 s from a cache holding its units, the faster AMD EPYC, 2026-12-02: doubled)
+    Family('trajectory_parallel', 'the trajectories across cores (trajectory_parallel)',
+           ('rbd_linearizer.linearization.horizon:horizon_kernel_parallel',), (1.6,),
+           _POINT_UNITS),
 )}
 
 
@@ -188,7 +198,9 @@ def node_families(cfg: dict[str, Any], has_wrenches: bool = False,
     method is the configuration's); the dynamics
     only with ``publish_dynamics``; the derivatives only with ``higher_order_derivatives`` > 0
     (refused with wrench inputs expressed in 'world'); the contact kernel with
-    ``contact_frames``.
+    ``contact_frames``; the trajectories' parallel loop with ``trajectory_parallel`` other than
+    'never' and no ``contact_frames`` (with a catalogue the contact family's loop serves every
+    trajectory, on one thread).
     """
     out = ['linearization']
     if cfg.get('discrete_method') == 'zoh':
@@ -199,6 +211,8 @@ def node_families(cfg: dict[str, Any], has_wrenches: bool = False,
         out.append('dynamics')
     if cfg.get('higher_order_derivatives', 0) > 0 and not has_world_wrenches:
         out.append('derivatives')
+    if cfg.get('trajectory_parallel', 'never') != 'never' and not cfg.get('contact_frames'):
+        out.append('trajectory_parallel')
     return out
 
 
@@ -318,7 +332,8 @@ def first_output_split(families: Iterable[str], cfg: dict[str, Any], has_wrenche
     use reaches (``_wrench_inputs`` and ``_wrench_terms`` without wrench inputs;
     ``_twist_blocks`` in the body representation, and ``_finish_passes`` in the body
     representation in continuous time: the tick's call sites never reach them, the services'
-    and the trajectories' may), the contact horizon (the trajectories only), the zero-order
+    and the trajectories' may), the contact horizon and the parallel loop (the trajectories
+    only), the zero-order
     hold unless the tick's time model is discrete, and the linearization without contacts
     (its entry, ``point_kernel``, ``aba_derivatives_passes``) when every tick has the
     catalogue's contacts (``contact_frames`` with ``contact_source`` 'parameter'). Every
@@ -327,7 +342,8 @@ def first_output_split(families: Iterable[str], cfg: dict[str, Any], has_wrenche
     """
     rep = cfg.get('velocity_representation', 'body')
     discrete = cfg.get('time_model', 'continuous') == 'discrete'
-    later = {'contact#1'} | (set() if discrete else {'zero_order_hold#0'})
+    later = {'contact#1', 'trajectory_parallel#0'} | (set() if discrete else
+                                                      {'zero_order_hold#0'})
     if cfg.get('contact_frames') and cfg.get('contact_source', 'parameter') == 'parameter':
         later |= {'linearization#0', _POINT + 'point_kernel',
                   'rbd_linearizer.algorithm.aba_derivatives:aba_derivatives_passes'}
@@ -473,6 +489,10 @@ def _each(*calls: Callable[[], Any]) -> Callable[[], None]:
                 call()
             except _jit.UnitDeferred:
                 pass
+            except SystemError as err:  # raised in a parallel kernel's thread (numba's
+                # prange region returns with the exception set: SystemError, caused by it)
+                if not isinstance(err.__cause__, _jit.UnitDeferred):
+                    raise
     return run
 
 
@@ -525,6 +545,8 @@ def _node_paths(model) -> list[tuple[str, list[Callable[[], None]]]]:
             model, data, q, v, None, contacts)), _each(lambda: contacts and linearize_batch(
                 model, data, np.stack([q, q]), np.stack([v, v]), contacts=contacts,
                 schedule=[[True], [False]]))]),
+        ('trajectory_parallel', [_each(lambda: linearize_batch(
+            model, data, np.stack([q, q]), np.stack([v, v]), parallel=True))]),
     ]
 
 

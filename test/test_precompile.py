@@ -38,8 +38,8 @@ def test_precompile_leaves_every_node_kernel_in_the_cache():
     lines = res.stdout.splitlines()
     n = len(precompile.FAMILIES)
     # linearization (any inputs: one point kernel), zero-order hold, dynamics, derivatives,
-    # contact
-    assert n == 5, precompile.FAMILIES
+    # contact, the trajectories' parallel loop
+    assert n == 6, precompile.FAMILIES
     assert lines[0].startswith(f'rbd_linearizer: pre-compiling {n} kernel families into'), lines
     # each family once, in the order they finished (two processes on a cold cache)
     done = [line.split(f'] {k}/{n} ')[1].split()[0] for k, line in enumerate(
@@ -689,7 +689,8 @@ def test_the_first_output_needs_the_tasks_its_options_reach(options, wrenches, l
     families = list(precompile.FAMILIES)
     first, rest = precompile.first_output_split(families, dict(P.defaults(), **options),
                                                 wrenches)
-    assert {t for t, _ in rest} == later
+    # (the trajectories' parallel loop is never the tick's)
+    assert {t for t, _ in rest} == later | {'trajectory_parallel#0'}
     assert sorted(first + rest) == sorted(precompile._tasks(families))
     assert [s for _, s in first] == sorted((s for _, s in first), reverse=True)
     # the tick's entries and the units every linearization reaches are always first

@@ -326,14 +326,18 @@ class Served:
                     if self.contacts:
                         continue  # trajectories with a catalogue: the contact family's
                     # ~/linearize_trajectory, ~/trajectory: linearize_batch (precompile's
-                    # family 'linearization' holds its kernel), on the parallel path too
-                    # unless trajectory_parallel is 'never'
+                    # family 'linearization' holds its kernel; its parallel path is the
+                    # family 'trajectory_parallel')
                     pts = TrajectoryPoints(np.stack([q, q]), np.stack([v, v]), None, rep, tm,
                                            cfg['dt'] if tm == 'discrete' else None)
-                    serial_only = cfg['trajectory_parallel'] == 'never'
-                    for par in ('never',) if serial_only else ('never', 'always'):
-                        self.linearize_trajectory(pts, dict(lie_euler, trajectory_parallel=par),
-                                                  data=data)
+                    self.linearize_trajectory(pts, dict(lie_euler, trajectory_parallel='never'),
+                                              data=data)
+            elif fam == 'trajectory_parallel':  # (no catalogue: node_families)
+                for tm in ('continuous', 'discrete'):
+                    pts = TrajectoryPoints(np.stack([q, q]), np.stack([v, v]), None, rep, tm,
+                                           cfg['dt'] if tm == 'discrete' else None)
+                    self.linearize_trajectory(pts, dict(lie_euler, trajectory_parallel='always'),
+                                              data=data)
             elif fam == 'dynamics':
                 self.dynamics(q, v, 0, rep)
             elif fam == 'derivatives':

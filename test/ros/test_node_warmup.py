@@ -74,6 +74,12 @@ SCRIPT = textwrap.dedent("""
         served.dynamics(q, v, 0, 'mixed')
     if cfg['higher_order_derivatives']:
         served.dynamics_derivatives(q, v, u, cfg['higher_order_derivatives'], 0, 'mixed')
+    if cfg['trajectory_parallel'] != 'never':  # ~/linearize_trajectory: serial and parallel
+        from rbd_linearizer.online.trajectory import TrajectoryPoints
+        for tm, dt in (('continuous', None), ('discrete', 0.01)):
+            pts = TrajectoryPoints(np.stack([q] * 4), np.stack([v] * 4), None, 'mixed', tm, dt)
+            for par in ('never', 'always'):
+                served.linearize_trajectory(pts, dict(cfg, trajectory_parallel=par))
     after_calls = signatures()
     print(json.dumps({'build': after_build,
                       'new': sorted(k for k in after_calls if after_calls[k] != after_build[k])}))
@@ -96,8 +102,9 @@ NEVER = ('rbd_linearizer.algorithm.coriolis._christoffel_kernel',
          'rbd_linearizer.algorithm.aba._aba_kernel',
          'rbd_linearizer.algorithm.crba._crba_kernel',
          'rbd_linearizer.algorithm.rnea._rnea_kernel',
-         'rbd_linearizer.algorithm._higher_order_kernels.id_kernel',
-         'rbd_linearizer.linearization.horizon.horizon_kernel_parallel')
+         'rbd_linearizer.algorithm._higher_order_kernels.id_kernel')
+#: the trajectories' points across cores: only with trajectory_parallel 'auto' / 'always'
+PARALLEL = 'rbd_linearizer.linearization.horizon.horizon_kernel_parallel'
 
 
 def _build(**params) -> dict:
@@ -115,7 +122,7 @@ def test_default_configuration_warms_up_the_linearization_only():
     res = _build()
     sigs = res['build']
     assert sigs[LINEARIZATION] >= 1
-    for name in (*OLD_WRENCH_PATH, *DYNAMICS, *DERIVATIVES, *NEVER, HOLD):
+    for name in (*OLD_WRENCH_PATH, *DYNAMICS, *DERIVATIVES, *NEVER, HOLD, PARALLEL):
         assert sigs[name] == 0, f'{name} compiled or loaded for a configuration not using it'
     assert res['new'] == [], f'compiled or loaded inside the first calls: {res["new"]}'
 
@@ -127,9 +134,35 @@ def test_enabled_outputs_are_warmed_up_and_their_first_calls_compile_nothing():
     sigs = res['build']
     for name in (LINEARIZATION, *DYNAMICS, *DERIVATIVES):
         assert sigs[name] >= 1, f'{name} not warmed up'
-    for name in (*OLD_WRENCH_PATH, *NEVER, HOLD):  # wrench inputs: the same point kernel
+    for name in (*OLD_WRENCH_PATH, *NEVER, HOLD, PARALLEL):  # wrench: the same point kernel
         assert sigs[name] == 0, f'{name} compiled or loaded for a configuration not using it'
     assert res['new'] == [], f'compiled or loaded inside the first calls: {res["new"]}'
+
+
+def test_trajectories_across_cores_are_warmed_up_only_when_configured():
+    # trajectory_parallel 'auto' / 'always': the parallel loop too (the default configuration's
+    # test above: not compiled nor loaded with 'never')
+    res = _build(trajectory_parallel='auto')
+    assert res['build'][PARALLEL] >= 1 and res['build'][LINEARIZATION] >= 1
+    assert res['new'] == [], f'compiled or loaded inside the first calls: {res["new"]}'
+
+
+def test_turning_trajectories_across_cores_on_is_a_change_that_warms_up():
+    # a run-time change to 'auto' loads the parallel loop in the parameter change (beside the
+    # tick, ros/params.py), not at the next trajectory
+    from rbd_linearizer.model.robots import default_robot_urdf
+    from rbd_linearizer.online import params as P
+    from rbd_linearizer.online.served import build_served
+
+    cfg = P.validate_config(P.defaults())
+    served = build_served(default_robot_urdf(), cfg)
+    auto = dict(cfg, trajectory_parallel='auto')
+    assert served.cold_families(auto) == ['trajectory_parallel'] and served.needs_warm_up(auto)
+    again = served.reconfigured(auto)
+    assert again is served and served.cold_families(auto) == []
+    # with a contact catalogue its trajectories run the contact loop: nothing more to warm up
+    assert 'trajectory_parallel' not in precompile.node_families(
+        dict(auto, contact_frames=['B7']))
 
 
 def test_zero_order_hold_is_warmed_up_only_when_configured():
@@ -240,3 +273,12 @@ def test_node_families_follow_the_configuration():
     assert precompile.node_families(dict(cfg, discrete_method='lie_euler')) == ['linearization']
     assert precompile.node_families(dict(cfg, discrete_method='zoh', contact_frames=['a'])) == [
         'linearization', 'zero_order_hold', 'contact']
+    # the trajectories' parallel loop only when asked for, and not with a catalogue (its
+    # trajectories run the contact family's loop on one thread)
+    assert precompile.node_families(dict(cfg, trajectory_parallel='never')) == ['linearization']
+    for choice in ('auto', 'always'):
+        assert precompile.node_families(dict(cfg, trajectory_parallel=choice)) == [
+            'linearization', 'trajectory_parallel']
+        assert precompile.node_families(dict(cfg, trajectory_parallel=choice,
+                                             contact_frames=['a'])) == ['linearization',
+                                                                        'contact']
