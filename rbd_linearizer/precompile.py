@@ -8,9 +8,9 @@ trajectories' parallel loop (``trajectory_parallel``); ``--all`` adds every othe
 the library (rotors, Christoffel symbols, batch linearization, the single algorithms). It
 prints a progress bar and the time taken. The set-up runs it, so that the first start of the
 node loads its kernels from the cache (``rbd_linearizer._kernel_cache``) instead of compiling
-them. ``--if-needed`` first
-checks, in ~0.1 s and without importing numba, whether they are all cached already (after an
-upgrade or an edit of the kernel sources they are not: the cache is per content hash).
+them. ``--if-needed`` first checks, in ~0.1 s and without importing numba, whether they are
+all cached already (after an upgrade or an edit of the kernel sources they are not: the cache
+is per content hash).
 ``--seed-from PACKAGE_DIR`` first copies this version's kernels from another copy of the
 package (a wheel or colcon build from a source tree whose set-up compiled them: ``seed_from``).
 
