@@ -16,7 +16,8 @@ context, as ``ros2 param set`` would): the longest gap between two ticks from th
 the answer, and the answer's time; ``--kernel-changes``: then changes that load kernels
 (``KERNEL_CHANGES``: the zero-order hold, the dynamics terms, the derivatives, a first contact
 frame), each once, measured the same way (such a change is warmed up beside the tick since
-2026-12-02: docs/node.md). With ``--trajectory-server process`` the node's parameter service
+2026-12-02: docs/node.md). With ``--trajectory-server process`` (the node's default and this
+script's) the node's parameter service
 answers only after its trajectory process confirmed the change (since 2026-12-02 in a
 thread beside the tick, before the executor thread sets it: docs/node.md, "Parameters"). The
 node builds a new model off the executor thread (``online.served.DescriptionQueue``), but in
@@ -46,7 +47,7 @@ CONTACT_FRAME = {'go2': 'FL_foot', 'g1': 'left_ankle_roll_link'}
 
 
 def run(robot: str, rate: float, swaps: int, changes: int = 0,
-        trajectory_server: str = 'thread', kernel_changes: bool = False) -> dict:
+        trajectory_server: str = 'process', kernel_changes: bool = False) -> dict:
     """Return the tick's figures under ``swaps`` model swaps, then ``changes`` parameter changes.
 
     The node ticks at ``rate`` on ``robot``'s built-in state source; ``trajectory_server``:
@@ -173,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--swaps', type=int, default=5)
     parser.add_argument('--changes', type=int, default=0,
                         help='parameter changes after the swaps (dt toggled)')
-    parser.add_argument('--trajectory-server', choices=('thread', 'process'), default='thread')
+    parser.add_argument('--trajectory-server', choices=('thread', 'process'), default='process')
     parser.add_argument('--kernel-changes', action='store_true',
                         help='then changes that load kernels (zoh, dynamics, derivatives, '
                              'contacts), each once')

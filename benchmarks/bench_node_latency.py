@@ -45,8 +45,9 @@ the same load), a client process (``_hammer.py``) calls the node's ``~/linearize
 trajectories back to back (issue 24: the tick must not wait for requests).
 Reported: its answered and refused calls and round trips (``hammer_*``) beside the tick's
 latency and ``lost`` outputs. ``--trajectory-server thread process``: the node's
-``trajectory_server`` parameter, each in turn (``process``: the requests are served by the
-node's trajectory process, ros/trajectory_process.py).
+``trajectory_server`` parameter, each in turn (``process``, the node's default and this
+script's: the requests are served by the node's trajectory process,
+ros/trajectory_process.py; ``thread``: by the node's own request worker).
 
 ``--cpu-dma-latency US`` holds a CPU wake-up latency request of US microseconds
 (``/dev/cpu_dma_latency``, the kernel's PM QoS; root) for the whole run, node and floor windows
@@ -84,7 +85,7 @@ def run(robot: str, rate: float, duration: float, tick_mode: str, dynamics: bool
         rt_priority: int = 0, max_skew: float | None = None, floor_share: float = 0.5,
         chunk: float = 10.0, typed_driver: bool = False, hammer_points: int = 0,
         hammer_topic: bool = False, malloc: str = 'tuned',
-        trajectory_server: str = 'thread') -> dict:
+        trajectory_server: str = 'process') -> dict:
     """Run one robot (node and floor alternately); return the figures (module docstring)."""
     rate_param = 5000.0 if tick_mode == 'on_state' else rate
     skew = min(0.001, 0.5 / rate) if max_skew is None else max_skew
@@ -238,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
                              'service')
     parser.add_argument('--malloc', nargs='+', default=['tuned'], choices=('tuned', 'default'),
                         help="the node's --malloc, each in turn per robot (ros/malloc.py)")
-    parser.add_argument('--trajectory-server', nargs='+', default=['thread'],
+    parser.add_argument('--trajectory-server', nargs='+', default=['process'],
                         choices=('thread', 'process'),
                         help="the node's trajectory_server, each in turn per robot")
     parser.add_argument('--cpu-dma-latency', type=int, default=-1, metavar='US',

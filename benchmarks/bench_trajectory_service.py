@@ -11,7 +11,8 @@ Per robot and node DDS profile (``--dds-profile``: the node's option, ros/dds.py
 default, the package's large-data profile first, then Fast DDS's built-in transports) and
 node allocator (``--malloc``: the node's option, ros/malloc.py; ``tuned`` by default, both
 with ``--malloc tuned default``) and where the node serves trajectories
-(``--trajectory-server``: its ``trajectory_server`` parameter; ``thread`` by default) and
+(``--trajectory-server``: its ``trajectory_server`` parameter; ``process``, the node's
+default, by default) and
 whether it leaves implied rows out of its answers (``--implied-rows``: ``omit`` sets its
 ``omit_implied_rows``, docs/messages.md "Implied rows"; ``send`` by default):
 starts ``python -m rbd_linearizer.ros.node`` (its own ROS domain, localhost discovery, the
@@ -128,7 +129,7 @@ def _tick_figures(stamps: list[int], windows: list[tuple[int, int]], hz: float,
 
 def run(robot: str, n_points: int, calls: int, representation: str, dt: float,
         rt_priority: int, ticking: float = 0.0, dds_profile: str = 'package',
-        malloc: str = 'tuned', trajectory_server: str = 'thread', floor: bool = False,
+        malloc: str = 'tuned', trajectory_server: str = 'process', floor: bool = False,
         implied_rows: str = 'send') -> dict:
     """Start the node for ``robot``, time ``calls`` service and topic round trips."""
     import rclpy
@@ -366,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--malloc', nargs='+', default=['tuned'], choices=('tuned', 'default'),
                         help="the node's --malloc, each in turn (ros/malloc.py); the client "
                              "keeps glibc's defaults")
-    parser.add_argument('--trajectory-server', nargs='+', default=['thread'],
+    parser.add_argument('--trajectory-server', nargs='+', default=['process'],
                         choices=('thread', 'process'),
                         help="the node's trajectory_server, each in turn")
     parser.add_argument('--implied-rows', nargs='+', default=['send'], choices=('send', 'omit'),

@@ -180,11 +180,12 @@ PARAMETERS: tuple[Param, ...] = (
           "Trajectory points across cores (linearize_batch's parallel path): 'never', "
           "'always', or 'auto' (only where it is faster).", choices=PARALLEL_MODES,
           section=_S_OUT),
-    Param('trajectory_server', 'thread',
-          "Where ~/linearize_trajectory and ~/trajectory are served: 'thread' (the request "
-          "worker, in the node's process) or 'process' (a process of their own, beside the "
-          'node: no request delays the tick).', choices=TRAJECTORY_SERVERS, read_only=True,
-          section=_S_OUT),
+    Param('trajectory_server', 'process',
+          "Where ~/linearize_trajectory and ~/trajectory are served: 'process' (a process of "
+          'their own, beside the node: no request delays the tick; ~300 MB more memory) or '
+          "'thread' (the request worker, in the node's process: its interpreter lock is the "
+          "tick's, a large or frequent request delays the tick).", choices=TRAJECTORY_SERVERS,
+          read_only=True, section=_S_OUT),
     Param('request_queue_depth', 4,
           'Service requests (~/linearize, ~/linearize_trajectory) waiting behind the one being '
           'answered (one worker, off the control tick, first in first out); one more is '

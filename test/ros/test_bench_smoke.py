@@ -77,7 +77,7 @@ def test_bench_trajectory_service_prints_the_targets_beside_the_floor():
     node, floor = _figures(_output('bench_trajectory_service.py', '--robots', 'go2',
                                    '--calls', '5', '--dds-profile', 'package', '--floor',
                                    '--implied-rows', 'omit'))
-    assert node['trajectory_server'] == 'thread' and floor['trajectory_server'] == 'floor'
+    assert node['trajectory_server'] == 'process' and floor['trajectory_server'] == 'floor'
     assert node['target_p99_ms'] == '2.0' and floor['target_p99_ms'] == 'None', (node, floor)
     for key in ('service_meets_target', 'topic_meets_target'):
         assert node[key] in ('True', 'False') and floor[key] == 'None', (node, floor)

@@ -68,7 +68,8 @@ def _quiet_node(namespace: str):
     node = LinearizerNode(context=context, namespace=namespace, parameter_overrides=[
         Parameter('use_default_robot', value=True), Parameter('tick_mode', value='on_state'),
         Parameter('diagnostics_period_s', value=0.0), Parameter('status_period_s', value=0.0),
-        Parameter('robot_description_topic', value='')])
+        Parameter('robot_description_topic', value=''),
+        Parameter('trajectory_server', value='thread')])  # no trajectory process logging too
     try:
         yield node
     finally:

@@ -1,7 +1,8 @@
 """The tick does not wait for a service request (issue 24 item 2; docs/node.md, "Requests").
 
-A linearizer node (the default robot, its built-in state source, a timer tick at ``RATE_HZ``)
-runs in this process with each executor it can spin with (``DirectExecutor``: the request is
+A linearizer node (the default robot, its built-in state source, a timer tick at ``RATE_HZ``,
+``trajectory_server: thread``: the node's own request worker answers the trajectories) runs in
+this process with each executor it can spin with (``DirectExecutor``: the request is
 taken and handed to the worker, which answers it; rclpy's ``SingleThreadedExecutor``: an async
 callback awaits the worker); a probe node in a context of its own asks
 ``~/linearize_trajectory`` for the largest trajectory the node accepts (``max_trajectory_points``
@@ -67,7 +68,10 @@ class Harness(SpinningNode):
                 Parameter('time_model', value='discrete'),
                 Parameter('diagnostics_period_s', value=0.0),
                 Parameter('status_period_s', value=0.0),
-                Parameter('request_queue_depth', value=depth)])
+                Parameter('request_queue_depth', value=depth),
+                # the node's own request worker (the default, 'process', serves trajectories
+                # in a process of its own: test_trajectory_process.py)
+                Parameter('trajectory_server', value='thread')])
         self.model = node._served.model
         self.started: list[float] = []  # when each slowed batch call began (monotonic)
         self.started_ns: list[int] = []  # the same on the node's clock (the ticks' stamps)
