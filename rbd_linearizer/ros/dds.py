@@ -20,6 +20,11 @@ own transports are (measured: a client with Fast DDS's defaults gets the same ro
 variable depends on the Fast DDS version: ``FASTRTPS_DEFAULT_PROFILES_FILE`` for 2.x (Humble to
 Jazzy), ``FASTDDS_DEFAULT_PROFILES_FILE`` for 3.x (Kilted on), which warns about the old name.
 No ROS import here: the decision is a pure function of the arguments and the environment.
+
+The trajectory process (``ros/trajectory_process.py``) inherits the node's environment;
+``for_trajectory_process`` gives it ``PROCESS_PROFILE`` where the node uses ``PROFILE``: the same
+transports, and up to 2 s (not Fast DDS's 100 ms) for a new client's response reader to be
+matched before an answer is given up (ros2/ros2#1253; the profile file says why only there).
 """
 
 from __future__ import annotations
@@ -31,10 +36,13 @@ from pathlib import Path
 
 from rbd_linearizer.ros._argv import pop_option
 
-__all__ = ['PROFILE', 'PROFILE_VARIABLES', 'fastdds_major', 'use_package_profile']
+__all__ = ['PROCESS_PROFILE', 'PROFILE', 'PROFILE_VARIABLES', 'fastdds_major',
+           'for_trajectory_process', 'use_package_profile']
 
 #: The package's Fast DDS profile (shared memory, 32 MB segment; UDPv4).
 PROFILE = Path(__file__).resolve().parents[1] / 'resources' / 'fastdds_large_data.xml'
+#: The trajectory process's: ``PROFILE`` and a longer wait for a new client (module docstring).
+PROCESS_PROFILE = PROFILE.with_name('fastdds_trajectory_process.xml')
 #: The environment variables a Fast DDS reads its default profile from (3.x name, 2.x name).
 PROFILE_VARIABLES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE')
 #: ROS 2 distributions shipping Fast DDS 2.x (the others: 3.x).
@@ -86,3 +94,15 @@ def use_package_profile(argv: list[str],
         env[name] = str(PROFILE)
     return (f'Fast DDS profile: {PROFILE} (shared memory with a 32 MB segment, UDPv4; '
             '--dds-profile none or your own profile variable to opt out)')
+
+
+def for_trajectory_process(environ: MutableMapping[str, str]) -> MutableMapping[str, str]:
+    """Point ``environ``'s profile variables that name ``PROFILE`` at ``PROCESS_PROFILE``.
+
+    ``environ``: the environment the trajectory process is started with (changed in place and
+    returned). A profile of the user's, or none (``--dds-profile none``), is left as it is.
+    """
+    for name in PROFILE_VARIABLES:
+        if environ.get(name) == str(PROFILE):
+            environ[name] = str(PROCESS_PROFILE)
+    return environ

@@ -53,6 +53,7 @@ from rbd_linearizer.online import served as online_served
 from rbd_linearizer.online.requests import RequestQueue
 from rbd_linearizer.online.stats import Stats, TrajectoryCounts
 from rbd_linearizer.ros._argv import pop_option
+from rbd_linearizer.ros.dds import for_trajectory_process
 from rbd_linearizer.ros.diagnostics import NodeErrors
 from rbd_linearizer.ros.entities import Handles, destroy_entities
 from rbd_linearizer.ros.trajectory import TrajectoryServer
@@ -208,8 +209,10 @@ class TrajectoryProcess:
         level = node.get_logger().get_effective_level()
         if level.name != 'UNSET':  # the node's log level (e.g. --log-level debug)
             cmd += ['--log-level', level.name.lower()]
-        # the node's domain, even when its context was given one other than the environment's
-        env = dict(os.environ, ROS_DOMAIN_ID=str(node.context.get_domain_id()))
+        # the node's domain, even when its context was given one other than the environment's;
+        # the package's DDS profile with a longer wait for new clients (ros/dds.py)
+        env = for_trajectory_process(dict(os.environ,
+                                          ROS_DOMAIN_ID=str(node.context.get_domain_id())))
         # a session of its own: a terminal's Ctrl-C stops the node, which stops the process
         # (or the process sees the node's end of the socket close)
         self._proc = subprocess.Popen(cmd, pass_fds=(theirs.fileno(),), close_fds=True,

@@ -10,6 +10,7 @@ The speed it buys is a benchmark's (bench_trajectory_service.py, both profiles i
 
 import os
 import pathlib
+import re
 import sys
 import xml.etree.ElementTree as ET
 
@@ -40,6 +41,36 @@ def test_the_profile_is_shared_memory_with_a_large_segment_and_udp():
     used = [t.text for t in participant.iterfind('.//d:userTransports/d:transport_id', NS_XML)]
     assert sorted(used) == sorted(descriptors)
     assert participant.findtext('.//d:useBuiltinTransports', namespaces=NS_XML) == 'false'
+
+
+def test_the_trajectory_process_profile_is_the_nodes_with_a_longer_wait_for_new_clients():
+    # the same transports and participant (one file each: Fast DDS reads one), plus the
+    # "service" writer profile rmw_fastrtps gives every service's response writer
+    node, process = ET.parse(dds.PROFILE).getroot(), ET.parse(dds.PROCESS_PROFILE).getroot()
+    for path in ('.//d:transport_descriptors', './/d:participant'):
+        theirs, ours = node.find(path, NS_XML), process.find(path, NS_XML)
+        theirs.tail = ours.tail = None  # (the whitespace after the element)
+        assert ET.tostring(theirs) == ET.tostring(ours)
+    assert node.find('.//d:data_writer', NS_XML) is None  # the node keeps Fast DDS's 100 ms
+    writers = process.findall('.//d:data_writer', NS_XML)
+    assert [w.get('profile_name') for w in writers] == ['service']
+    wait = writers[0].find('d:qos/d:reliability/d:max_blocking_time', NS_XML)
+    seconds = int(wait.findtext('d:sec', namespaces=NS_XML)) + \
+        int(wait.findtext('d:nanosec', namespaces=NS_XML)) * 1e-9
+    assert seconds == 2.0  # ros/dds.py, the profile's comment and docs/node.md say 2 s
+
+
+@pytest.mark.parametrize('given, expected', [
+    (str(dds.PROFILE), str(dds.PROCESS_PROFILE)),  # the node's: the process's
+    ('/their/profile.xml', '/their/profile.xml'),  # the user's: kept
+    (None, None)])  # --dds-profile none: the built-in transports there too
+def test_the_trajectory_process_gets_its_profile_where_the_node_has_the_package_s(given,
+                                                                                   expected):
+    for variable in ENV_VARS:
+        env = _env(ROS_DOMAIN_ID='7', **({variable: given} if given else {}))
+        assert dds.for_trajectory_process(env) is env
+        assert env.get(variable) == expected and env['ROS_DOMAIN_ID'] == '7'
+        assert [v for v in ENV_VARS if v in env] == ([variable] if given else [])
 
 
 @pytest.mark.parametrize('distro, variable', [('jazzy', 'FASTRTPS_DEFAULT_PROFILES_FILE'),
@@ -170,6 +201,13 @@ def test_a_node_answers_a_large_trajectory_through_its_profile():
             assert np.allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
         log = node.text()
         assert f'Fast DDS profile: {dds.PROFILE}' in log
+        # the default trajectory_server, 'process': it answered, with its own profile
+        # (its output is in the node's log: an XML error of its profile would show there)
+        pid = int(re.search(r'trajectory interfaces served by process (\d+)', log).group(1))
+        with open(f'/proc/{pid}/environ', 'rb') as f:
+            environ = dict(item.split(b'=', 1) for item in f.read().split(b'\0') if item)
+        assert [environ.get(v.encode()) for v in ENV_VARS if v.encode() in environ] == \
+            [str(dds.PROCESS_PROFILE).encode()]
         assert 'XMLPARSER' not in log and '[ERROR]' not in log, log
     finally:
         probe.close()
