@@ -96,7 +96,11 @@ def linearizer_parameters(cfg: dict) -> dict:
     States from /joint_states + /odom (twist in the child frame), one linearization per state
     (``tick_mode: on_state``), discrete time, inputs = the arm torques + a body-fixed wrench
     at each rotor frame (``hexarotor.linearizer_input_names``), u0 = the input the driver
-    applied last (``/sim_driver/applied_inputs``), sim time from the driver.
+    applied last (``/sim_driver/applied_inputs``), sim time from the driver. Trajectories are
+    served by a process of their own (``trajectory_server: process``, the node's default)
+    only when the MPC asks for them (``mpc.variant: rti``); otherwise none is asked for and
+    the node serves the interfaces itself (``thread``), so the demo's processes do not share
+    the two cores with an idle trajectory process's start-up.
     """
     from rbd_linearizer.demo.hexarotor import rotor_names
     lin = cfg['linearizer']
@@ -111,6 +115,7 @@ def linearizer_parameters(cfg: dict) -> dict:
         'wrench_input_frames': rotors, 'wrench_input_kinds': ['wrench'] * len(rotors),
         'wrench_input_expressed_in': ['local'] * len(rotors), 'publish_linearization': True,
         'publish_dynamics': False, 'status_period_s': 0.0, 'use_sim_time': True,
+        'trajectory_server': 'process' if cfg['mpc'].get('variant') == 'rti' else 'thread',
     }
 
 

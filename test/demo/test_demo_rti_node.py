@@ -160,3 +160,16 @@ def test_rti_node_uses_the_trajectory_linearization_and_survives_a_lost_one():
         for n in nodes:
             n.destroy_node()
         rclpy.shutdown(context=context)
+
+
+def test_the_demo_s_linearizer_has_a_trajectory_process_only_for_the_rti_mpc():
+    # the RTI MPC asks for trajectories: the node's default, a process of their own; the single
+    # MPC asks for none, and the demo's processes keep the two cores (demo.main docstring)
+    from rbd_linearizer.demo.main import linearizer_parameters, load_config
+    from rbd_linearizer.online import params as P
+    cfg = load_config()
+    assert cfg['mpc']['variant'] == 'single'
+    rti = {**cfg, 'mpc': {**cfg['mpc'], 'variant': 'rti'}}
+    assert linearizer_parameters(cfg)['trajectory_server'] == 'thread'
+    assert linearizer_parameters(rti)['trajectory_server'] == 'process'
+    assert P.by_name()['trajectory_server'].default == 'process'
