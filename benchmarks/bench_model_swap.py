@@ -17,11 +17,11 @@ the answer, and the answer's time; ``--kernel-changes``: then changes that load 
 (``KERNEL_CHANGES``: the zero-order hold, the dynamics terms, the derivatives, a first contact
 frame), each once, measured the same way (such a change is warmed up beside the tick since
 2026-12-02: docs/node.md). With ``--trajectory-server process`` (the node's default and this
-script's) the node's parameter service
-answers only after its trajectory process confirmed the change (since 2026-12-02 in a
-thread beside the tick, before the executor thread sets it: docs/node.md, "Parameters"). The
-node builds a new model off the executor thread (``online.served.DescriptionQueue``), but in
-the same interpreter: the build's Python and the tick take the interpreter lock in turns.
+script's) the node's parameter service answers only after its trajectory process confirmed
+the change (since 2026-12-02 in a thread beside the tick, before the executor thread sets it:
+docs/node.md, "Parameters"). The node builds a new model off the executor thread
+(``online.served.DescriptionQueue``), but in the same interpreter: the build's Python and the
+tick take the interpreter lock in turns.
 ``--switch-interval S``: the interpreter's switch interval (``sys.setswitchinterval``;
 Python's default 0.005 s) for the run.
 Not a timed test: figures depend on the machine; see docs/performance.md.
