@@ -33,13 +33,13 @@ always gets its answer.
 
 from __future__ import annotations
 
-import signal
 import time
 
 import numpy as np
 import osqp
 import scipy.sparse as sp
 
+from rbd_linearizer.demo._osqp import solve as solve_handing_back_sigint
 from rbd_linearizer.demo.hexarotor import N_ROTORS, RotorLayout, input_map
 from rbd_linearizer.demo.lqr_node import demo_pair, error_state, hover_input, lqr_weights
 from rbd_linearizer.demo.report import oplus
@@ -127,13 +127,8 @@ class LtvMpc:
         else:
             self.solver.update(Px=Px, q=g, l=lw, u=uw)
         t0 = time.perf_counter()
-        res = self.solver.solve(raise_error=False)
+        res = solve_handing_back_sigint(self.solver)  # OSQP's own SIGINT handler: _osqp.py
         solve_time = time.perf_counter() - t0
-        if res.info.status_val == osqp.SolverStatus.OSQP_SIGINT:
-            # OSQP listens for SIGINT during a solve (its own handler, restored after it) and
-            # returns 'interrupted': the user's Ctrl-C (or launch's) never reached the
-            # process's handler and the node kept running. Hand it back.
-            signal.raise_signal(signal.SIGINT)
         status = res.info.status
         W = res.x
         if W is None or not np.all(np.isfinite(W)):

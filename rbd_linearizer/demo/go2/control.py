@@ -28,13 +28,13 @@ pyramid inside the cone. The first input is applied and held for the stage.
 
 from __future__ import annotations
 
-import signal
 import time
 
 import numpy as np
 import osqp
 import scipy.sparse as sp
 
+from rbd_linearizer.demo._osqp import solve as solve_handing_back_sigint
 from rbd_linearizer.demo.lqr_node import error_state, lqr_gain
 from rbd_linearizer.demo.mpc_node import ltv_predict_matrices, rti_stage_models
 
@@ -141,10 +141,8 @@ class LegMpc:
                      u=np.concatenate(hi), verbose=False, eps_abs=1e-5, eps_rel=1e-5,
                      polishing=False, max_iter=4000)
         t0 = time.perf_counter()
-        res = solver.solve(raise_error=False)
+        res = solve_handing_back_sigint(solver)  # OSQP's own SIGINT handler: demo/_osqp.py
         solve_time = time.perf_counter() - t0
-        if res.info.status_val == osqp.SolverStatus.OSQP_SIGINT:
-            signal.raise_signal(signal.SIGINT)  # OSQP took the user's Ctrl-C: hand it back
         W = res.x
         if W is None or not np.all(np.isfinite(W)):
             W = np.zeros(N * nu)
