@@ -102,8 +102,12 @@ class TrajectoryServer:
         """The names the interfaces are created with (``NAMES`` -> the name given)."""
         return dict(self._names)
 
-    def activate(self) -> Handles:
-        """Create the publisher, the ``~/trajectory`` subscription and the service."""
+    def activate(self, outputs_created: Callable[[list], None] | None = None) -> Handles:
+        """Create the publishers, then the ``~/trajectory`` subscription and the service.
+
+        ``outputs_created(publishers)``, if given, runs between the two (the trajectory
+        process waits there until its publishers reach the subscribers already listening).
+        """
         node = self._node
         encoder = TrajectoryLinearizationEncoder()  # this activation's worker's only
         self._mailbox = NewestOnly(lambda raw: self._work(raw, encoder), 'trajectory')
@@ -114,6 +118,8 @@ class TrajectoryServer:
         self._forces_pub = node.create_publisher(TrajectoryContactForcesMsg,
                                                  name['~/trajectory_contact_forces'],
                                                  TRAJECTORY_OUTPUT_QOS)
+        if outputs_created is not None:
+            outputs_created([self._pub, self._forces_pub])
         sub = node.create_subscription(TrajectoryMsg, name['~/trajectory'],  # (info: gaps)
                                        lambda raw, info: self.on_trajectory(raw, info),
                                        TRAJECTORY_QOS, raw=True)

@@ -67,6 +67,10 @@ COUNTS_PERIOD_S = 0.02
 HEALTH_PERIOD_S = 0.5
 #: How long ``close`` waits for the process to stop before killing it [s].
 STOP_TIMEOUT_S = 5.0
+#: Longest wait of an activation for its publishers to match the subscribers already there [s]
+#: (``TrajectoryProcessNode._reach_subscribers``), and how long the counts must stay unchanged.
+READERS_TIMEOUT_S = 2.0
+READERS_SETTLED_S = 0.2
 #: Longest wait for the process to confirm a parameter change [s] (it may be warming up a
 #: kernel family the change needs, as the node does in the same call).
 CONFIG_TIMEOUT_S = 5.0
@@ -174,7 +178,11 @@ class TrajectoryProcess:
                 self._fall_back(f'trajectory process not started ({e})')
         if self._fallen_back:
             return self._fallback.activate()
-        self._send(('active', True))
+        # the subscribers of the outputs this node knows: the process serves once it reached
+        # them (TrajectoryProcessNode._reach_subscribers)
+        names = resolved_names(self._node)
+        self._send(('active', True, {names[n]: self._node.count_subscribers(names[n])
+                                     for n in TrajectoryServer.NAMES[2:]}))
         return [('timer', self._node.create_timer(HEALTH_PERIOD_S, self._check))]
 
     def deactivate(self) -> None:
@@ -340,23 +348,57 @@ class TrajectoryProcessNode(Node):
                 self._served = self._served.reconfigured(self._cfg, self.get_logger().info)
             self._conn.send(('applied', message[2]))  # the node's parameter service waits
         elif kind == 'active':
-            self._set_active(message[1])
+            self._set_active(message[1], message[2] if len(message) > 2 else {})
         elif kind == 'stop':
             return False
         return True
 
-    def _set_active(self, active: bool) -> None:
+    def _set_active(self, active: bool, known: dict[str, int] | None = None) -> None:
         if active and not self._active:
-            self._handles = self._server.activate()
+            reached: list[str] = []
+            self._handles = self._server.activate(
+                lambda publishers: reached.append(self._reach_subscribers(publishers,
+                                                                          known or {})))
             self._active = True
             served = self._served
             self.get_logger().info(
                 'serving ' + ', '.join(self._server.names.values())
-                + (f' for {served.summary()}' if served is not None else ' (no model yet)'))
+                + (f' for {served.summary()}' if served is not None else ' (no model yet)')
+                + f' ({reached[0]})')
         elif not active and self._active:
             self._active = False
             destroy_entities(self, self._handles)
             self._handles = []
+
+    def _reach_subscribers(self, publishers: list, known: dict[str, int]) -> str:
+        # Between the publishers and the service / ~/trajectory subscription (activate): until
+        # each publisher has matched every subscriber on its topic that the linearizer node
+        # knew of when it activated (``known``) or that this process's graph shows, the
+        # counts unchanged for READERS_SETTLED_S (the subscribers' side matches in the same
+        # exchange, not always first), at most READERS_TIMEOUT_S. This process joins a graph
+        # whose subscribers (an MPC's, on ~/trajectory_linearization) were there first: a
+        # client that sends a trajectory the moment ~/trajectory appears would otherwise get
+        # an answer its own subscriber had not matched yet, lost to it (test_cpp_consumer,
+        # clean-clone CI of 2026-12-03). Clients waiting for the service or the subscription
+        # wait for this too.
+        start = time.monotonic()
+        last, since = None, start
+        while True:
+            now = time.monotonic()
+            counts = tuple((p.get_subscription_count(),
+                            max(self.count_subscribers(p.topic_name), known.get(p.topic_name, 0)))
+                           for p in publishers)
+            if counts != last:
+                last, since = counts, now
+            ready = all(matched >= expected for matched, expected in counts)
+            if ready and now - since >= READERS_SETTLED_S:
+                return (f'its outputs reached the {counts[0][0]} subscriber(s) already '
+                        f'listening in {(now - start) * 1e3:.0f} ms')
+            if now - start >= READERS_TIMEOUT_S:
+                return (f'its outputs matched {[c[0] for c in counts]} of the subscribers '
+                        f'{[c[1] for c in counts]} known after {READERS_TIMEOUT_S:g} s; '
+                        f'serving anyway')
+            time.sleep(0.005)
 
 
 def below_the_tick(pid: int = 0) -> None:

@@ -176,13 +176,16 @@ def test_cpp_consumer_gets_the_same_bits_as_rclpy(node, consumer):
         answers: list = []
         probe.node.create_subscription(Linearization, f'{linearizer}/linearization',
                                        linearizations.append, result_qos(100))
-        probe.node.create_subscription(TrajectoryLinearization,
-                                       f'{linearizer}/trajectory_linearization',
-                                       answers.append, result_qos(10))
+        answers_sub = probe.node.create_subscription(
+            TrajectoryLinearization, f'{linearizer}/trajectory_linearization', answers.append,
+            result_qos(10))
         client = probe.node.create_client(LinearizeTrajectory,
                                           f'{linearizer}/linearize_trajectory')
-        # receiving already: every message the consumer gets, the probe gets too
+        # receiving already: every message the consumer gets, the probe gets too (the
+        # trajectory answers come from the node's trajectory process, which joins later:
+        # matched first, or the answer to the consumer's trajectory can pass this probe by)
         probe.wait(lambda: len(linearizations) > 0, 'the first linearization')
+        probe.wait_matched(answers_sub)
         records = run_consumer(probe, consumer, linearizer, time_model)
         kinds = [r['kind'] for r in records]
         assert kinds == ['linearization'] * COUNT + list(RECORDS[1:]), kinds

@@ -248,6 +248,59 @@ def _running(pid: int) -> bool:
         return False
 
 
+def test_the_process_listens_only_once_its_outputs_reach_the_subscribers_already_there():
+    # A subscriber to ~/trajectory_linearization that the node knows of when it activates (an
+    # MPC's) must have matched the process's publisher before the process takes trajectories:
+    # else a trajectory sent the moment ~/trajectory appears is answered to no one (clean-clone
+    # CI of 2026-12-03, test_cpp_consumer). The process creates its ~/trajectory subscription
+    # READERS_SETTLED_S after its publishers matched them (trajectory_process.
+    # _reach_subscribers); created together, both appear here within milliseconds. A lifecycle
+    # node, so that it has answered this probe (discovered it) before it activates.
+    from rbd_linearizer.msg import Trajectory, TrajectoryLinearization
+    from rbd_linearizer.ros.qos import result_qos
+    from rbd_linearizer.ros.trajectory_process import READERS_SETTLED_S
+
+    proc = _node(unique_ns('trajfirst'), lifecycle=True)
+    p = Probe(proc, name='rbd_trajectory_first_probe', diagnostics=False)
+    try:
+        answers: list = []
+        base = f'{proc.ns}/linearizer'
+        sub = p.node.create_subscription(TrajectoryLinearization,
+                                         f'{base}/trajectory_linearization', answers.append,
+                                         result_qos(10))
+        pub = p.node.create_publisher(Trajectory, f'{base}/trajectory', result_qos(1))
+        change = p.node.create_client(ChangeState, f'{base}/change_state')
+        configure = Transition(id=Transition.TRANSITION_CONFIGURE)
+        assert p.call(change, ChangeState.Request(transition=configure)).success
+        p.spin(0.5)  # (the node answered: it knows this probe's endpoints)
+        future = change.call_async(ChangeState.Request(
+            transition=Transition(id=Transition.TRANSITION_ACTIVATE)))
+        seen: dict[str, float] = {}
+        deadline = time.monotonic() + 120.0  # a cold kernel cache loads first
+        while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+            p.executor.spin_once(timeout_sec=0.001)
+            if sub.get_publisher_count() > 0:
+                seen.setdefault('output matched', time.monotonic())
+            assert proc.alive(), proc.text()[-3000:]
+        seen['listening'] = time.monotonic()
+        assert pub.get_subscription_count() > 0, proc.text()[-3000:]
+        assert 'output matched' in seen, 'the process listened before its output matched'
+        assert seen['listening'] - seen['output matched'] >= 0.5 * READERS_SETTLED_S, seen
+        # and a trajectory sent at once is answered to this subscriber
+        rng = np.random.default_rng(3)
+        n = MODEL.n_joints
+        Q = np.concatenate([[0.0, 0.0, 0.3, 0.0, 0.0, 0.0, 1.0], rng.uniform(-1, 1, n)])[None]
+        pub.publish(trajectory_to_msg(Q, np.zeros((1, 6 + n)), None, stamp_ns=77,
+                                      time_model='discrete', dt=0.01))
+        p.wait(lambda: any(a.header.stamp.nanosec == 77 for a in answers),
+               'the answer to the trajectory sent the moment ~/trajectory appeared', 30.0)
+        p.wait(future.done, 'the activation answered')
+        assert future.result().success
+    finally:
+        p.close()
+        proc.close()
+
+
 def test_the_trajectory_process_stops_with_the_node():
     proc = _node(unique_ns('trajstop'))
     p = ProcessProbe(proc)
